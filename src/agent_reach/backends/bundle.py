@@ -1,0 +1,24 @@
+"""The bundle of stores one coordinator uses, and who closes them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from agent_reach.backends.protocols import RegistryStore
+
+
+@dataclass(slots=True)
+class Backends:
+    """Every store of one backend; `is_shared` when other coordinators see the same state."""
+
+    name: str
+    registry: RegistryStore
+    is_shared: bool = False
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        """Close pools and connections; safe to call twice."""
+        closers, self.closers = self.closers, []
+        for close in reversed(closers):
+            await close()

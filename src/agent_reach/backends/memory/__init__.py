@@ -1,0 +1,13 @@
+"""The embedded default: every store in this process's memory, state dies with it."""
+
+from __future__ import annotations
+
+from agent_reach.backends.bundle import Backends
+from agent_reach.backends.memory.registry import MemoryRegistryStore
+from agent_reach.clock import Clock
+from agent_reach.config import Settings
+
+
+async def open_memory(settings: Settings, clock: Clock) -> Backends:
+    """Fresh in-memory stores."""
+    return Backends(name="memory", registry=MemoryRegistryStore(clock))

@@ -1,0 +1,186 @@
+"""Every error Agent-Reach raises, and the one table that maps it to HTTP.
+
+ReachError
+  CallerError              the caller must change the request (4xx)
+    InvalidRequest           400 invalid_request / 422 validation_error
+    NotFound                 404 not_found, unknown_agent
+    Conflict                 409
+    PayloadTooLarge          413 payload_too_large
+  NoRoute                  no agent can take the request
+    NoCapability             404 no_capability
+    NoInstance               503 no_instance
+  AgentFailed              the agent answered with an error (502 agent_error)
+    AgentUnreachable         502 agent_unreachable: never reached, safe to retry
+    AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
+  HopLimit                 508 hop_limit: the request went through too many agents
+  StoreUnavailable         503 store_unavailable: the backend did not answer
+
+The server renders every one of them as ``{"error": {"code", "message", ...}}``
+and the SDK maps such a body back to the same class with `error_from_body`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ReachError(Exception):
+    """Root of every Agent-Reach error: a stable `code`, an HTTP `status`, a safe message."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+        self.details = details
+
+    def to_body(self) -> dict[str, Any]:
+        """The wire form: ``{"error": {"code", "message", **details}}``."""
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+class CallerError(ReachError):
+    """The request itself is wrong; sending it again unchanged will fail again."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class InvalidRequest(CallerError):
+    """Malformed JSON (400) or a body that breaks the schema (422, `validation_error`)."""
+
+
+class ValidationFailed(InvalidRequest):
+    status = 422
+    code = "validation_error"
+
+
+class NotFound(CallerError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(CallerError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(CallerError):
+    status = 413
+    code = "payload_too_large"
+
+
+class NoRoute(ReachError):
+    """No live agent can take the request (nothing was sent)."""
+
+    status = 503
+    code = "no_route"
+
+
+class NoCapability(NoRoute):
+    """No registered instance has ever offered the requested capability."""
+
+    status = 404
+    code = "no_capability"
+
+
+class NoInstance(NoRoute):
+    """The capability exists but none of its instances is live right now."""
+
+    status = 503
+    code = "no_instance"
+    retryable = True
+
+
+class AgentFailed(ReachError):
+    """The agent answered, but with a failure status or an unreadable body."""
+
+    status = 502
+    code = "agent_error"
+    retryable = True
+
+
+class AgentUnreachable(AgentFailed):
+    """The delivery never reached the agent (connect refused or reset before sending)."""
+
+    code = "agent_unreachable"
+
+
+class AgentTimeout(AgentFailed):
+    """No answer within the timeout; the agent may have acted (`outcome_unknown`)."""
+
+    status = 504
+    code = "agent_timeout"
+
+
+class HopLimit(ReachError):
+    """The request's hop budget is spent: agents are passing it around in a loop."""
+
+    status = 508
+    code = "hop_limit"
+
+
+class StoreUnavailable(ReachError):
+    """The state backend did not answer in time; nothing was decided."""
+
+    status = 503
+    code = "store_unavailable"
+    retryable = True
+
+
+_BY_CODE: dict[str, type[ReachError]] = {
+    cls.code: cls
+    for cls in (
+        CallerError,
+        ValidationFailed,
+        NotFound,
+        Conflict,
+        PayloadTooLarge,
+        NoRoute,
+        NoCapability,
+        NoInstance,
+        AgentFailed,
+        AgentUnreachable,
+        AgentTimeout,
+        HopLimit,
+        StoreUnavailable,
+    )
+}
+
+
+def error_from_body(status: int, body: Any) -> ReachError:
+    """Rebuild the error a coordinator rendered, so SDK callers can catch by class."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        exc = ReachError(f"unexpected answer with HTTP status {status}", code="unexpected_answer")
+        exc.status = status  # type: ignore[misc]
+        return exc
+    code = str(error.get("code", "internal_error"))
+    message = str(error.get("message", ""))
+    details = {k: v for k, v in error.items() if k not in ("code", "message")}
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = _closest_by_status(status)
+        exc = cls(message, code=code, **details)
+    else:
+        exc = cls(message, **details)
+    exc.status = status  # type: ignore[misc]
+    return exc
+
+
+def _closest_by_status(status: int) -> type[ReachError]:
+    if status == 404:
+        return NotFound
+    if status == 409:
+        return Conflict
+    if 400 <= status < 500:
+        return CallerError
+    if status == 504:
+        return AgentTimeout
+    if status == 502:
+        return AgentFailed
+    return ReachError

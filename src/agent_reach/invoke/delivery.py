@@ -1,0 +1,40 @@
+"""The delivery an agent receives: the JSON body and headers of the agent contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One request as sent to an agent (DESIGN.md, "The agent contract")."""
+
+    request_id: str
+    capability: str
+    payload: Any
+    trace_id: str
+    hop: int
+    context: dict[str, Any] | None = None
+
+    def body(self) -> bytes:
+        return orjson.dumps(
+            {
+                "request_id": self.request_id,
+                "capability": self.capability,
+                "payload": self.payload,
+                "context": self.context,
+                "trace_id": self.trace_id,
+                "hop": self.hop,
+            }
+        )
+
+    def headers(self, traceparent: str) -> list[tuple[str, str]]:
+        return [
+            ("content-type", "application/json"),
+            ("x-request-id", self.request_id),
+            ("traceparent", traceparent),
+            ("x-reach-hop", str(self.hop)),
+        ]

@@ -1,0 +1,41 @@
+"""Transports by `transport.type`: one module each behind the `Transport` protocol."""
+
+from __future__ import annotations
+
+from agent_reach.errors import ValidationFailed
+from agent_reach.invoke.pool import HttpPool
+from agent_reach.invoke.transports.http import HttpTransport
+from agent_reach.invoke.transports.protocol import Transport
+from agent_reach.model.agents import TransportSpec
+
+
+class Transports:
+    """The transports one coordinator can deliver over."""
+
+    def __init__(self, table: dict[str, Transport]) -> None:
+        self.table = table
+
+    def get(self, kind: str) -> Transport:
+        transport = self.table.get(kind)
+        if transport is None:
+            raise ValidationFailed(
+                f"unknown transport type {kind!r}: use one of {sorted(self.table)}",
+                field="transport.type",
+            )
+        return transport
+
+    def check(self, spec: TransportSpec) -> None:
+        """Refuse a registration no transport here can deliver to."""
+        self.get(spec.type).check(spec)
+
+    async def aclose(self) -> None:
+        for transport in self.table.values():
+            await transport.aclose()
+
+
+def open_transports() -> Transports:
+    """Every built-in transport, sharing one pooled HTTP client."""
+    return Transports({"http": HttpTransport(HttpPool())})
+
+
+__all__ = ["Transport", "Transports", "open_transports"]

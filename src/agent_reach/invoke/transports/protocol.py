@@ -1,0 +1,28 @@
+"""The Transport seam: how one delivery reaches one instance, whatever it speaks."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from agent_reach.invoke.delivery import Delivery
+from agent_reach.model.agents import TransportSpec
+
+
+class Transport(Protocol):
+    """One module per `transport.type`; the attempt loop only ever talks to this."""
+
+    def check(self, spec: TransportSpec) -> None:
+        """Refuse, with `ValidationFailed`, a registration this transport cannot deliver to."""
+
+    async def deliver(
+        self, spec: TransportSpec, delivery: Delivery, *, traceparent: str, timeout_s: float
+    ) -> Any:
+        """Deliver once and return the agent's decoded result.
+
+        Raises `AgentUnreachable` when nothing reached the agent, `AgentTimeout` when no
+        answer came within `timeout_s` (the agent may have acted), and `AgentFailed`
+        for any answer that is not a success. Never retries by itself.
+        """
+
+    async def aclose(self) -> None:
+        """Release connections."""

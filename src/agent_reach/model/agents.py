@@ -1,0 +1,107 @@
+"""Agents as they register: identity, capabilities, transport, lease and routing hints."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+DEFAULT_TTL_S = 60.0  # DESIGN.md registration example: a 60 s lease, renewed at ttl/3
+DEFAULT_CAPACITY = 64  # concurrent deliveries an instance takes before its load factor reaches 0
+AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+CAPABILITY_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,127}$"
+
+AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
+
+
+def normalize_capability(tag: Any) -> Any:
+    """One spelling per capability: NFKC (full-width look-alikes fold), trimmed, lower case."""
+    return unicodedata.normalize("NFKC", tag).strip().lower() if isinstance(tag, str) else tag
+
+
+Capability = Annotated[
+    str, BeforeValidator(normalize_capability), StringConstraints(pattern=CAPABILITY_PATTERN)
+]
+TimeoutClass = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+HealthStatus = Literal["healthy", "suspect", "offline"]
+
+
+class TransportSpec(BaseModel):
+    """How deliveries reach the instance: `type` names a transport module."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = "http"
+    endpoint: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+    health_endpoint: Annotated[str, StringConstraints(max_length=2048)] | None = None
+
+
+class AgentSpec(BaseModel):
+    """The registration body of DESIGN.md; fields beyond these are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: AgentId
+    display_name: Annotated[str, StringConstraints(max_length=200)] = ""
+    capabilities: Annotated[list[Capability], Field(min_length=1, max_length=256)]
+    description: Annotated[str, StringConstraints(max_length=4000)] = ""
+    examples: Annotated[list[Annotated[str, StringConstraints(max_length=500)]], Field(max_length=500)] = []
+    transport: TransportSpec
+    ttl: float = Field(DEFAULT_TTL_S, ge=1, le=86_400)
+    timeout_class: TimeoutClass = "query"
+    weight: float = Field(1.0, gt=0, le=100)
+    capacity: int = Field(DEFAULT_CAPACITY, ge=1, le=100_000)
+    domain: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
+    generic: bool = False
+    context_fields: Annotated[list[str], Field(max_length=64)] = []
+
+    @field_validator("capabilities")
+    @classmethod
+    def _unique_capabilities(cls, tags: list[str]) -> list[str]:
+        return list(dict.fromkeys(tags))
+
+    @classmethod
+    def from_legacy(cls, document: dict[str, Any]) -> AgentSpec:
+        """Accept the original deployment's YAML form ``agent: {id, capability: [...], ...}``."""
+        body = dict(document.get("agent", document))
+        if "capability" in body and "capabilities" not in body:
+            tags = body.pop("capability")
+            body["capabilities"] = [tags] if isinstance(tags, str) else tags
+        return cls.model_validate(body)
+
+
+class InstanceStats(BaseModel):
+    """What one coordinator has seen of an instance: load, success and latency."""
+
+    in_flight: int
+    capacity: int
+    load: float
+    calls: int
+    success_rate: float | None
+    latency_ms_p50: float | None
+    latency_ms_p90: float | None
+
+
+class InstanceView(BaseModel):
+    """An instance as `GET /v1/agents` shows it."""
+
+    id: str
+    display_name: str
+    capabilities: list[str]
+    domain: str
+    generic: bool
+    weight: float
+    timeout_class: str
+    transport: TransportSpec
+    status: HealthStatus
+    lease_expires_in_s: float
+    registered_at: float
+    stats: InstanceStats

@@ -1,0 +1,32 @@
+"""Routing decisions: the candidates with their factor scores, and what decided."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Rule = Literal["exact", "best", "margin", "no_match", "generic", "no_instance"]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One instance considered for a capability, with each factor in [0, 1]."""
+
+    capability: str
+    agent_id: str
+    score: float
+    factors: dict[str, float]
+    match: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RouteDecision:
+    """The router's answer: the choice (or null), why, and every candidate it weighed."""
+
+    capability: str | None
+    agent_id: str | None
+    rule: Rule
+    candidates: list[Candidate]
+    margin: float | None
+    policy_version: str
+    weights: dict[str, float]

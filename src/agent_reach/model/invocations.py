@@ -1,0 +1,67 @@
+"""Invocations: what a caller asks for, what an agent receives, what the caller gets back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from agent_reach.model.agents import Capability, TimeoutClass
+from agent_reach.model.decisions import RouteDecision
+
+DEFAULT_MAX_HOP = 5  # DESIGN.md: five hops stop two agents bouncing a request forever
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
+
+RequestId = Annotated[str, StringConstraints(pattern=REQUEST_ID_PATTERN)]
+Status = Literal["ok", "fallback", "degraded", "suspended", "error"]
+
+
+class RouteRequest(BaseModel):
+    """What to route: a capability tag, or user text to match (at least one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    capability: Capability | None = None
+    text: Annotated[str, StringConstraints(min_length=1, max_length=4000)] | None = None
+    context_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    request_id: RequestId | None = None
+
+    @model_validator(mode="after")
+    def _capability_or_text(self) -> RouteRequest:
+        if self.capability is None and self.text is None:
+            raise ValueError("give `capability` or `text`")
+        return self
+
+
+class InvokeRequest(RouteRequest):
+    """The body of `POST /v1/invoke`."""
+
+    payload: Any = None
+    max_hop: int | None = Field(None, ge=0, le=64)
+    timeout_class: TimeoutClass | None = None
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One delivery to one instance: who, how long, and how it ended."""
+
+    agent_id: str
+    number: int
+    outcome: Literal["ok", "agent_error", "agent_unreachable", "agent_timeout"]
+    duration_ms: float
+    http_status: int | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class InvokeResult:
+    """The answer of `POST /v1/invoke`."""
+
+    request_id: str
+    trace_id: str
+    status: Status
+    agent_id: str | None
+    result: Any
+    route: RouteDecision
+    attempts: list[Attempt] = field(default_factory=list)

@@ -1,0 +1,38 @@
+"""W3C Trace Context: continue a caller's `traceparent`, or start a new trace."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_INVALID_TRACE = "0" * 32
+_INVALID_SPAN = "0" * 16
+
+
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """The trace a request belongs to and the span that called us (None at a root)."""
+
+    trace_id: str
+    parent_span_id: str | None = None
+    sampled: bool = True
+
+    def child_traceparent(self) -> tuple[str, str]:
+        """A new span id under this trace and the `traceparent` header that carries it."""
+        span_id = os.urandom(8).hex()
+        return span_id, f"00-{self.trace_id}-{span_id}-{'01' if self.sampled else '00'}"
+
+
+def new_trace() -> TraceContext:
+    return TraceContext(os.urandom(16).hex())
+
+
+def continue_trace(traceparent: str | None) -> TraceContext:
+    """The caller's trace when its header is valid; a fresh one otherwise (never an error)."""
+    if traceparent:
+        m = _TRACEPARENT.match(traceparent.strip().lower())
+        if m and m[1] != _INVALID_TRACE and m[2] != _INVALID_SPAN:
+            return TraceContext(m[1], m[2], bool(int(m[3], 16) & 1))
+    return new_trace()

@@ -1,0 +1,89 @@
+"""The local, always-in-memory view of the registry that routing reads on every request.
+
+It is fed by the registry service (from this coordinator's writes and from the store's
+change events) and never touches a store itself.
+"""
+
+from __future__ import annotations
+
+from agent_reach.backends.protocols import InstanceRecord
+from agent_reach.model.agents import AgentSpec, HealthStatus
+from agent_reach.registry.stats import CallWindow
+
+
+class Instance:
+    """One registered instance as routing sees it: spec, lease deadline, health and stats."""
+
+    __slots__ = ("health", "lease_until", "record", "stats")
+
+    def __init__(self, record: InstanceRecord, lease_until: float) -> None:
+        self.record = record
+        self.lease_until = lease_until
+        self.health: HealthStatus = "healthy"
+        self.stats = CallWindow()
+
+    @property
+    def spec(self) -> AgentSpec:
+        return self.record.spec
+
+    @property
+    def id(self) -> str:
+        return self.record.spec.id
+
+    def is_live(self, now: float) -> bool:
+        """Routable: the lease has not run out and health checks have not taken it offline."""
+        return self.lease_until > now and self.health != "offline"
+
+    def status(self, now: float) -> HealthStatus:
+        """Health as listed: an instance whose lease ran out is offline whatever probes say."""
+        return self.health if self.lease_until > now else "offline"
+
+
+class RegistryIndex:
+    """Instances by id and by capability; generic (catch-all) instances kept apart."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, Instance] = {}
+        self.by_capability: dict[str, list[Instance]] = {}
+        self.generic: list[Instance] = []
+
+    def upsert(self, record: InstanceRecord, lease_until: float) -> Instance:
+        """Add or replace an instance's record; its health and stats survive a re-register."""
+        instance = self.by_id.get(record.spec.id)
+        if instance is None:
+            instance = Instance(record, lease_until)
+            self.by_id[instance.id] = instance
+        else:
+            self._unlink(instance)
+            instance.record = record
+            instance.lease_until = lease_until
+        for tag in record.spec.capabilities:
+            self.by_capability.setdefault(tag, []).append(instance)
+        if record.spec.generic:
+            self.generic.append(instance)
+        return instance
+
+    def renew(self, agent_id: str, lease_until: float) -> None:
+        """Move an instance's lease deadline; unknown ids are ignored (a load heals them)."""
+        instance = self.by_id.get(agent_id)
+        if instance is not None:
+            instance.lease_until = lease_until
+
+    def remove(self, agent_id: str) -> None:
+        instance = self.by_id.pop(agent_id, None)
+        if instance is not None:
+            self._unlink(instance)
+
+    def instances_of(self, capability: str) -> list[Instance]:
+        """Every known instance of a capability, live or not."""
+        return self.by_capability.get(capability, [])
+
+    def _unlink(self, instance: Instance) -> None:
+        for tag in instance.spec.capabilities:
+            peers = self.by_capability.get(tag)
+            if peers is not None:
+                peers.remove(instance)
+                if not peers:
+                    del self.by_capability[tag]
+        if instance in self.generic:
+            self.generic.remove(instance)

@@ -1,0 +1,163 @@
+"""The registry service: writes go to the store, reads come from the local index.
+
+Every coordinator keeps a `RegistryIndex` in memory so routing never waits on a store.
+On a shared store it follows other coordinators' changes through `watch` and reloads
+everything every `resync_s` seconds to heal any event it missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+
+from agent_reach.backends.protocols import InstanceRecord, RegistryEvent, RegistryStore
+from agent_reach.clock import Clock
+from agent_reach.errors import NotFound, StoreUnavailable
+from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
+from agent_reach.registry.index import Instance, RegistryIndex
+
+log = structlog.get_logger("agent_reach.registry")
+
+DEFAULT_RESYNC_S = 5.0  # a missed event on a shared store heals within this many seconds
+
+
+class UnknownAgent(NotFound):
+    """The id has no live registration: the agent must register again."""
+
+    code = "unknown_agent"
+
+
+class Registry:
+    """Register, renew, deregister and list instances; owns the routing index."""
+
+    def __init__(
+        self, store: RegistryStore, clock: Clock, *, node_id: str, resync_s: float = DEFAULT_RESYNC_S
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.node_id = node_id
+        self.resync_s = resync_s
+        self.index = RegistryIndex()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Load the stored registry and start following changes."""
+        self._tasks = [
+            asyncio.create_task(self.store.watch(self._apply), name="registry-watch"),
+            asyncio.create_task(self._resync_forever(), name="registry-resync"),
+        ]
+        with contextlib.suppress(StoreUnavailable):
+            await self.resync()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def register(self, spec: AgentSpec) -> Instance:
+        """Store the instance and start its lease; a known id is replaced in place."""
+        record = InstanceRecord(spec=spec, registered_at=self.clock.wall())
+        await self.store.put(record, self.node_id)
+        instance = self.index.upsert(record, self.clock.monotonic() + spec.ttl)
+        log.info("agent_registered", agent_id=spec.id, capabilities=spec.capabilities)
+        return instance
+
+    async def heartbeat(self, agent_id: str) -> float:
+        """Renew the lease and return its ttl; `UnknownAgent` when it has run out."""
+        ttl_s = await self.store.renew(agent_id, self.node_id)
+        if ttl_s is None:
+            raise UnknownAgent(f"no live registration for agent {agent_id!r}: register again")
+        if agent_id not in self.index.by_id:
+            await self.resync()
+        self.index.renew(agent_id, self.clock.monotonic() + ttl_s)
+        return ttl_s
+
+    async def deregister(self, agent_id: str) -> None:
+        """Remove the instance at once; `UnknownAgent` when there was none."""
+        removed = await self.store.remove(agent_id, self.node_id)
+        known = agent_id in self.index.by_id
+        self.index.remove(agent_id)
+        if not (removed or known):
+            raise UnknownAgent(f"no agent {agent_id!r} is registered")
+        log.info("agent_deregistered", agent_id=agent_id)
+
+    async def resync(self) -> None:
+        """Replace the index's records and leases with what the store holds now."""
+        now = self.clock.monotonic()
+        leased = await self.store.load()
+        seen = set()
+        for item in leased:
+            seen.add(item.record.spec.id)
+            self.index.upsert(item.record, now + item.lease_left_s)
+        for agent_id in [i for i in self.index.by_id if i not in seen]:
+            self.index.remove(agent_id)
+
+    def views(self) -> list[InstanceView]:
+        """Every known instance with its status and this coordinator's stats."""
+        now = self.clock.monotonic()
+        return [view_of(instance, now) for instance in self.index.by_id.values()]
+
+    def get(self, agent_id: str) -> InstanceView:
+        instance = self.index.by_id.get(agent_id)
+        if instance is None:
+            raise UnknownAgent(f"no agent {agent_id!r} is registered")
+        return view_of(instance, self.clock.monotonic())
+
+    def capabilities(self) -> dict[str, list[str]]:
+        """Capability -> ids of its live instances (capabilities with none are kept, empty)."""
+        now = self.clock.monotonic()
+        return {
+            tag: [i.id for i in instances if i.is_live(now)]
+            for tag, instances in sorted(self.index.by_capability.items())
+        }
+
+    async def _apply(self, event: RegistryEvent) -> None:
+        if event.origin == self.node_id:
+            return
+        lease_until = self.clock.monotonic() + event.lease_left_s
+        if event.op == "put" and event.record is not None:
+            self.index.upsert(event.record, lease_until)
+        elif event.op == "renew":
+            self.index.renew(event.agent_id, lease_until)
+        elif event.op == "remove":
+            self.index.remove(event.agent_id)
+
+    async def _resync_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.resync_s)
+            try:
+                await self.resync()
+            except StoreUnavailable:
+                log.warning("registry_resync_failed")
+
+
+def view_of(instance: Instance, now: float) -> InstanceView:
+    """The listing form of an instance."""
+    spec, window = instance.spec, instance.stats
+    return InstanceView(
+        id=spec.id,
+        display_name=spec.display_name,
+        capabilities=spec.capabilities,
+        domain=spec.domain,
+        generic=spec.generic,
+        weight=spec.weight,
+        timeout_class=spec.timeout_class,
+        transport=spec.transport,
+        status=instance.status(now),
+        lease_expires_in_s=round(max(0.0, instance.lease_until - now), 3),
+        registered_at=instance.record.registered_at,
+        stats=InstanceStats(
+            in_flight=window.in_flight,
+            capacity=spec.capacity,
+            load=min(1.0, window.in_flight / spec.capacity),
+            calls=window.calls,
+            success_rate=window.success_rate,
+            latency_ms_p50=window.latency_ms(0.5),
+            latency_ms_p90=window.latency_ms(0.9),
+        ),
+    )

@@ -1,0 +1,70 @@
+"""The routing policy: factor weights, the margin rule and timeout classes, as data."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from typing import Annotated, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FACTORS = ("match", "health", "affinity", "load", "success", "latency")
+Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
+
+# DESIGN.md, from the original deployment's production data.
+PRESETS: dict[str, dict[str, float]] = {
+    "default": {"match": 0.30, "health": 0.25, "affinity": 0.20, "load": 0.15, "success": 0.10},
+    "dispatch": {"match": 0.40, "health": 0.30, "latency": 0.20, "load": 0.10},
+}
+DEFAULT_MARGIN = 0.15  # DESIGN.md: closer than this across capabilities means "do not guess"
+
+
+class TimeoutClassPolicy(BaseModel):
+    """How long one delivery of a class may take, and how often it may be re-sent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(gt=0, le=3600)
+    retries: int = Field(0, ge=0, le=10)
+    asynchronous: bool = False
+
+
+# DESIGN.md: query 2 s no retry; reasoning 5 s one retry; long 30 s, asynchronous.
+DEFAULT_TIMEOUT_CLASSES = {
+    "query": TimeoutClassPolicy(timeout_s=2.0),
+    "reasoning": TimeoutClassPolicy(timeout_s=5.0, retries=1),
+    "long": TimeoutClassPolicy(timeout_s=30.0, asynchronous=True),
+}
+
+
+class RoutingPolicy(BaseModel):
+    """Everything routing decides by; `version` is a digest of the content."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: Annotated[str, Field(pattern=r"^[a-z_]+$")] = "default"
+    weights: dict[Factor, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+    margin: float = Field(DEFAULT_MARGIN, ge=0, le=1)
+    timeout_classes: dict[str, TimeoutClassPolicy] = Field(
+        default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES)
+    )
+
+    @model_validator(mode="after")
+    def _known_preset_and_weights(self) -> RoutingPolicy:
+        if not self.weights and self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}: use one of {sorted(PRESETS)}")
+        if sum(self.effective_weights.values()) <= 0:
+            raise ValueError("at least one factor weight must be positive")
+        return self
+
+    @cached_property
+    def effective_weights(self) -> dict[str, float]:
+        """Custom weights when given, else the preset's."""
+        return dict(self.weights) if self.weights else dict(PRESETS[self.preset])
+
+    @cached_property
+    def version(self) -> str:
+        """A short digest of the policy's content: equal content, equal version."""
+        digest = hashlib.sha256(orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS))
+        return digest.hexdigest()[:12]

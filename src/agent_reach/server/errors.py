@@ -1,0 +1,59 @@
+"""Exception handlers: every failure becomes `{"error": {...}}`, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from agent_reach.errors import InvalidRequest, ReachError, ValidationFailed
+from agent_reach.server.responses import error_response
+
+log = structlog.get_logger("agent_reach.server")
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+def invalid_body(errors: Sequence[Any]) -> ReachError:
+    """Malformed JSON is 400 `invalid_json`; a well-formed body that breaks the schema is 422."""
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return InvalidRequest("the body is not valid JSON", code="invalid_json")
+    problems = [
+        {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"), "problem": e.get("msg")}
+        for e in errors
+    ]
+    return ValidationFailed("the body does not match the schema", problems=problems)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map ReachError, validation errors, HTTP errors and anything unexpected."""
+
+    @app.exception_handler(ReachError)
+    async def _reach(_: Request, exc: ReachError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_validation(_: Request, exc: RequestValidationError) -> Response:
+        return error_response(invalid_body(exc.errors()))
+
+    @app.exception_handler(ValidationError)
+    async def _validation(_: Request, exc: ValidationError) -> Response:
+        return error_response(invalid_body(exc.errors()))
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> Response:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        error = ReachError(str(exc.detail), code=code)
+        error.status = exc.status_code  # type: ignore[misc]
+        return error_response(error)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("request_failed", path=request.url.path)
+        return error_response(ReachError("internal error; the coordinator log has details"))

@@ -1,0 +1,1 @@
+"""The control-plane endpoints, one module per resource."""

@@ -1,0 +1,79 @@
+"""Run ASGI apps on 127.0.0.1 in a background thread, for tests and the demo."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+import uvloop
+
+from agent_reach.clock import SYSTEM_CLOCK, Clock
+from agent_reach.config import Settings
+from agent_reach.server.app import CoordinatorApp, create_app
+
+STARTUP_TIMEOUT_S = 15.0
+
+
+class ServerThread:
+    """One uvicorn server (uvloop, httptools) on its own thread and event loop."""
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.url = f"http://{self.host}:{self.port}"
+        config = uvicorn.Config(
+            app, loop="uvloop", http="httptools", lifespan="on", log_level="warning", access_log=False
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self._run, name=f"server-{self.port}", daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def _run(self) -> None:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(self._serve())
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.server.serve(sockets=[self.sock])
+
+    def start(self) -> ServerThread:
+        """Start serving; returns once the app's startup has finished."""
+        self.thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"server on {self.url} did not start")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        """Graceful shutdown (lifespan shutdown runs); waits for the thread to end."""
+        self.server.should_exit = True
+        self.thread.join(STARTUP_TIMEOUT_S)
+        self.sock.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def run_coordinator(
+    settings: Settings | None = None, clock: Clock = SYSTEM_CLOCK
+) -> Iterator[tuple[str, CoordinatorApp]]:
+    """A real coordinator on an ephemeral loopback port: yields its URL and app."""
+    app = create_app(settings or Settings(), clock)
+    with ServerThread(app) as server:
+        yield server.url, app

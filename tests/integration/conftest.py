@@ -1,0 +1,77 @@
+"""Real coordinators (memory and Redis) and real FakeAgent servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from agent_reach.clock import ManualClock
+from agent_reach.config import Settings
+from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+
+@pytest.fixture(params=["memory", "redis"])
+def settings(request: pytest.FixtureRequest) -> Settings:
+    """Coordinator settings for each backend; Redis runs under a test-private key prefix."""
+    if request.param == "memory":
+        return Settings()
+    return Settings(
+        registry_backend="redis",
+        redis_url=request.getfixturevalue("redis_url"),
+        redis_prefix=request.getfixturevalue("redis_prefix"),
+    )
+
+
+@pytest.fixture
+def coordinator(settings: Settings) -> Iterator[str]:
+    with run_coordinator(settings) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def manual_clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def http(coordinator: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=coordinator, timeout=10) as client:
+        yield client
+
+
+AgentFactory = Callable[..., tuple[FakeAgent, str]]
+
+
+@pytest.fixture
+def fake_agents() -> Iterator[AgentFactory]:
+    """Start FakeAgents on demand: `agent, endpoint = fake_agents(name="a", status=200)`."""
+    servers: list[ServerThread] = []
+
+    def start(**knobs: object) -> tuple[FakeAgent, str]:
+        agent = FakeAgent(**knobs)  # type: ignore[arg-type]
+        server = ServerThread(agent).start()
+        servers.append(server)
+        return agent, f"{server.url}/invoke"
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def register(http: httpx.Client) -> Callable[..., httpx.Response]:
+    """Register an instance: `register("a-1", endpoint, "cap.one", ttl=5)` -> the response."""
+
+    def call(agent_id: str, endpoint: str, *capabilities: str, **extra: object) -> httpx.Response:
+        body = {
+            "id": agent_id,
+            "capabilities": list(capabilities) or ["echo"],
+            "transport": {"type": "http", "endpoint": endpoint},
+            **extra,
+        }
+        return http.post("/v1/agents", json=body)
+
+    return call
