@@ -13,7 +13,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from agent_reach.errors import InvalidRequest
 
 DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
-DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
+DEFAULT_MAX_BODY_BYTES = (
+    1 << 20
+)  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
 
 
 class Settings(BaseSettings):
@@ -43,7 +45,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
         if self.cluster_mode and self.registry_backend == "memory":
-            raise ValueError("AR_CLUSTER_MODE needs a shared backend: set AR_REGISTRY_BACKEND=redis")
+            raise ValueError(
+                "AR_CLUSTER_MODE needs a shared backend: set AR_REGISTRY_BACKEND=redis"
+            )
         return self
 
     @classmethod
@@ -60,7 +64,9 @@ def load_mapping(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise InvalidRequest(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+        raise InvalidRequest(
+            f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}"
+        ) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

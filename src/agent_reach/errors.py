@@ -3,7 +3,8 @@
 ReachError
   CallerError              the caller must change the request (4xx)
     InvalidRequest           400 invalid_request / 422 validation_error
-    NotFound                 404 not_found, unknown_agent
+    NotFound                 404 not_found
+      UnknownAgent             404 unknown_agent: register again
     Conflict                 409
     PayloadTooLarge          413 payload_too_large
   NoRoute                  no agent can take the request
@@ -47,11 +48,13 @@ class CallerError(ReachError):
     """The request itself is wrong; sending it again unchanged will fail again."""
 
     status = 400
-    code = "invalid_request"
+    code = "bad_request"
 
 
 class InvalidRequest(CallerError):
     """Malformed JSON (400) or a body that breaks the schema (422, `validation_error`)."""
+
+    code = "invalid_request"
 
 
 class ValidationFailed(InvalidRequest):
@@ -62,6 +65,12 @@ class ValidationFailed(InvalidRequest):
 class NotFound(CallerError):
     status = 404
     code = "not_found"
+
+
+class UnknownAgent(NotFound):
+    """The id has no live registration: the agent must register again."""
+
+    code = "unknown_agent"
 
 
 class Conflict(CallerError):
@@ -136,8 +145,10 @@ _BY_CODE: dict[str, type[ReachError]] = {
     cls.code: cls
     for cls in (
         CallerError,
+        InvalidRequest,
         ValidationFailed,
         NotFound,
+        UnknownAgent,
         Conflict,
         PayloadTooLarge,
         NoRoute,

@@ -7,8 +7,15 @@ import pytest
 
 def test_register_answers_201_with_the_instance_and_lists_it(http, register, fake_agents):
     _, endpoint = fake_agents()
-    response = register("product-assistant-01", endpoint, "product.query", "Inventory.Check",
-                        display_name="商品助手", domain="customer-service", weight=2.0)
+    response = register(
+        "product-assistant-01",
+        endpoint,
+        "product.query",
+        "Inventory.Check",
+        display_name="商品助手",
+        domain="customer-service",
+        weight=2.0,
+    )
     assert response.status_code == 201
     view = response.json()
     assert view["id"] == "product-assistant-01"
@@ -19,8 +26,10 @@ def test_register_answers_201_with_the_instance_and_lists_it(http, register, fak
     assert listed[0]["display_name"] == "商品助手"
     assert listed[0]["stats"]["in_flight"] == 0
     caps = http.get("/v1/capabilities").json()["capabilities"]
-    assert caps == {"inventory.check": ["product-assistant-01"],
-                    "product.query": ["product-assistant-01"]}
+    assert caps == {
+        "inventory.check": ["product-assistant-01"],
+        "product.query": ["product-assistant-01"],
+    }
 
 
 def test_reregistering_replaces_the_capabilities(http, register, fake_agents):
@@ -34,29 +43,67 @@ def test_reregistering_replaces_the_capabilities(http, register, fake_agents):
     ("body", "status", "code"),
     [
         ({"id": "a", "capabilities": ["x"]}, 422, "validation_error"),
-        ({"id": "a b", "capabilities": ["x"], "transport": {"endpoint": "http://127.0.0.1:1/"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": [], "transport": {"endpoint": "http://127.0.0.1:1/"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["bad tag!"], "transport": {"endpoint": "http://x/"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "transport": {"type": "smtp", "endpoint": "x"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "transport": {"endpoint": "ftp://127.0.0.1/"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "transport": {"endpoint": "http://u:p@127.0.0.1/"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "transport": {"endpoint": "http://h/\r\nX: y"}},
-         422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "timeout_class": "eternal",
-          "transport": {"endpoint": "http://127.0.0.1:1/"}}, 422, "validation_error"),
-        ({"id": "a", "capabilities": ["x"], "ttl": 0,
-          "transport": {"endpoint": "http://127.0.0.1:1/"}}, 422, "validation_error"),
+        (
+            {"id": "a b", "capabilities": ["x"], "transport": {"endpoint": "http://127.0.0.1:1/"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": [], "transport": {"endpoint": "http://127.0.0.1:1/"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": ["bad tag!"], "transport": {"endpoint": "http://x/"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": ["x"], "transport": {"type": "smtp", "endpoint": "x"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": ["x"], "transport": {"endpoint": "ftp://127.0.0.1/"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": ["x"], "transport": {"endpoint": "http://u:p@127.0.0.1/"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {"id": "a", "capabilities": ["x"], "transport": {"endpoint": "http://h/\r\nX: y"}},
+            422,
+            "validation_error",
+        ),
+        (
+            {
+                "id": "a",
+                "capabilities": ["x"],
+                "timeout_class": "eternal",
+                "transport": {"endpoint": "http://127.0.0.1:1/"},
+            },
+            422,
+            "validation_error",
+        ),
+        (
+            {
+                "id": "a",
+                "capabilities": ["x"],
+                "ttl": 0,
+                "transport": {"endpoint": "http://127.0.0.1:1/"},
+            },
+            422,
+            "validation_error",
+        ),
         ([1, 2], 422, "validation_error"),
     ],
 )
-def test_bad_registrations_get_a_clear_4xx_and_store_nothing(http, register, fake_agents,
-                                                             body, status, code):
+def test_bad_registrations_get_a_clear_4xx_and_store_nothing(
+    http, register, fake_agents, body, status, code
+):
     _, endpoint = fake_agents()
     register("keeper", endpoint, "keep")
     response = http.post("/v1/agents", json=body)
@@ -109,14 +156,25 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
     assert decision["agent_id"] == "inv-1"
     assert decision["capability"] == "inventory.check"
     assert decision["rule"] == "exact"
-    assert decision["weights"] == {"match": 0.3, "health": 0.25, "affinity": 0.2, "load": 0.15,
-                                   "success": 0.1}
+    assert decision["weights"] == {
+        "match": 0.3,
+        "health": 0.25,
+        "affinity": 0.2,
+        "load": 0.15,
+        "success": 0.1,
+    }
     assert len(decision["policy_version"]) == 12
     by_id = {c["agent_id"]: c for c in decision["candidates"]}
     assert set(by_id) == {"inv-1", "inv-2"}
     for candidate in by_id.values():
-        assert set(candidate["factors"]) == {"match", "health", "affinity", "load", "success",
-                                             "latency"}
+        assert set(candidate["factors"]) == {
+            "match",
+            "health",
+            "affinity",
+            "load",
+            "success",
+            "latency",
+        }
         assert candidate["match"] == {"exact": 1.0}
     assert by_id["inv-1"]["score"] == pytest.approx(0.8)  # no affinity: 1 - 0.2
     assert by_id["inv-2"]["score"] == pytest.approx(0.4)  # half the weight
@@ -135,8 +193,12 @@ def test_invoke_delivers_the_contract_body_and_headers(http, register, fake_agen
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     response = http.post(
         "/v1/invoke",
-        json={"capability": "inventory.check", "payload": {"sku": "P-1", "问": "有蓝色吗"},
-              "request_id": "req-42", "max_hop": 3},
+        json={
+            "capability": "inventory.check",
+            "payload": {"sku": "P-1", "问": "有蓝色吗"},
+            "request_id": "req-42",
+            "max_hop": 3,
+        },
         headers={"traceparent": parent},
     )
     assert response.status_code == 200, response.text
@@ -149,9 +211,14 @@ def test_invoke_delivers_the_contract_body_and_headers(http, register, fake_agen
     assert answer["route"]["agent_id"] == "inv-1"
     assert [a["outcome"] for a in answer["attempts"]] == ["ok"]
     [received] = agent.received
-    assert received.body == {"request_id": "req-42", "capability": "inventory.check",
-                             "payload": {"sku": "P-1", "问": "有蓝色吗"}, "context": None,
-                             "trace_id": "0af7651916cd43dd8448eb211c80319c", "hop": 2}
+    assert received.body == {
+        "request_id": "req-42",
+        "capability": "inventory.check",
+        "payload": {"sku": "P-1", "问": "有蓝色吗"},
+        "context": None,
+        "trace_id": "0af7651916cd43dd8448eb211c80319c",
+        "hop": 2,
+    }
     assert received.headers["x-request-id"] == "req-42"
     assert received.headers["x-reach-hop"] == "2"
     assert received.headers["traceparent"].startswith("00-0af7651916cd43dd8448eb211c80319c-")
@@ -161,8 +228,9 @@ def test_invoke_delivers_the_contract_body_and_headers(http, register, fake_agen
 def test_invoke_without_request_id_gets_a_fresh_one_each_time(http, register, fake_agents):
     agent, endpoint = fake_agents()
     register("a-1", endpoint, "echo")
-    ids = {http.post("/v1/invoke", json={"capability": "echo"}).json()["request_id"]
-           for _ in range(3)}
+    ids = {
+        http.post("/v1/invoke", json={"capability": "echo"}).json()["request_id"] for _ in range(3)
+    }
     assert len(ids) == 3
     assert {r.body["request_id"] for r in agent.received} == ids
 
@@ -212,8 +280,9 @@ def test_unknown_capability_is_404_no_capability(http):
         ({"capability": "echo", "max_hop": 0}, {}, 508, "hop_limit"),
     ],
 )
-def test_bad_invocations_get_a_clear_error_and_reach_no_agent(http, register, fake_agents,
-                                                              body, headers, status, code):
+def test_bad_invocations_get_a_clear_error_and_reach_no_agent(
+    http, register, fake_agents, body, headers, status, code
+):
     agent, endpoint = fake_agents()
     register("a-1", endpoint, "echo")
     response = http.post("/v1/invoke", json=body, headers=headers)
@@ -235,4 +304,3 @@ def test_healthz_and_openapi(http, settings):
     assert health["backend"] == settings.registry_backend
     paths = http.get("/openapi.json").json()["paths"]
     assert {"/v1/agents", "/v1/route", "/v1/invoke", "/healthz"} <= set(paths)
-

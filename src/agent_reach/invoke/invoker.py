@@ -85,7 +85,12 @@ class Invoker:
             elapsed_ms = (self.clock.monotonic() - started) * 1000
             window.record(ok=False, latency_ms=elapsed_ms)
             attempt = Attempt(
-                spec.id, 1, exc.code, round(elapsed_ms, 3), exc.details.get("http_status"), exc.message
+                spec.id,
+                1,
+                exc.code,
+                round(elapsed_ms, 3),
+                exc.details.get("http_status"),
+                exc.message,
             )
             exc.details.update(
                 request_id=delivery.request_id,

@@ -53,7 +53,9 @@ class AgentSpec(BaseModel):
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
     capabilities: Annotated[list[Capability], Field(min_length=1, max_length=256)]
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
-    examples: Annotated[list[Annotated[str, StringConstraints(max_length=500)]], Field(max_length=500)] = []
+    examples: Annotated[
+        list[Annotated[str, StringConstraints(max_length=500)]], Field(max_length=500)
+    ] = []
     transport: TransportSpec
     ttl: float = Field(DEFAULT_TTL_S, ge=1, le=86_400)
     timeout_class: TimeoutClass = "query"

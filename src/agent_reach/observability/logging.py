@@ -26,4 +26,6 @@ def configure_logging(level: str = "info", *, json: bool = True) -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    )

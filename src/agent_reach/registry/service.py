@@ -14,7 +14,7 @@ import structlog
 
 from agent_reach.backends.protocols import InstanceRecord, RegistryEvent, RegistryStore
 from agent_reach.clock import Clock
-from agent_reach.errors import NotFound, StoreUnavailable
+from agent_reach.errors import StoreUnavailable, UnknownAgent
 from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
 from agent_reach.registry.index import Instance, RegistryIndex
 
@@ -23,17 +23,16 @@ log = structlog.get_logger("agent_reach.registry")
 DEFAULT_RESYNC_S = 5.0  # a missed event on a shared store heals within this many seconds
 
 
-class UnknownAgent(NotFound):
-    """The id has no live registration: the agent must register again."""
-
-    code = "unknown_agent"
-
-
 class Registry:
     """Register, renew, deregister and list instances; owns the routing index."""
 
     def __init__(
-        self, store: RegistryStore, clock: Clock, *, node_id: str, resync_s: float = DEFAULT_RESYNC_S
+        self,
+        store: RegistryStore,
+        clock: Clock,
+        *,
+        node_id: str,
+        resync_s: float = DEFAULT_RESYNC_S,
     ) -> None:
         self.store = store
         self.clock = clock

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Annotated, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
@@ -47,8 +47,14 @@ class RoutingPolicy(BaseModel):
     weights: dict[Factor, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     margin: float = Field(DEFAULT_MARGIN, ge=0, le=1)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
-        default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES)
+        default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
+        description="added to the default classes; naming a default class replaces it",
     )
+
+    @field_validator("timeout_classes", mode="before")
+    @classmethod
+    def _over_the_defaults(cls, classes: object) -> object:
+        return {**DEFAULT_TIMEOUT_CLASSES, **classes} if isinstance(classes, dict) else classes
 
     @model_validator(mode="after")
     def _known_preset_and_weights(self) -> RoutingPolicy:
@@ -66,5 +72,7 @@ class RoutingPolicy(BaseModel):
     @cached_property
     def version(self) -> str:
         """A short digest of the policy's content: equal content, equal version."""
-        digest = hashlib.sha256(orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS))
+        digest = hashlib.sha256(
+            orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        )
         return digest.hexdigest()[:12]

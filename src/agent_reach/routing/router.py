@@ -48,7 +48,9 @@ def decide(
         for instance in index.instances_of(match.capability):
             if not instance.is_live(now):
                 continue
-            factors = factors_of(instance, match=match.confidence, is_warm=instance.id in warm_agents)
+            factors = factors_of(
+                instance, match=match.confidence, is_warm=instance.id in warm_agents
+            )
             score = weighted_score(factors, weights, instance.spec.weight)
             candidates.append(
                 Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)

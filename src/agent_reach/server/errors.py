@@ -25,7 +25,10 @@ def invalid_body(errors: Sequence[Any]) -> ReachError:
     if any(e.get("type") == "json_invalid" for e in errors):
         return InvalidRequest("the body is not valid JSON", code="invalid_json")
     problems = [
-        {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"), "problem": e.get("msg")}
+        {
+            "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+            "problem": e.get("msg"),
+        }
         for e in errors
     ]
     return ValidationFailed("the body does not match the schema", problems=problems)

@@ -32,7 +32,9 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise InvalidRequest("the client went away before sending the body", code="disconnected")
+            raise InvalidRequest(
+                "the client went away before sending the body", code="disconnected"
+            )
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -42,7 +44,9 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def handle_invoke(scope: Scope, receive: Any, send: Any, invoker: Invoker, limit: int) -> None:
+async def handle_invoke(
+    scope: Scope, receive: Any, send: Any, invoker: Invoker, limit: int
+) -> None:
     """Validate, invoke, answer; a ReachError becomes its error body and status."""
     traceparent: str | None = None
     hop_header: bytes | None = None

@@ -38,7 +38,9 @@ class BodyLimit:
 
 
 async def _refuse(send: Any, limit: int) -> None:
-    body = dump_json(PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit).to_body())
+    body = dump_json(
+        PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit).to_body()
+    )
     await send(
         {
             "type": "http.response.start",

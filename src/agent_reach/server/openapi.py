@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from agent_reach.model.invocations import InvokeRequest, InvokeResult
 
-_ERROR = {"description": "`{\"error\": {\"code\", \"message\", ...}}`"}
+_ERROR = {"description": '`{"error": {"code", "message", ...}}`'}
 
 
 def add_invoke_operation(api: FastAPI) -> None:

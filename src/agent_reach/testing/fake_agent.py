@@ -57,10 +57,14 @@ class FakeAgent:
         if self.raw_answer is not None:
             await _answer(send, self.status, self.raw_answer)
             return
-        result = self.answer if self.answer is not None else {
-            "agent": self.name,
-            "echo": delivery.get("payload"),
-        }
+        result = (
+            self.answer
+            if self.answer is not None
+            else {
+                "agent": self.name,
+                "echo": delivery.get("payload"),
+            }
+        )
         await _answer(send, self.status, orjson.dumps(result))
 
 

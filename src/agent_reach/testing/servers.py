@@ -31,7 +31,12 @@ class ServerThread:
         self.host, self.port = self.sock.getsockname()[:2]
         self.url = f"http://{self.host}:{self.port}"
         config = uvicorn.Config(
-            app, loop="uvloop", http="httptools", lifespan="on", log_level="warning", access_log=False
+            app,
+            loop="uvloop",
+            http="httptools",
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name=f"server-{self.port}", daemon=True)

@@ -46,7 +46,9 @@ class MemoryRegistryStore:
             i for i, e in self._entries.items() if e.lease_until + OFFLINE_RETENTION_S <= now
         ]:
             del self._entries[agent_id]
-        return [LeasedRecord(e.record, max(0.0, e.lease_until - now)) for e in self._entries.values()]
+        return [
+            LeasedRecord(e.record, max(0.0, e.lease_until - now)) for e in self._entries.values()
+        ]
 
     async def watch(self, listener: RegistryListener) -> None:
         """Nothing to watch: this store has a single writer, the coordinator holding it."""

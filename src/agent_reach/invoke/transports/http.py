@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke import pool
+from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
 
 ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
@@ -60,12 +60,16 @@ class HttpTransport:
             ) from None
         except pool.ConnectionLost as exc:
             if not exc.sent:
-                raise AgentUnreachable("the connection closed before the delivery was sent") from None
+                raise AgentUnreachable(
+                    "the connection closed before the delivery was sent"
+                ) from None
             raise AgentFailed(
                 "the connection closed before the agent answered", outcome_unknown=True
             ) from None
         except pool.ResponseTooLarge:
-            raise AgentFailed("the agent's answer is too large", code="agent_response_too_large") from None
+            raise AgentFailed(
+                "the agent's answer is too large", code="agent_response_too_large"
+            ) from None
         except pool.InvalidResponse as exc:
             raise AgentFailed(f"the agent's answer is not valid HTTP: {exc}") from None
         if not 200 <= response.status < 300:

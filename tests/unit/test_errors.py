@@ -1,0 +1,39 @@
+"""One table: every error class keeps its code and status across the wire."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_reach import errors
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.ReachError)],
+)
+def test_every_error_round_trips_through_its_body(cls):
+    original = cls("something happened", request_id="r-1")
+    rebuilt = errors.error_from_body(original.status, original.to_body())
+    assert type(rebuilt) is (cls if cls.code != "internal_error" else errors.ReachError)
+    assert (rebuilt.code, rebuilt.status, rebuilt.message) == (
+        cls.code,
+        cls.status,
+        "something happened",
+    )
+    assert rebuilt.details == {"request_id": "r-1"}
+
+
+def test_codes_are_unique():
+    classes = [
+        c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.ReachError)
+    ]
+    codes = [c.code for c in classes]
+    assert len(codes) == len(set(codes))
+
+
+def test_unknown_codes_and_bodies_map_by_status():
+    assert isinstance(
+        errors.error_from_body(409, {"error": {"code": "in_progress"}}), errors.Conflict
+    )
+    odd = errors.error_from_body(500, "<html>")
+    assert odd.code == "unexpected_answer" and odd.status == 500

@@ -1,0 +1,138 @@
+"""Routing decisions from plain data: factor scores, weights, liveness, ties."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_reach.backends.protocols import InstanceRecord
+from agent_reach.model.agents import AgentSpec
+from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.router import decide, exact_match
+
+NOW = 100.0
+
+
+def add(index: RegistryIndex, agent_id: str, *caps: str, lease_left: float = 60.0, **extra):
+    spec = AgentSpec(
+        id=agent_id,
+        capabilities=list(caps),
+        transport={"endpoint": f"http://127.0.0.1:1/{agent_id}"},
+        **extra,
+    )
+    return index.upsert(InstanceRecord(spec, 0.0), NOW + lease_left)
+
+
+def test_exact_capability_picks_the_best_scored_live_instance():
+    index = RegistryIndex()
+    busy = add(index, "busy", "inventory.check")
+    busy.stats.in_flight = 32  # half its capacity of 64
+    add(index, "idle", "inventory.check")
+    add(index, "other", "order.query")
+    decision = decide(exact_match("inventory.check"), index, RoutingPolicy(), now=NOW)
+    assert decision.agent_id == "idle"
+    assert decision.rule == "exact"
+    assert [c.agent_id for c in decision.candidates] == ["idle", "busy"]
+    assert decision.candidates[1].factors["load"] == 0.5
+    assert decision.candidates[0].score - decision.candidates[1].score == pytest.approx(0.15 * 0.5)
+    assert decision.margin is None  # one capability only
+
+
+def test_expired_lease_leaves_the_pool_at_once():
+    index = RegistryIndex()
+    add(index, "gone", "x", lease_left=0.0)
+    add(index, "offline", "x").health = "offline"
+    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    assert decision.agent_id is None
+    assert decision.rule == "no_instance"
+
+
+def test_unknown_capability_is_no_match():
+    decision = decide(exact_match("nothing"), RegistryIndex(), RoutingPolicy(), now=NOW)
+    assert (decision.agent_id, decision.rule, decision.candidates) == (None, "no_match", [])
+
+
+def test_suspect_instances_are_routable_but_scored_down():
+    index = RegistryIndex()
+    add(index, "suspect", "x").health = "suspect"
+    add(index, "healthy", "x")
+    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    assert decision.agent_id == "healthy"
+    assert decision.candidates[1].factors["health"] == 0.5
+
+
+def test_success_rate_and_affinity_count_with_default_weights():
+    index = RegistryIndex()
+    flaky = add(index, "flaky", "x")
+    for ok in (True, False, False, False):
+        flaky.stats.record(ok=ok, latency_ms=5.0)
+    add(index, "fresh", "x")
+    decision = decide(
+        exact_match("x"), index, RoutingPolicy(), now=NOW, warm_agents=frozenset({"flaky"})
+    )
+    by_id = {c.agent_id: c for c in decision.candidates}
+    assert by_id["flaky"].factors["success"] == 0.25
+    assert by_id["flaky"].factors["affinity"] == 1.0
+    assert by_id["flaky"].score == pytest.approx(0.30 + 0.25 + 0.20 + 0.15 + 0.10 * 0.25)
+    assert by_id["fresh"].score == pytest.approx(0.80)
+    assert decision.agent_id == "flaky"
+
+
+def test_dispatch_preset_weighs_latency():
+    index = RegistryIndex()
+    slow = add(index, "slow", "x")
+    slow.stats.record(ok=True, latency_ms=300.0)
+    fast = add(index, "fast", "x")
+    fast.stats.record(ok=True, latency_ms=1.0)
+    decision = decide(exact_match("x"), index, RoutingPolicy(preset="dispatch"), now=NOW)
+    assert decision.agent_id == "fast"
+    assert decision.weights == {"match": 0.4, "health": 0.3, "latency": 0.2, "load": 0.1}
+    assert decision.candidates[1].factors["latency"] == pytest.approx(100 / 400)
+
+
+def test_instance_weight_scales_the_score_and_custom_weights_apply():
+    index = RegistryIndex()
+    add(index, "heavy", "x", weight=2.0)
+    add(index, "light", "x")
+    policy = RoutingPolicy(weights={"health": 1.0})
+    decision = decide(exact_match("x"), index, policy, now=NOW)
+    assert [(c.agent_id, c.score) for c in decision.candidates] == [("heavy", 2.0), ("light", 1.0)]
+
+
+def test_equal_scores_are_shared_between_instances():
+    index = RegistryIndex()
+    for name in ("a", "b", "c"):
+        add(index, name, "x")
+    chosen = {
+        decide(exact_match("x"), index, RoutingPolicy(), now=NOW).agent_id for _ in range(200)
+    }
+    assert chosen == {"a", "b", "c"}
+
+
+def test_reregistering_keeps_stats_and_moves_capabilities():
+    index = RegistryIndex()
+    first = add(index, "a", "x")
+    first.stats.record(ok=True, latency_ms=3.0)
+    again = add(index, "a", "y")
+    assert again is first and again.stats.calls == 1
+    assert index.instances_of("x") == [] and index.instances_of("y") == [first]
+    index.remove("a")
+    assert index.by_id == {} and index.by_capability == {}
+
+
+def test_policy_versions_follow_content():
+    assert RoutingPolicy().version == RoutingPolicy().version
+    assert RoutingPolicy(margin=0.2).version != RoutingPolicy().version
+    with pytest.raises(ValueError, match="unknown preset"):
+        RoutingPolicy(preset="nope")
+    with pytest.raises(ValueError, match="positive"):
+        RoutingPolicy(weights={"match": 0.0})
+
+
+def test_timeout_classes_in_a_policy_add_to_the_defaults():
+    policy = RoutingPolicy.model_validate(
+        {"timeout_classes": {"quick": {"timeout_s": 0.2}, "query": {"timeout_s": 1.0}}}
+    )
+    assert set(policy.timeout_classes) == {"quick", "query", "reasoning", "long"}
+    assert policy.timeout_classes["query"].timeout_s == 1.0
+    assert policy.timeout_classes["reasoning"].retries == 1
