@@ -12,6 +12,7 @@ from pydantic import (
     Field,
     StringConstraints,
     field_validator,
+    model_validator,
 )
 
 DEFAULT_TTL_S = 60.0  # DESIGN.md registration example: a 60 s lease, renewed at ttl/3
@@ -44,6 +45,19 @@ class TransportSpec(BaseModel):
     health_endpoint: Annotated[str, StringConstraints(max_length=2048)] | None = None
 
 
+Example = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+
+
+class SkillSpec(BaseModel):
+    """Text for routing to one capability, when the agent-wide description is too broad."""
+
+    model_config = ConfigDict(extra="allow")
+
+    capability: Capability
+    description: Annotated[str, StringConstraints(max_length=4000)] = ""
+    examples: Annotated[list[Example], Field(max_length=2000)] = []
+
+
 class AgentSpec(BaseModel):
     """The registration body of DESIGN.md; fields beyond these are kept as they are."""
 
@@ -53,9 +67,7 @@ class AgentSpec(BaseModel):
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
     capabilities: Annotated[list[Capability], Field(min_length=1, max_length=256)]
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
-    examples: Annotated[
-        list[Annotated[str, StringConstraints(max_length=500)]], Field(max_length=500)
-    ] = []
+    examples: Annotated[list[Example], Field(max_length=2000)] = []
     transport: TransportSpec
     ttl: float = Field(DEFAULT_TTL_S, ge=1, le=86_400)
     timeout_class: TimeoutClass = "query"
@@ -64,11 +76,19 @@ class AgentSpec(BaseModel):
     domain: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
     generic: bool = False
     context_fields: Annotated[list[str], Field(max_length=64)] = []
+    skills: Annotated[list[SkillSpec], Field(max_length=256)] = []
 
     @field_validator("capabilities")
     @classmethod
     def _unique_capabilities(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
+
+    @model_validator(mode="after")
+    def _skills_name_own_capabilities(self) -> AgentSpec:
+        unknown = {s.capability for s in self.skills} - set(self.capabilities)
+        if unknown:
+            raise ValueError(f"skills name capabilities not offered: {sorted(unknown)}")
+        return self
 
     @classmethod
     def from_legacy(cls, document: dict[str, Any]) -> AgentSpec:

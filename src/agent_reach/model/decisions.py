@@ -21,7 +21,11 @@ class Candidate:
 
 @dataclass(slots=True)
 class RouteDecision:
-    """The router's answer: the choice (or null), why, and every candidate it weighed."""
+    """The router's answer: the choice (or null), why, and every candidate it weighed.
+
+    When the router will not guess (`margin`, `no_match`) and a generic agent takes the
+    request instead, `rule` is `generic` and `refused_by` keeps the reason.
+    """
 
     capability: str | None
     agent_id: str | None
@@ -30,3 +34,4 @@ class RouteDecision:
     margin: float | None
     policy_version: str
     weights: dict[str, float]
+    refused_by: Rule | None = None

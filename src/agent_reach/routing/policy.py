@@ -18,6 +18,8 @@ PRESETS: dict[str, dict[str, float]] = {
     "dispatch": {"match": 0.40, "health": 0.30, "latency": 0.20, "load": 0.10},
 }
 DEFAULT_MARGIN = 0.15  # DESIGN.md: closer than this across capabilities means "do not guess"
+DEFAULT_MIN_CONFIDENCE = 0.35  # below this best text match, the request is out of scope
+DEFAULT_MATCH_CACHE_S = 120.0  # issue 3: repeated texts reuse their match this long
 
 
 class TimeoutClassPolicy(BaseModel):
@@ -46,6 +48,16 @@ class RoutingPolicy(BaseModel):
     preset: Annotated[str, Field(pattern=r"^[a-z_]+$")] = "default"
     weights: dict[Factor, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     margin: float = Field(DEFAULT_MARGIN, ge=0, le=1)
+    min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, ge=0, le=1)
+    matchers: list[Annotated[str, Field(pattern=r"^[a-z_]+$")]] = Field(
+        default_factory=lambda: ["lexical"],
+        description="text matchers, cheapest first; a later one is asked only when unsure",
+    )
+    confident_at: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict,
+        description="matcher -> confidence at which its answer is taken without asking the next",
+    )
+    match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

@@ -39,42 +39,98 @@ def decide(
     *,
     now: float,
     warm_agents: frozenset[str] = frozenset(),
-    rule: Rule = "exact",
+    from_text: bool = False,
 ) -> RouteDecision:
-    """Score every live instance of every matched capability and pick the best."""
-    weights = policy.effective_weights
-    candidates: list[Candidate] = []
-    for match in matches:
-        for instance in index.instances_of(match.capability):
-            if not instance.is_live(now):
-                continue
-            factors = factors_of(
-                instance, match=match.confidence, is_warm=instance.id in warm_agents
-            )
-            score = weighted_score(factors, weights, instance.spec.weight)
-            candidates.append(
-                Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
-            )
-    if not candidates:
-        known = any(index.instances_of(m.capability) for m in matches)
-        return _empty(policy, weights, "no_instance" if known else "no_match")
-    candidates.sort(key=_by_score, reverse=True)
-    best = candidates[0]
-    ties = [c for c in candidates if best.score - c.score <= TIE_EPSILON]
-    chosen = random.choice(ties) if len(ties) > 1 else best
-    return RouteDecision(
-        capability=chosen.capability,
-        agent_id=chosen.agent_id,
-        rule=rule,
-        candidates=candidates[:MAX_EXPLAINED],
-        margin=_margin(candidates),
-        policy_version=policy.version,
-        weights=weights,
-    )
+    """Score every live instance of every matched capability and pick the best.
+
+    For text, the router refuses to guess when the best match is below the policy's
+    `min_confidence` (`no_match`) or the two best candidates serve different
+    capabilities and are closer than its `margin` (`margin`); a live generic agent
+    then takes the request (`generic`), else the decision names nobody.
+    """
+    return _Decider(index, policy, now, warm_agents).decide(matches, from_text)
+
+
+@dataclass(slots=True)
+class _Decider:
+    index: RegistryIndex
+    policy: RoutingPolicy
+    now: float
+    warm_agents: frozenset[str]
+
+    def decide(self, matches: list[CapabilityMatch], from_text: bool) -> RouteDecision:
+        candidates = self.score(matches)
+        if not candidates:
+            known = any(self.index.instances_of(m.capability) for m in matches)
+            return self.refuse("no_instance" if known else "no_match", [], from_text)
+        if from_text:
+            if max(m.confidence for m in matches) < self.policy.min_confidence:
+                return self.refuse("no_match", candidates, True)
+            margin = _margin(candidates)
+            if margin is not None and margin < self.policy.margin:
+                return self.refuse("margin", candidates, True)
+        chosen = _pick(candidates)
+        return self.decision(chosen, "best" if from_text else "exact", candidates)
+
+    def score(self, matches: list[CapabilityMatch]) -> list[Candidate]:
+        """Every live instance of the matched capabilities, best first."""
+        weights = self.policy.effective_weights
+        candidates: list[Candidate] = []
+        for match in matches:
+            for instance in self.index.instances_of(match.capability):
+                if not instance.is_live(self.now):
+                    continue
+                factors = factors_of(
+                    instance, match=match.confidence, is_warm=instance.id in self.warm_agents
+                )
+                score = weighted_score(factors, weights, instance.spec.weight)
+                candidates.append(
+                    Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
+                )
+        candidates.sort(key=_by_score, reverse=True)
+        return candidates
+
+    def refuse(self, reason: Rule, candidates: list[Candidate], try_generic: bool) -> RouteDecision:
+        """No guess: the best live generic agent takes the request, or nobody does."""
+        generic = self.generic_candidates() if try_generic else []
+        if not generic:
+            return self.decision(None, reason, candidates)
+        chosen = _pick(generic)
+        decision = self.decision(chosen, "generic", [chosen, *candidates])
+        decision.margin = _margin(candidates) if candidates else None
+        decision.refused_by = reason
+        return decision
+
+    def generic_candidates(self) -> list[Candidate]:
+        generic = [i for i in self.index.generic if i.is_live(self.now)]
+        tags = dict.fromkeys(i.spec.capabilities[0] for i in generic)
+        matches = [CapabilityMatch(tag, 1.0, {}) for tag in tags]
+        ids = {i.id for i in generic}
+        return [c for c in self.score(matches) if c.agent_id in ids]
+
+    def decision(
+        self, chosen: Candidate | None, rule: Rule, candidates: list[Candidate]
+    ) -> RouteDecision:
+        return RouteDecision(
+            capability=chosen.capability if chosen else None,
+            agent_id=chosen.agent_id if chosen else None,
+            rule=rule,
+            candidates=candidates[:MAX_EXPLAINED],
+            margin=_margin(candidates) if candidates else None,
+            policy_version=self.policy.version,
+            weights=self.policy.effective_weights,
+        )
 
 
 def _by_score(candidate: Candidate) -> float:
     return candidate.score
+
+
+def _pick(ranked: list[Candidate]) -> Candidate:
+    """The best candidate; exact ties are shared at random so equal instances share load."""
+    best = ranked[0]
+    ties = [c for c in ranked if best.score - c.score <= TIE_EPSILON]
+    return random.choice(ties) if len(ties) > 1 else best
 
 
 def _margin(ranked: list[Candidate]) -> float | None:
@@ -84,7 +140,3 @@ def _margin(ranked: list[Candidate]) -> float | None:
         if other.capability != best.capability:
             return round(best.score - other.score, 6)
     return None
-
-
-def _empty(policy: RoutingPolicy, weights: dict[str, float], rule: Rule) -> RouteDecision:
-    return RouteDecision(None, None, rule, [], None, policy.version, weights)

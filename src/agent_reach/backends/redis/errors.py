@@ -1,0 +1,43 @@
+"""The seam where redis-py errors become `StoreUnavailable` with a short, driver-free message."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+from redis.exceptions import BusyLoadingError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from agent_reach.errors import StoreUnavailable
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def store_unavailable(exc: RedisError) -> StoreUnavailable:
+    """The one error callers see, whatever redis-py raised."""
+    # BusyLoadingError is a ConnectionError: test it first.
+    if isinstance(exc, BusyLoadingError):
+        return StoreUnavailable("redis is loading its data set")
+    if isinstance(exc, RedisTimeoutError):
+        return StoreUnavailable("redis did not answer in time")
+    if isinstance(exc, RedisConnectionError):
+        return StoreUnavailable("redis is unreachable")
+    return StoreUnavailable("redis refused the operation")
+
+
+def translate_errors(
+    operation: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Wrap a store method so no redis-py error escapes it."""
+
+    @functools.wraps(operation)
+    async def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await operation(*args, **kwargs)
+        except RedisError as exc:
+            raise store_unavailable(exc) from exc
+
+    return guarded

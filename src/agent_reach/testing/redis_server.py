@@ -1,0 +1,148 @@
+"""A private `redis-server` that tests can stop, restart and freeze to fail Redis on purpose."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit
+
+from agent_reach.clock import SYSTEM_CLOCK
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+PROBE_TIMEOUT_S = 0.3  # a local Redis answers PING in well under a millisecond
+START_TIMEOUT_S = 10.0  # redis-server with no data to load is ready in tens of milliseconds
+STOP_GRACE_S = 5.0  # after SIGTERM, then SIGKILL
+
+
+def answers_ping(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when a Redis on host:port answers PING within `timeout_s`."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def find_redis_url() -> str | None:
+    """`AR_TEST_REDIS_URL` when set, else the default local Redis if it answers, else None."""
+    configured = os.environ.get("AR_TEST_REDIS_URL")
+    if configured:
+        return configured
+    parts = urlsplit(DEFAULT_REDIS_URL)
+    if parts.hostname and parts.port and answers_ping(parts.hostname, parts.port):
+        return DEFAULT_REDIS_URL
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """A throwaway `redis-server` on 127.0.0.1: no persistence, its own directory and port.
+
+    `stop` then `start` brings it back on the same port, empty; `pause` freezes the
+    process (SIGSTOP) so clients see timeouts rather than refused connections.
+    Usable as a context manager, which starts it and removes it afterwards.
+    """
+
+    def __init__(self, binary: str = "redis-server") -> None:
+        found = shutil.which(binary)
+        if found is None:
+            raise FileNotFoundError(
+                f"{binary!r} not found: install Redis (apt-get install redis-server)"
+            )
+        self.binary = found
+        self.port = free_port()
+        self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-redis-"))
+        self._process: subprocess.Popen[bytes] | None = None
+        self._is_paused = False
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> RedisServer:
+        """Start the server and return once it answers PING; `RuntimeError` if it does not."""
+        if self.is_running:
+            return self
+        log_file = self.directory / "redis.log"
+        command = [
+            self.binary,
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", str(self.directory),
+            "--logfile", str(log_file),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL)  # noqa: S603
+        self._is_paused = False
+        deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S
+        while not answers_ping("127.0.0.1", self.port):
+            if self._process.poll() is not None or SYSTEM_CLOCK.monotonic() > deadline:
+                self.stop()
+                log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
+                raise RuntimeError(f"redis-server did not come up on port {self.port}:\n{log}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after a grace period; the data is gone."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        if self._is_paused:
+            process.send_signal(
+                signal.SIGCONT
+            )  # a stopped process only acts on SIGTERM once resumed
+            self._is_paused = False
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def pause(self) -> None:
+        """Freeze the process: connections stay open but nothing answers."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGSTOP)
+            self._is_paused = True
+
+    def resume(self) -> None:
+        """Let a paused server answer again."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGCONT)
+            self._is_paused = False
+
+    def close(self) -> None:
+        """Stop the server and delete its directory."""
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,41 @@
+"""Fixtures every test directory shares: a real Redis and a private key prefix in it."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from agent_reach.testing.redis_server import RedisServer, find_redis_url
+
+REDIS_MISSING = (
+    "the Redis tests need a real Redis: install it (apt-get install redis-server, "
+    "brew install redis) or point AR_TEST_REDIS_URL at a running one"
+)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis every test may use: AR_TEST_REDIS_URL, a local one, or a private server."""
+    url = find_redis_url()
+    if url is not None:
+        yield url
+        return
+    if shutil.which("redis-server") is None:
+        pytest.fail(REDIS_MISSING)
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix no other test uses; its keys are deleted afterwards."""
+    prefix = f"test-{secrets.token_hex(6)}"
+    yield prefix
+    with redis.Redis.from_url(redis_url) as client:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.unlink(*keys)

@@ -1,0 +1,48 @@
+"""Every backend behind one `backends` fixture, so each contract test runs on all of them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent_reach.backends.bundle import Backends
+from agent_reach.backends.protocols import RegistryStore
+from agent_reach.backends.selection import open_backends
+from agent_reach.clock import SYSTEM_CLOCK, Clock, ManualClock
+from agent_reach.config import Settings
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def clock(backend_name: str) -> Clock:
+    """Memory leases run on a manual clock; Redis leases are Redis expiry, in real time."""
+    return ManualClock() if backend_name == "memory" else SYSTEM_CLOCK
+
+
+@pytest.fixture
+def settings(backend_name: str, request: pytest.FixtureRequest) -> Settings:
+    if backend_name == "memory":
+        return Settings(registry_backend="memory")
+    return Settings(
+        registry_backend=backend_name,
+        redis_url=request.getfixturevalue("redis_url"),
+        redis_prefix=request.getfixturevalue("redis_prefix"),
+    )
+
+
+@pytest.fixture
+async def backends(settings: Settings, clock: Clock) -> AsyncIterator[Backends]:
+    """The backend under test, opened by name as the coordinator opens it."""
+    opened = await open_backends(settings, clock)
+    yield opened
+    await opened.aclose()
+
+
+@pytest.fixture
+def store(backends: Backends) -> RegistryStore:
+    return backends.registry
