@@ -38,6 +38,16 @@ class Settings(BaseSettings):
         5.0, gt=0, description="full reload of a shared registry, to heal missed events"
     )
     policy_file: Path | None = None
+    policy_reload_s: float = Field(1.0, gt=0, le=3600, description="how often the file is checked")
+    decision_log: str = Field(
+        "stdout", description="where routing decisions go: off, stdout, stderr or a file path"
+    )
+    llm_url: str | None = Field(
+        None, description="OpenAI-compatible base URL for the LLM intent parser (optional)"
+    )
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+    llm_timeout_s: float = Field(3.0, gt=0, le=60)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     log_level: str = "info"
     log_json: bool = True
@@ -58,9 +68,13 @@ class Settings(BaseSettings):
         return cls(**data)
 
 
-def load_mapping(path: Path) -> dict[str, Any]:
-    """Read a TOML (``.toml``) or YAML (anything else) file that must hold a mapping."""
-    text = path.read_text(encoding="utf-8")
+def load_mapping(path: Path, text: str | None = None) -> dict[str, Any]:
+    """Parse a TOML (``.toml``) or YAML (anything else) file that must hold a mapping.
+
+    `text`, when given, is the file's content already read.
+    """
+    if text is None:
+        text = path.read_text(encoding="utf-8")
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:

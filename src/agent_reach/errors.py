@@ -9,6 +9,8 @@ ReachError
     PayloadTooLarge          413 payload_too_large
   NoRoute                  no agent can take the request
     NoCapability             404 no_capability
+    NoMatch                  404 no_match: the text fits no capability well enough
+    Ambiguous                422 ambiguous: the text fits two capabilities too equally
     NoInstance               503 no_instance
   AgentFailed              the agent answered with an error (502 agent_error)
     AgentUnreachable         502 agent_unreachable: never reached, safe to retry
@@ -97,6 +99,20 @@ class NoCapability(NoRoute):
     code = "no_capability"
 
 
+class NoMatch(NoRoute):
+    """The text matched no capability with enough confidence (and no generic agent is up)."""
+
+    status = 404
+    code = "no_match"
+
+
+class Ambiguous(NoRoute):
+    """The two best candidates serve different capabilities and are within the margin."""
+
+    status = 422
+    code = "ambiguous"
+
+
 class NoInstance(NoRoute):
     """The capability exists but none of its instances is live right now."""
 
@@ -153,6 +169,8 @@ _BY_CODE: dict[str, type[ReachError]] = {
         PayloadTooLarge,
         NoRoute,
         NoCapability,
+        NoMatch,
+        Ambiguous,
         NoInstance,
         AgentFailed,
         AgentUnreachable,

@@ -17,8 +17,9 @@ from agent_reach.testing.servers import ServerThread, run_coordinator
 def settings(request: pytest.FixtureRequest) -> Settings:
     """Coordinator settings for each backend; Redis runs under a test-private key prefix."""
     if request.param == "memory":
-        return Settings()
+        return Settings(decision_log="off")
     return Settings(
+        decision_log="off",
         registry_backend="redis",
         redis_url=request.getfixturevalue("redis_url"),
         redis_prefix=request.getfixturevalue("redis_prefix"),

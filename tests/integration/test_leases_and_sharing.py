@@ -35,7 +35,10 @@ def body(agent_id: str, endpoint: str, ttl: float = 60) -> dict:
 def test_memory_lease_expiry_takes_the_instance_out_without_a_sweep(fake_agents):
     clock = ManualClock()
     _, endpoint = fake_agents()
-    with run_coordinator(Settings(), clock) as (url, _), httpx.Client(base_url=url) as http:
+    with (
+        run_coordinator(Settings(decision_log="off"), clock) as (url, _),
+        httpx.Client(base_url=url) as http,
+    ):
         http.post("/v1/agents", json=body("a-1", endpoint, ttl=5))
         assert http.post("/v1/invoke", json={"capability": "echo"}).status_code == 200
         clock.advance(5.001)
@@ -47,7 +50,9 @@ def test_memory_lease_expiry_takes_the_instance_out_without_a_sweep(fake_agents)
 
 def test_redis_lease_is_redis_expiry(redis_url, redis_prefix, fake_agents):
     _, endpoint = fake_agents()
-    settings = Settings(registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix)
+    settings = Settings(
+        decision_log="off", registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix
+    )
     with run_coordinator(settings) as (url, _), httpx.Client(base_url=url) as http:
         http.post("/v1/agents", json=body("a-1", endpoint, ttl=1))
         wait_for(
@@ -59,7 +64,9 @@ def test_redis_lease_is_redis_expiry(redis_url, redis_prefix, fake_agents):
 
 def test_two_redis_coordinators_share_the_registry(redis_url, redis_prefix, fake_agents):
     agent, endpoint = fake_agents()
-    settings = Settings(registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix)
+    settings = Settings(
+        decision_log="off", registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix
+    )
     with (
         run_coordinator(settings) as (url_a, _),
         run_coordinator(settings) as (url_b, _),
@@ -82,7 +89,9 @@ def test_two_redis_coordinators_share_the_registry(redis_url, redis_prefix, fake
 
 def test_the_redis_registry_survives_a_coordinator_restart(redis_url, redis_prefix, fake_agents):
     _, endpoint = fake_agents()
-    settings = Settings(registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix)
+    settings = Settings(
+        decision_log="off", registry_backend="redis", redis_url=redis_url, redis_prefix=redis_prefix
+    )
     with run_coordinator(settings) as (url, _):
         httpx.post(f"{url}/v1/agents", json=body("durable-1", endpoint))
     with run_coordinator(settings) as (url, _):
@@ -96,7 +105,7 @@ def test_timeout_class_bounds_the_delivery(tmp_path, fake_agents):
     policy.write_text("[timeout_classes.quick]\ntimeout_s = 0.2\n", encoding="utf-8")
     _, endpoint = fake_agents(delay_s=2.0)
     with (
-        run_coordinator(Settings(policy_file=policy)) as (url, _),
+        run_coordinator(Settings(decision_log="off", policy_file=policy)) as (url, _),
         httpx.Client(base_url=url) as http,
     ):
         http.post("/v1/agents", json={**body("slow-1", endpoint), "timeout_class": "quick"})

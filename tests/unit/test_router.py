@@ -136,3 +136,31 @@ def test_timeout_classes_in_a_policy_add_to_the_defaults():
     assert set(policy.timeout_classes) == {"quick", "query", "reasoning", "long"}
     assert policy.timeout_classes["query"].timeout_s == 1.0
     assert policy.timeout_classes["reasoning"].retries == 1
+
+
+def test_catalog_uses_skills_where_given_and_skips_generic_agents():
+    from agent_reach.routing.catalog import build_catalog
+
+    index = RegistryIndex()
+    add(
+        index,
+        "shop",
+        "product.query",
+        "inventory.check",
+        description="商品问答、库存查询",
+        examples=["这款手机有蓝色吗"],
+        skills=[{"capability": "inventory.check", "description": "库存", "examples": ["有货吗"]}],
+    )
+    add(index, "shop-2", "product.query", description="商品问答、库存查询", examples=["多少钱"])
+    add(index, "human", "human.handoff", generic=True, description="人工客服")
+    version = index.version
+    catalog = build_catalog(index)
+    assert set(catalog) == {"product.query", "inventory.check"}
+    assert catalog["inventory.check"].descriptions == ("库存",)
+    assert catalog["inventory.check"].examples == ("有货吗",)
+    assert catalog["product.query"].descriptions == ("商品问答、库存查询",)
+    assert catalog["product.query"].examples == ("这款手机有蓝色吗", "多少钱")
+    index.renew("shop", NOW + 100)
+    assert index.version == version
+    index.remove("shop-2")
+    assert index.version == version + 1

@@ -7,9 +7,11 @@ import uuid
 from agent_reach.clock import Clock
 from agent_reach.errors import (
     AgentFailed,
+    Ambiguous,
     HopLimit,
     NoCapability,
     NoInstance,
+    NoMatch,
     ValidationFailed,
 )
 from agent_reach.invoke.delivery import Delivery
@@ -45,8 +47,10 @@ class Invoker:
                 request_id=request_id,
                 trace_id=trace.trace_id,
             )
-        decision = await self.routing.route(request)
-        instance = self._chosen(decision, request_id, trace)
+        decision = await self.routing.route(
+            request, request_id=request_id, trace_id=trace.trace_id, kind="invoke"
+        )
+        instance = self._chosen(decision, request_id, trace, from_text=request.capability is None)
         timeout = self._timeout_class(request.timeout_class or instance.spec.timeout_class)
         delivery = Delivery(
             request_id=request_id,
@@ -105,13 +109,19 @@ class Invoker:
         window.record(ok=True, latency_ms=elapsed_ms)
         return result, Attempt(spec.id, 1, "ok", round(elapsed_ms, 3), None, None)
 
-    def _chosen(self, decision: RouteDecision, request_id: str, trace: TraceContext) -> Instance:
+    def _chosen(
+        self, decision: RouteDecision, request_id: str, trace: TraceContext, *, from_text: bool
+    ) -> Instance:
         instance = self.index.by_id.get(decision.agent_id) if decision.agent_id else None
         if instance is not None:
             return instance
         details = {"request_id": request_id, "trace_id": trace.trace_id, "route": decision}
         if decision.rule == "no_instance":
             raise NoInstance("no live instance offers the capability right now", **details)
+        if decision.rule == "margin":
+            raise Ambiguous("the text fits several capabilities too equally to choose", **details)
+        if from_text:
+            raise NoMatch("the text fits no registered capability well enough", **details)
         raise NoCapability("no registered agent offers the capability", **details)
 
     def _timeout_class(self, name: str) -> TimeoutClassPolicy:

@@ -46,10 +46,13 @@ class RegistryIndex:
         self.by_id: dict[str, Instance] = {}
         self.by_capability: dict[str, list[Instance]] = {}
         self.generic: list[Instance] = []
+        self.version = 0  # bumped when any spec changes (not on lease renewals)
 
     def upsert(self, record: InstanceRecord, lease_until: float) -> Instance:
         """Add or replace an instance's record; its health and stats survive a re-register."""
         instance = self.by_id.get(record.spec.id)
+        if instance is None or instance.spec != record.spec:
+            self.version += 1
         if instance is None:
             instance = Instance(record, lease_until)
             self.by_id[instance.id] = instance
@@ -73,6 +76,7 @@ class RegistryIndex:
         instance = self.by_id.pop(agent_id, None)
         if instance is not None:
             self._unlink(instance)
+            self.version += 1
 
     def instances_of(self, capability: str) -> list[Instance]:
         """Every known instance of a capability, live or not."""

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
+from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
@@ -24,10 +25,11 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
+        policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-            async with open_runtime(settings, clock) as runtime:
+            async with open_runtime(settings, clock, policy) as runtime:
                 api.state.runtime = self.runtime = runtime
                 yield
                 self.runtime = None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
 from starlette.responses import Response
 
 from agent_reach.model.invocations import RouteRequest
+from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -19,6 +23,18 @@ async def capabilities(request: Request) -> Response:
 
 
 @router.post("/route")
-async def route(body: RouteRequest, request: Request) -> Response:
+async def route(
+    body: RouteRequest, request: Request, traceparent: Annotated[str | None, Header()] = None
+) -> Response:
     """The routing decision, fully explained; `agent_id` is null when nothing fits."""
-    return json_response(await runtime_of(request).routing.route(body))
+    trace = continue_trace(traceparent)
+    decision = await runtime_of(request).routing.route(
+        body, request_id=body.request_id or uuid.uuid4().hex, trace_id=trace.trace_id
+    )
+    return json_response(decision, headers={"x-trace-id": trace.trace_id})
+
+
+@router.get("/policy")
+async def policy(request: Request) -> Response:
+    """The routing policy in force, its version and where it came from."""
+    return json_response(runtime_of(request).policy.status())
