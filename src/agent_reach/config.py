@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
     llm_timeout_s: float = Field(3.0, gt=0, le=60)
+    probe_interval_s: float = Field(10.0, gt=0, le=3600)  # DESIGN.md: every 10 s
+    probe_timeout_s: float = Field(1.0, gt=0, le=60)
+    task_ttl_s: float = Field(86_400.0, gt=0, description="how long finished task answers are kept")
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     log_level: str = "info"
     log_json: bool = True

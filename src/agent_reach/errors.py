@@ -2,10 +2,14 @@
 
 ReachError
   CallerError              the caller must change the request (4xx)
-    InvalidRequest           400 invalid_request / 422 validation_error
+    InvalidRequest           400 invalid_request
+      ValidationFailed         422 validation_error
+        KeyReused                422 idempotency_key_reused: same id, different body
     NotFound                 404 not_found
       UnknownAgent             404 unknown_agent: register again
-    Conflict                 409
+      UnknownTask              404 unknown_task
+    Conflict                 409 conflict
+      InProgress               409 in_progress: the same request_id is running
     PayloadTooLarge          413 payload_too_large
   NoRoute                  no agent can take the request
     NoCapability             404 no_capability
@@ -75,9 +79,27 @@ class UnknownAgent(NotFound):
     code = "unknown_agent"
 
 
+class UnknownTask(NotFound):
+    """No task has this id (never accepted, or its record expired)."""
+
+    code = "unknown_task"
+
+
 class Conflict(CallerError):
     status = 409
     code = "conflict"
+
+
+class InProgress(Conflict):
+    """The same request_id is being executed right now and the caller asked not to wait."""
+
+    code = "in_progress"
+
+
+class KeyReused(ValidationFailed):
+    """The request_id was used before with a different request body."""
+
+    code = "idempotency_key_reused"
 
 
 class PayloadTooLarge(CallerError):
@@ -165,7 +187,10 @@ _BY_CODE: dict[str, type[ReachError]] = {
         ValidationFailed,
         NotFound,
         UnknownAgent,
+        UnknownTask,
         Conflict,
+        InProgress,
+        KeyReused,
         PayloadTooLarge,
         NoRoute,
         NoCapability,

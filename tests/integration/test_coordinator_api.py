@@ -236,30 +236,45 @@ def test_invoke_without_request_id_gets_a_fresh_one_each_time(http, register, fa
 
 
 @pytest.mark.parametrize(
-    ("knobs", "status", "code"),
+    ("knobs", "code"),
     [
-        ({"status": 500}, 502, "agent_error"),
-        ({"status": 404}, 502, "agent_error"),
-        ({"raw_answer": b"<html>not json</html>"}, 502, "agent_bad_answer"),
+        ({"status": 404}, "agent_error"),
+        ({"status": 500, "headers": {"x-reach-retryable": "false"}}, "agent_error"),
+        ({"raw_answer": b"<html>not json</html>"}, "agent_bad_answer"),
     ],
 )
-def test_agent_failures_are_reported_with_a_code(http, register, fake_agents, knobs, status, code):
-    _, endpoint = fake_agents(**knobs)
+def test_failures_the_agent_made_final_are_502_with_a_code(
+    http, register, fake_agents, knobs, code
+):
+    agent, endpoint = fake_agents(**knobs)
     register("a-1", endpoint, "echo")
     response = http.post("/v1/invoke", json={"capability": "echo", "request_id": "r-1"})
-    assert response.status_code == status
+    assert response.status_code == 502
     error = response.json()["error"]
     assert error["code"] == code
     assert error["request_id"] == "r-1"
-    assert error["agent_id"] == "a-1"
+    assert error["attempts"][0]["agent_id"] == "a-1"
     assert error["attempts"][0]["outcome"] == code
+    assert len(agent.received) == 1
 
 
-def test_unreachable_agent_is_502_agent_unreachable(http, register):
+@pytest.mark.parametrize("knobs", [{"status": 500}, {"status": 503}])
+def test_a_failing_only_instance_suspends_the_request(http, register, fake_agents, knobs):
+    _, endpoint = fake_agents(**knobs)
+    register("a-1", endpoint, "echo")
+    response = http.post("/v1/invoke", json={"capability": "echo", "request_id": "r-2"})
+    assert response.status_code == 202
+    accepted = response.json()
+    assert accepted["status"] == "suspended"
+    assert accepted["poll"] == "/v1/tasks/r-2"
+    assert http.get("/v1/tasks/r-2").json()["status"] == "suspended"
+
+
+def test_unreachable_only_agent_suspends_the_request(http, register):
     register("ghost", "http://127.0.0.1:9/invoke", "echo")
     response = http.post("/v1/invoke", json={"capability": "echo"})
-    assert response.status_code == 502
-    assert response.json()["error"]["code"] == "agent_unreachable"
+    assert response.status_code == 202
+    assert response.json()["status"] == "suspended"
 
 
 def test_unknown_capability_is_404_no_capability(http):

@@ -42,7 +42,7 @@ def test_memory_lease_expiry_takes_the_instance_out_without_a_sweep(fake_agents)
         http.post("/v1/agents", json=body("a-1", endpoint, ttl=5))
         assert http.post("/v1/invoke", json={"capability": "echo"}).status_code == 200
         clock.advance(5.001)
-        response = http.post("/v1/invoke", json={"capability": "echo"})
+        response = http.post("/v1/invoke", json={"capability": "echo", "suspend": False})
         assert response.status_code == 503
         assert response.json()["error"]["code"] == "no_instance"
         assert http.get("/v1/agents").json()["agents"][0]["status"] == "offline"
@@ -56,7 +56,10 @@ def test_redis_lease_is_redis_expiry(redis_url, redis_prefix, fake_agents):
     with run_coordinator(settings) as (url, _), httpx.Client(base_url=url) as http:
         http.post("/v1/agents", json=body("a-1", endpoint, ttl=1))
         wait_for(
-            lambda: http.post("/v1/invoke", json={"capability": "echo"}).status_code == 503,
+            lambda: (
+                http.post("/v1/invoke", json={"capability": "echo", "suspend": False}).status_code
+                == 503
+            ),
             "the 1 s lease to run out",
         )
         assert http.post("/v1/agents/a-1/heartbeat").status_code == 404

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent_reach.backends.protocols import RegistryStore
+from agent_reach.backends.protocols import (
+    AnswerCache,
+    IdempotencyStore,
+    JournalStore,
+    QueueStore,
+    RegistryStore,
+    TaskStore,
+)
 
 
 @dataclass(slots=True)
@@ -14,6 +21,11 @@ class Backends:
 
     name: str
     registry: RegistryStore
+    idempotency: IdempotencyStore
+    tasks: TaskStore
+    queues: QueueStore
+    journal: JournalStore
+    answers: AnswerCache
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

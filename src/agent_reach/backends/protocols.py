@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from agent_reach.model.agents import AgentSpec
+from agent_reach.model.agents import AgentSpec, HealthStatus
 
 OFFLINE_RETENTION_S = 600.0  # an instance whose lease ran out stays listed as offline this long
 
@@ -33,13 +33,18 @@ class LeasedRecord:
 
 @dataclass(frozen=True, slots=True)
 class RegistryEvent:
-    """A change made by some coordinator; `lease_left_s` is set for `put` and `renew`."""
+    """A change made by some coordinator.
 
-    op: Literal["put", "renew", "remove"]
+    `lease_left_s` is set for `put` and `renew`, `record` for `put`, `health` for
+    `health` (a health state some coordinator's checks moved the instance to).
+    """
+
+    op: Literal["put", "renew", "remove", "health"]
     agent_id: str
     origin: str
     record: InstanceRecord | None = None
     lease_left_s: float = 0.0
+    health: HealthStatus | None = None
 
 
 RegistryListener = Callable[[RegistryEvent], Awaitable[None] | None]
@@ -68,9 +73,113 @@ class RegistryStore(Protocol):
     async def load(self) -> list[LeasedRecord]:
         """Every retained record with what is left of its lease, in one consistent read."""
 
+    async def announce_health(self, agent_id: str, health: HealthStatus, origin: str) -> None:
+        """Tell every other coordinator that `agent_id` moved to `health` (no state is stored)."""
+
     async def watch(self, listener: RegistryListener) -> None:
         """Call `listener` for every change any coordinator makes, until cancelled.
 
         Changes made before the call are not replayed: call `load` after `watch` has
         started to get a complete view. Returns at once when the store is not shared.
         """
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What `IdempotencyStore.claim` found.
+
+    `claimed`: the caller now owns the key and must `complete` or `release` it with
+    `fence`. `completed`: the stored answer (`status`, `body`, byte for byte).
+    `in_progress`: another owner holds a live lease. `mismatch`: the key was used
+    with a different request body (its `fingerprint` differs).
+    """
+
+    state: Literal["claimed", "completed", "in_progress", "mismatch"]
+    fence: int = 0
+    status: int = 0
+    body: bytes = b""
+
+
+class IdempotencyStore(Protocol):
+    """Request ids and their answers, so that a repeated id never executes twice."""
+
+    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
+        """One atomic step deciding who executes `key`.
+
+        No record: create an in-progress record with a lease of `lease_s` -> `claimed`
+        with a new fence. A completed record -> `completed`. An in-progress record whose
+        lease is live -> `in_progress`. One whose lease ran out (its owner died) is taken
+        over -> `claimed` with a higher fence. Any record whose fingerprint differs ->
+        `mismatch`, changing nothing.
+        """
+
+    async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
+        """Store the final answer for `ttl_s` only while `fence` still owns the key.
+
+        Compare-and-set: False, writing nothing, when another owner took the key over.
+        """
+
+    async def release(self, key: str, fence: int) -> None:
+        """Forget an in-progress claim still owned by `fence` (nothing was executed)."""
+
+    async def peek(self, key: str) -> Claim | None:
+        """The key's state without claiming it: None when there is no record."""
+
+
+class TaskStore(Protocol):
+    """Asynchronous and suspended tasks: their state and final answer, by task id."""
+
+    async def put(self, task_id: str, document: bytes, ttl_s: float) -> None:
+        """Store (or replace) the task's JSON document; it expires after `ttl_s`."""
+
+    async def get(self, task_id: str) -> bytes | None:
+        """The task's document, or None when unknown or expired."""
+
+
+class QueueStore(Protocol):
+    """Durable work queues shared by every coordinator (Redis Streams, consumer groups).
+
+    An entry is handed to one consumer at a time and stays pending until acked; when
+    its consumer stops touching it for `stale_s` (it died), `pull` hands it to another.
+    """
+
+    async def push(self, queue: str, payload: bytes) -> str:
+        """Append an entry; returns its id."""
+
+    async def pull(
+        self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float
+    ) -> list[tuple[str, bytes]]:
+        """Up to `count` entries for `consumer`: stale ones from dead consumers first, then
+        new ones, waiting up to `block_s` when there are none."""
+
+    async def touch(self, queue: str, consumer: str, entry_ids: list[str]) -> None:
+        """Keep entries this consumer still holds from going stale."""
+
+    async def ack(self, queue: str, entry_id: str) -> None:
+        """The entry is done: it leaves the queue for good."""
+
+    async def depth(self, queue: str) -> int:
+        """Entries pushed and not yet acked."""
+
+
+class JournalStore(Protocol):
+    """Capped append-only logs (dead letters): newest kept, oldest dropped past `cap`."""
+
+    async def append(self, name: str, payload: bytes, cap: int) -> None:
+        """Add an entry, dropping the oldest beyond `cap` entries."""
+
+    async def recent(self, name: str, limit: int) -> list[bytes]:
+        """Up to `limit` entries, newest first."""
+
+    async def count(self, name: str) -> int:
+        """How many entries the log holds."""
+
+
+class AnswerCache(Protocol):
+    """Earlier successful answers by capability and payload, for the `degraded` fallback."""
+
+    async def put(self, key: str, body: bytes, ttl_s: float) -> None:
+        """Remember `body` for `key` for `ttl_s` seconds (a newer answer replaces it)."""
+
+    async def get(self, key: str) -> bytes | None:
+        """The remembered answer, or None."""

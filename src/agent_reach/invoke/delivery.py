@@ -31,10 +31,12 @@ class Delivery:
             }
         )
 
-    def headers(self, traceparent: str) -> list[tuple[str, str]]:
+    def headers(self, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:
+        """Contract headers, plus what is left of the caller's deadline."""
         return [
             ("content-type", "application/json"),
             ("x-request-id", self.request_id),
             ("traceparent", traceparent),
             ("x-reach-hop", str(self.hop)),
+            ("x-reach-deadline-ms", str(deadline_ms)),
         ]

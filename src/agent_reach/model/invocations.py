@@ -14,7 +14,7 @@ DEFAULT_MAX_HOP = 5  # DESIGN.md: five hops stop two agents bouncing a request f
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
 
 RequestId = Annotated[str, StringConstraints(pattern=REQUEST_ID_PATTERN)]
-Status = Literal["ok", "fallback", "degraded", "suspended", "error"]
+Status = Literal["ok", "fallback", "degraded", "suspended", "queued", "running", "error"]
 
 
 class RouteRequest(BaseModel):
@@ -40,6 +40,13 @@ class InvokeRequest(RouteRequest):
     payload: Any = None
     max_hop: int | None = Field(None, ge=0, le=64)
     timeout_class: TimeoutClass | None = None
+    mode: Literal["sync", "async"] = "sync"
+    suspend: bool = Field(
+        True, description="no instance can take it now: park it (202 and a task) or fail (503)"
+    )
+    on_duplicate: Literal["wait", "reject"] = Field(
+        "wait", description="a request_id already in progress: wait for its answer, or 409"
+    )
 
 
 @dataclass(slots=True)
@@ -65,3 +72,24 @@ class InvokeResult:
     result: Any
     route: RouteDecision
     attempts: list[Attempt] = field(default_factory=list)
+
+
+class TaskView(BaseModel):
+    """`GET /v1/tasks/{id}` and the 202 answer that points to it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    task_id: str
+    request_id: str
+    trace_id: str
+    status: Status
+    created_at: float | None = None
+    updated_at: float | None = None
+    suspended_until: float | None = None
+    poll: str | None = None
+    http_status: int | None = Field(None, description="set once finished: the answer's status")
+    answer: Any = Field(None, description="set once finished: the invoke answer or error body")
+
+    @property
+    def is_finished(self) -> bool:
+        return self.http_status is not None

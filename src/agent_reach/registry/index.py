@@ -8,19 +8,28 @@ from __future__ import annotations
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.model.agents import AgentSpec, HealthStatus
+from agent_reach.registry.health import HealthTracker
 from agent_reach.registry.stats import CallWindow
 
 
 class Instance:
     """One registered instance as routing sees it: spec, lease deadline, health and stats."""
 
-    __slots__ = ("health", "lease_until", "record", "stats")
+    __slots__ = ("lease_until", "record", "stats", "tracker")
 
     def __init__(self, record: InstanceRecord, lease_until: float) -> None:
         self.record = record
         self.lease_until = lease_until
-        self.health: HealthStatus = "healthy"
+        self.tracker = HealthTracker()
         self.stats = CallWindow()
+
+    @property
+    def health(self) -> HealthStatus:
+        return self.tracker.state
+
+    @health.setter
+    def health(self, state: HealthStatus) -> None:
+        self.tracker.adopt(state, 0.0)
 
     @property
     def spec(self) -> AgentSpec:

@@ -39,6 +39,7 @@ class Registry:
         self.node_id = node_id
         self.resync_s = resync_s
         self.index = RegistryIndex()
+        self.changed = asyncio.Event()  # set when an instance may have become available
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -64,6 +65,7 @@ class Registry:
         await self.store.put(record, self.node_id)
         instance = self.index.upsert(record, self.clock.monotonic() + spec.ttl)
         log.info("agent_registered", agent_id=spec.id, capabilities=spec.capabilities)
+        self.availability_changed()
         return instance
 
     async def heartbeat(self, agent_id: str) -> float:
@@ -96,6 +98,10 @@ class Registry:
         for agent_id in [i for i in self.index.by_id if i not in seen]:
             self.index.remove(agent_id)
 
+    def availability_changed(self) -> None:
+        """Wake whoever waits for instances to come (back): the suspended-queue replayer."""
+        self.changed.set()
+
     def views(self) -> list[InstanceView]:
         """Every known instance with its status and this coordinator's stats."""
         now = self.clock.monotonic()
@@ -118,13 +124,20 @@ class Registry:
     async def _apply(self, event: RegistryEvent) -> None:
         if event.origin == self.node_id:
             return
-        lease_until = self.clock.monotonic() + event.lease_left_s
+        now = self.clock.monotonic()
         if event.op == "put" and event.record is not None:
-            self.index.upsert(event.record, lease_until)
+            self.index.upsert(event.record, now + event.lease_left_s)
+            self.availability_changed()
         elif event.op == "renew":
-            self.index.renew(event.agent_id, lease_until)
+            self.index.renew(event.agent_id, now + event.lease_left_s)
         elif event.op == "remove":
             self.index.remove(event.agent_id)
+        elif event.op == "health" and event.health is not None:
+            instance = self.index.by_id.get(event.agent_id)
+            if instance is not None:
+                instance.tracker.adopt(event.health, now)
+                if event.health == "healthy":
+                    self.availability_changed()
 
     async def _resync_forever(self) -> None:
         while True:

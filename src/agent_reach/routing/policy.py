@@ -30,6 +30,31 @@ class TimeoutClassPolicy(BaseModel):
     timeout_s: float = Field(gt=0, le=3600)
     retries: int = Field(0, ge=0, le=10)
     asynchronous: bool = False
+    deadline_s: float | None = Field(
+        None, gt=0, le=86_400, description="whole request; default: every attempt and backoff"
+    )
+
+
+class DeliveryPolicy(BaseModel):
+    """Retries, backoff, the retry budget and the fallback chain's time limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backoff_s: list[Annotated[float, Field(ge=0, le=600)]] = Field(
+        default_factory=lambda: [1.0, 2.0, 4.0],  # DESIGN.md: 1 s, 2 s, 4 s
+        min_length=1,
+    )
+    jitter: float = Field(0.2, ge=0, le=1, description="each pause varies by up to this share")
+    retry_budget_ratio: float = Field(0.2, ge=0, le=10)  # RELIABILITY.md: 20 % of in-flight
+    retry_budget_min: int = Field(3, ge=0, le=10_000)  # ... and at least 3 at any time
+    suspend_s: float = Field(120.0, ge=0, le=86_400, description="how long suspended requests wait")
+    idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # DESIGN.md: 3600 s
+    degraded_answers: bool = Field(True, description="remember answers for the degraded fallback")
+    answer_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+
+    def backoff(self, retry: int) -> float:
+        """The pause before re-send number `retry` (1-based), before jitter."""
+        return self.backoff_s[min(retry, len(self.backoff_s)) - 1]
 
 
 # DESIGN.md: query 2 s no retry; reasoning 5 s one retry; long 30 s, asynchronous.
@@ -58,6 +83,7 @@ class RoutingPolicy(BaseModel):
         description="matcher -> confidence at which its answer is taken without asking the next",
     )
     match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
+    delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",
@@ -80,6 +106,13 @@ class RoutingPolicy(BaseModel):
     def effective_weights(self) -> dict[str, float]:
         """Custom weights when given, else the preset's."""
         return dict(self.weights) if self.weights else dict(PRESETS[self.preset])
+
+    def deadline_s(self, timeout_class: TimeoutClassPolicy) -> float:
+        """The whole-request budget of a class: its own, or every attempt plus the pauses."""
+        if timeout_class.deadline_s is not None:
+            return timeout_class.deadline_s
+        pauses = sum(self.delivery.backoff(i) for i in range(1, timeout_class.retries + 1))
+        return timeout_class.timeout_s * (timeout_class.retries + 1) + pauses
 
     @cached_property
     def version(self) -> str:

@@ -15,7 +15,7 @@ from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
 from agent_reach.server.openapi import add_invoke_operation
-from agent_reach.server.routes import agents, health, routing
+from agent_reach.server.routes import agents, health, routing, tasks
 from agent_reach.server.runtime import Runtime, open_runtime
 
 
@@ -42,7 +42,7 @@ class CoordinatorApp:
             redoc_url=None,
         )
         install_error_handlers(self.api)
-        for module in (agents, routing, health):
+        for module in (agents, routing, tasks, health):
             self.api.include_router(module.router)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)
@@ -55,7 +55,7 @@ class CoordinatorApp:
             and scope["path"] == "/v1/invoke"
             and scope["method"] == "POST"
         ):
-            await handle_invoke(scope, receive, send, runtime.invoker, self.settings.max_body_bytes)
+            await handle_invoke(scope, receive, send, runtime.invoke, self.settings.max_body_bytes)
         else:
             await self._control_plane(scope, receive, send)
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
-from agent_reach.invoke.invoker import Invoker
+from agent_reach.invoke.service import InvokeService
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.errors import invalid_body
@@ -45,17 +45,20 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
 
 
 async def handle_invoke(
-    scope: Scope, receive: Any, send: Any, invoker: Invoker, limit: int
+    scope: Scope, receive: Any, send: Any, service: InvokeService, limit: int
 ) -> None:
-    """Validate, invoke, answer; a ReachError becomes its error body and status."""
+    """Validate, invoke, answer; bad input becomes its error body and status."""
     traceparent: str | None = None
     hop_header: bytes | None = None
+    deadline_header: bytes | None = None
     declared: int | None = None
     for name, value in scope["headers"]:
         if name == b"traceparent":
             traceparent = value.decode("latin-1")
         elif name == b"x-reach-hop":
             hop_header = value
+        elif name == b"x-reach-deadline-ms":
+            deadline_header = value
         elif name == b"content-length" and value.isdigit():
             declared = int(value)
     trace = continue_trace(traceparent)
@@ -65,20 +68,24 @@ async def handle_invoke(
             request = InvokeRequest.model_validate_json(body)
         except ValidationError as exc:
             raise invalid_body(exc.errors()) from None
-        result = await invoker.invoke(request, trace, hop_budget=_hop(hop_header))
+        hop_budget = _count(hop_header, "X-Reach-Hop", "invalid_hop")
+        deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
         await _send(send, exc.status, dump_json(exc.to_body()), trace.trace_id)
         return
-    await _send(send, 200, dump_json(result), trace.trace_id)
+    answer = await service.handle(request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms)
+    await _send(send, answer.status, answer.body, trace.trace_id)
 
 
-def _hop(header: bytes | None) -> int | None:
+def _count(header: bytes | None, name: str, code: str) -> int | None:
+    """A header holding a non-negative integer, or None when absent."""
     if header is None:
         return None
-    if not header.strip().isdigit():
-        raise InvalidRequest("X-Reach-Hop must be a non-negative integer", code="invalid_hop")
-    return int(header)
+    value = header.strip()
+    if not value.isdigit() or len(value) > 12:
+        raise InvalidRequest(f"{name} must be a non-negative integer", code=code)
+    return int(value)
 
 
 async def _send(send: Any, status: int, body: bytes, trace_id: str) -> None:

@@ -15,9 +15,18 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
-from agent_reach.invoke.invoker import Invoker
+from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.attempts import AttemptLoop
+from agent_reach.invoke.budget import RetryBudget
+from agent_reach.invoke.deadletters import DeadLetters
+from agent_reach.invoke.idempotency import IdempotencyGuard
+from agent_reach.invoke.service import InvokeService
+from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.observability.decision_log import DecisionLog
+from agent_reach.observability.metrics import Metrics
+from agent_reach.registry.index import Instance
+from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.service import Registry
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
@@ -36,22 +45,33 @@ class Runtime:
     registry: Registry
     transports: Transports
     routing: RoutingService
-    invoker: Invoker
+    invoke: InvokeService
+    health: HealthMonitor
+    tasks: TaskBoard
+    dead_letters: DeadLetters
     policy: PolicySource
+    metrics: Metrics
 
 
 @asynccontextmanager
 async def open_runtime(
     settings: Settings, clock: Clock, policy: PolicySource
 ) -> AsyncIterator[Runtime]:
-    """Open backends and clients, start the registry; close all of it on exit."""
+    """Open backends and clients, start the background loops; close all of it on exit."""
     node_id = uuid.uuid4().hex[:12]
-    decision_log = DecisionLog(settings.decision_log, clock)
+    metrics = Metrics()
     backends = await open_backends(settings, clock)
     transports = open_transports()
+    decision_log = DecisionLog(settings.decision_log, clock)
     registry = Registry(
         backends.registry, clock, node_id=node_id, resync_s=settings.registry_resync_s
     )
+
+    async def probe(instance: Instance) -> bool:
+        spec = instance.spec.transport
+        return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)
+
+    health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
     routing = RoutingService(
         registry.index,
         policy,
@@ -59,6 +79,24 @@ async def open_runtime(
         AffinityTable(),
         MatchingPipeline(registry.index, clock, settings),
         decision_log,
+    )
+    budget = RetryBudget()
+    tasks = TaskBoard(
+        backends.tasks, backends.queues, registry, clock, metrics, node_id, settings.task_ttl_s
+    )
+    dead_letters = DeadLetters(backends.journal, clock, metrics)
+    answers = AnswerMemory(backends.answers)
+    invoke = InvokeService(
+        routing=routing,
+        attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics),
+        guard=IdempotencyGuard(backends.idempotency, clock),
+        tasks=tasks,
+        dead_letters=dead_letters,
+        answers=answers,
+        health=health,
+        budget=budget,
+        clock=clock,
+        metrics=metrics,
     )
     runtime = Runtime(
         settings=settings,
@@ -68,17 +106,28 @@ async def open_runtime(
         registry=registry,
         transports=transports,
         routing=routing,
-        invoker=Invoker(routing, registry.index, transports, clock),
+        invoke=invoke,
+        health=health,
+        tasks=tasks,
+        dead_letters=dead_letters,
         policy=policy,
+        metrics=metrics,
     )
     await registry.start()
-    policy_watch = asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch")
+    loops = [
+        asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
+        asyncio.create_task(health.run(), name="health-monitor"),
+        asyncio.create_task(tasks.run(invoke.run_task, invoke.expire_task), name="task-board"),
+        asyncio.create_task(answers.run(), name="answer-memory"),
+    ]
     try:
         yield runtime
     finally:
-        policy_watch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await policy_watch
+        for loop in loops:
+            loop.cancel()
+        for loop in loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
         await registry.stop()
         await transports.aclose()
         await backends.aclose()

@@ -25,7 +25,8 @@ class FakeAgent:
 
     Knobs may be changed while it serves: `status` (HTTP status of answers),
     `delay_s` (before answering), `answer` (JSON result; None echoes the payload),
-    `healthy` (the health endpoint's verdict). `received` is the ledger.
+    `raw_answer` (bytes sent as they are), `headers` (added to answers), `healthy`
+    (the health endpoint's verdict). `received` is the ledger.
     """
 
     name: str = "fake"
@@ -34,6 +35,7 @@ class FakeAgent:
     answer: Any = None
     healthy: bool = True
     raw_answer: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -55,25 +57,25 @@ class FakeAgent:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         if self.raw_answer is not None:
-            await _answer(send, self.status, self.raw_answer)
+            await _answer(send, self.status, self.raw_answer, self.headers)
             return
         result = (
             self.answer
             if self.answer is not None
-            else {
-                "agent": self.name,
-                "echo": delivery.get("payload"),
-            }
+            else {"agent": self.name, "echo": delivery.get("payload")}
         )
-        await _answer(send, self.status, orjson.dumps(result))
+        await _answer(send, self.status, orjson.dumps(result), self.headers)
 
 
-async def _answer(send: Any, status: int, body: bytes) -> None:
+async def _answer(
+    send: Any, status: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
+    extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json")],
+            "headers": [(b"content-type", b"application/json"), *extra],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from agent_reach.backends.bundle import Backends
+from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
+from agent_reach.backends.memory.journal import MemoryJournalStore
+from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
+from agent_reach.backends.memory.tasks import MemoryAnswerCache, MemoryTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 
 
 async def open_memory(settings: Settings, clock: Clock) -> Backends:
     """Fresh in-memory stores."""
-    return Backends(name="memory", registry=MemoryRegistryStore(clock))
+    return Backends(
+        name="memory",
+        registry=MemoryRegistryStore(clock),
+        idempotency=MemoryIdempotencyStore(clock),
+        tasks=MemoryTaskStore(clock),
+        queues=MemoryQueueStore(clock),
+        journal=MemoryJournalStore(),
+        answers=MemoryAnswerCache(clock),
+    )

@@ -11,6 +11,7 @@ from agent_reach.backends.protocols import (
     RegistryListener,
 )
 from agent_reach.clock import SYSTEM_CLOCK, Clock
+from agent_reach.model.agents import HealthStatus
 
 
 @dataclass(slots=True)
@@ -49,6 +50,9 @@ class MemoryRegistryStore:
         return [
             LeasedRecord(e.record, max(0.0, e.lease_until - now)) for e in self._entries.values()
         ]
+
+    async def announce_health(self, agent_id: str, health: HealthStatus, origin: str) -> None:
+        """Nobody to tell: this store has a single coordinator."""
 
     async def watch(self, listener: RegistryListener) -> None:
         """Nothing to watch: this store has a single writer, the coordinator holding it."""

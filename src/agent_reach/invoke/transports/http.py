@@ -30,6 +30,23 @@ def check_http_url(url: str, field: str = "endpoint") -> None:
         raise ValidationFailed(f"{field} has an invalid port", field=field) from exc
 
 
+def health_url(spec: TransportSpec) -> str:
+    """The health endpoint: as registered, else `/health` on the endpoint's origin."""
+    if spec.health_endpoint:
+        return spec.health_endpoint
+    parts = urlsplit(spec.endpoint)
+    return f"{parts.scheme}://{parts.netloc}/health"
+
+
+def _is_retryable(response: pool.Response) -> bool:
+    """5xx and 429 may succeed elsewhere; 4xx are the request's own fault; an agent may
+    say `X-Reach-Retryable: false` to stop any further attempt."""
+    for name, value in response.headers:
+        if name == b"x-reach-retryable":
+            return value.strip().lower() not in (b"false", b"0", b"no")
+    return response.status >= 500 or response.status == 429
+
+
 class HttpTransport:
     """POST the delivery as JSON; 2xx with a JSON body is the result, anything else failed."""
 
@@ -48,7 +65,7 @@ class HttpTransport:
             response = await self.client.request(
                 "POST",
                 spec.endpoint,
-                headers=delivery.headers(traceparent),
+                headers=delivery.headers(traceparent, int(timeout_s * 1000)),
                 body=delivery.body(),
                 timeout_s=timeout_s,
             )
@@ -73,17 +90,30 @@ class HttpTransport:
         except pool.InvalidResponse as exc:
             raise AgentFailed(f"the agent's answer is not valid HTTP: {exc}") from None
         if not 200 <= response.status < 300:
-            raise AgentFailed(
+            failure = AgentFailed(
                 f"the agent answered HTTP {response.status}",
                 http_status=response.status,
                 agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
             )
+            failure.retryable = _is_retryable(response)  # type: ignore[misc]
+            raise failure
         if not response.body:
             return None
         try:
             return orjson.loads(response.body)
         except orjson.JSONDecodeError:
-            raise AgentFailed("the agent's answer is not JSON", code="agent_bad_answer") from None
+            failure = AgentFailed("the agent's answer is not JSON", code="agent_bad_answer")
+            failure.retryable = False  # type: ignore[misc]  # it acted and answered
+            raise failure from None
+
+    async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
+        try:
+            response = await self.client.request(
+                "GET", health_url(spec), headers=(), timeout_s=timeout_s
+            )
+        except pool.PoolError:
+            return False
+        return 200 <= response.status < 300
 
     async def aclose(self) -> None:
         await self.client.aclose()

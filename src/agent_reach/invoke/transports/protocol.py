@@ -21,8 +21,12 @@ class Transport(Protocol):
 
         Raises `AgentUnreachable` when nothing reached the agent, `AgentTimeout` when no
         answer came within `timeout_s` (the agent may have acted), and `AgentFailed`
-        for any answer that is not a success. Never retries by itself.
+        for any answer that is not a success — with `retryable` False when the agent
+        said so or the failure is the request's own (4xx). Never retries by itself.
         """
+
+    async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
+        """True when the instance says it can work (its health check passes in time)."""
 
     async def aclose(self) -> None:
         """Release connections."""

@@ -1,10 +1,13 @@
-"""Liveness."""
+"""Liveness and metrics."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
+from agent_reach.errors import StoreUnavailable
+from agent_reach.invoke.tasks import SUSPENDED, WORK
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -18,3 +21,22 @@ async def healthz(request: Request) -> Response:
     return json_response(
         {"status": "ok", "node": runtime.node_id, "backend": runtime.backends.name}
     )
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus text format; gauges are read from the registry and queues at scrape time."""
+    runtime = runtime_of(request)
+    gauges = runtime.metrics
+    counts = {"healthy": 0, "suspect": 0, "offline": 0}
+    for view in runtime.registry.views():
+        counts[view.status] += 1
+    for state, count in counts.items():
+        gauges.instances.labels(state).set(count)
+    try:
+        for queue in (WORK, SUSPENDED):
+            gauges.queue_depth.labels(queue).set(await runtime.tasks.depth(queue))
+        gauges.queue_depth.labels("deadletters").set(await runtime.dead_letters.count())
+    except StoreUnavailable:
+        pass  # the scrape still shows everything this process knows by itself
+    return Response(gauges.render(), media_type=CONTENT_TYPE_LATEST)

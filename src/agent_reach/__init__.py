@@ -1,0 +1,50 @@
+"""Agent-Reach: discovery, routing and delivery between agents.
+
+What users import lives here: the clients and agent helpers of the SDK, the
+coordinator's app factory and settings, and every error class to catch.
+"""
+
+from agent_reach.config import Settings
+from agent_reach.errors import (
+    AgentFailed,
+    AgentTimeout,
+    AgentUnreachable,
+    CallerError,
+    Conflict,
+    HopLimit,
+    InvalidRequest,
+    NoCapability,
+    NoInstance,
+    NoRoute,
+    NotFound,
+    PayloadTooLarge,
+    ReachError,
+    StoreUnavailable,
+    ValidationFailed,
+)
+from agent_reach.sdk import Agent, AgentRequest, ReachClient, SyncReachClient
+from agent_reach.server.app import create_app
+
+__all__ = [
+    "Agent",
+    "AgentFailed",
+    "AgentRequest",
+    "AgentTimeout",
+    "AgentUnreachable",
+    "CallerError",
+    "Conflict",
+    "HopLimit",
+    "InvalidRequest",
+    "NoCapability",
+    "NoInstance",
+    "NoRoute",
+    "NotFound",
+    "PayloadTooLarge",
+    "ReachClient",
+    "ReachError",
+    "Settings",
+    "StoreUnavailable",
+    "SyncReachClient",
+    "ValidationFailed",
+    "create_app",
+]

@@ -1,0 +1,68 @@
+"""Idempotency records in memory; each operation is one critical section (no awaits inside)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_reach.backends.memory.expiring import ExpiringDict
+from agent_reach.backends.protocols import Claim
+from agent_reach.clock import Clock
+
+# An in-progress record is kept past its lease so a late owner's `complete` is refused
+# by fence, not by absence; completed records keep their own ttl.
+TAKEOVER_GRACE_S = 3600.0
+
+
+@dataclass(slots=True)
+class _Record:
+    fingerprint: str
+    fence: int
+    lease_until: float
+    status: int = 0
+    body: bytes | None = None
+
+
+class MemoryIdempotencyStore:
+    """`IdempotencyStore` for one process."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._records: ExpiringDict[_Record] = ExpiringDict(clock.monotonic)
+        self._fences = 0
+
+    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
+        now = self._clock.monotonic()
+        record = self._records.get(key)
+        if record is not None:
+            if record.fingerprint != fingerprint:
+                return Claim("mismatch")
+            if record.body is not None:
+                return Claim("completed", record.fence, record.status, record.body)
+            if record.lease_until > now:
+                return Claim("in_progress", record.fence)
+        self._fences += 1
+        self._records.set(key, _Record(fingerprint, self._fences, now + lease_s), TAKEOVER_GRACE_S)
+        return Claim("claimed", self._fences)
+
+    async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
+        record = self._records.get(key)
+        if record is None or record.fence != fence or record.body is not None:
+            return False
+        record.status, record.body = status, body
+        self._records.set(key, record, ttl_s)
+        return True
+
+    async def release(self, key: str, fence: int) -> None:
+        record = self._records.get(key)
+        if record is not None and record.fence == fence and record.body is None:
+            self._records.pop(key)
+
+    async def peek(self, key: str) -> Claim | None:
+        record = self._records.get(key)
+        if record is None:
+            return None
+        if record.body is not None:
+            return Claim("completed", record.fence, record.status, record.body)
+        if record.lease_until > self._clock.monotonic():
+            return Claim("in_progress", record.fence)
+        return None

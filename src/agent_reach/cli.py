@@ -1,0 +1,260 @@
+"""`agent-reach`: run a coordinator, manage agents, invoke and explain routing, run the demo.
+
+Every command that talks to a coordinator takes `--coordinator` (default
+`AR_COORDINATOR_URL`, else http://127.0.0.1:8500). Errors print one red line with
+their code and exit 1; no command ever prints a traceback for them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import orjson
+import typer
+import uvicorn
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from agent_reach.config import Settings, load_mapping
+from agent_reach.demo import run_demo
+from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.model.agents import AgentSpec, InstanceView
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.observability.logging import configure_logging
+from agent_reach.sdk.client import SyncReachClient
+from agent_reach.server.app import create_app
+
+DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
+
+_STATUS_STYLES = {"healthy": "green", "suspect": "yellow", "offline": "red"}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+app = typer.Typer(
+    name="agent-reach",
+    help="Agent-Reach: discovery, routing and delivery between agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+agents_app = typer.Typer(
+    help="Register, list and deregister agent instances.", no_args_is_help=True
+)
+app.add_typer(agents_app, name="agents")
+
+CoordinatorUrl = Annotated[
+    str,
+    typer.Option("--coordinator", envvar="AR_COORDINATOR_URL", help="Base URL of the coordinator."),
+]
+
+
+def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn Agent-Reach and validation errors into one red line and exit status 1."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except ReachError as exc:
+            message = f"{exc.code}: {exc.message}"
+        except ValidationError as exc:
+            message = f"validation_error: {_problems(exc)}"
+        Console(stderr=True).print(f"[bold red]error[/] {escape(message)}", soft_wrap=True)
+        raise typer.Exit(1)
+
+    return run
+
+
+@app.command()
+@reporting_errors
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Interface to bind; default AR_HOST, else 127.0.0.1.")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on; default AR_PORT, else 8500.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="TOML or YAML settings file."),
+    ] = None,
+) -> None:
+    """Run the coordinator (settings from --config or AR_* variables; flags win)."""
+    overrides: dict[str, Any] = {"host": host, "port": port}
+    if config is not None:
+        settings = Settings.from_file(config, **overrides)
+    else:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    configure_logging(settings.log_level, json=settings.log_json)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_level=settings.log_level,
+    )
+
+
+@agents_app.command("register")
+@reporting_errors
+def register_agent(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="JSON or YAML: the v1 body or the legacy `agent:` form.",
+        ),
+    ],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+) -> None:
+    """Register an agent instance described in FILE."""
+    spec = AgentSpec.from_legacy(load_mapping(file))
+    with SyncReachClient(coordinator) as client:
+        view = client.register(spec)
+    console = Console()
+    console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
+    console.print(instances_table([view]))
+
+
+@agents_app.command("list")
+@reporting_errors
+def list_agents(coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL) -> None:
+    """List instances with status, load, success rate and median latency."""
+    with SyncReachClient(coordinator) as client:
+        views = client.agents()
+    Console().print(instances_table(views))
+
+
+@agents_app.command("deregister")
+@reporting_errors
+def deregister_agent(
+    agent_id: Annotated[str, typer.Argument(metavar="ID", help="Instance id.")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+) -> None:
+    """Take an instance out of the pool at once."""
+    with SyncReachClient(coordinator) as client:
+        client.deregister(agent_id)
+    Console().print(f"deregistered [bold]{escape(agent_id)}[/]")
+
+
+@app.command()
+@reporting_errors
+def invoke(
+    capability: Annotated[str, typer.Argument(help="Capability tag, e.g. inventory.check.")],
+    payload: Annotated[str, typer.Option(help="The payload as JSON.")] = "null",
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+) -> None:
+    """Route a request to the best live instance of CAPABILITY and print its answer."""
+    try:
+        body = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"--payload is not valid JSON: {exc}", code="invalid_json") from None
+    with SyncReachClient(coordinator) as client:
+        answer = client.invoke(capability, payload=body)
+    console = Console()
+    console.print(
+        f"[bold]{answer.status}[/] from [bold cyan]{answer.agent_id}[/] "
+        f"(request {answer.request_id}, trace {answer.trace_id})"
+    )
+    console.print_json(orjson.dumps(answer.result).decode())
+
+
+@app.command()
+@reporting_errors
+def route(
+    capability: Annotated[str, typer.Option(help="Capability tag to route.")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+) -> None:
+    """Explain the routing decision for a capability; nothing is invoked."""
+    with SyncReachClient(coordinator) as client:
+        decision = client.route(capability)
+    Console().print(decision_table(decision))
+
+
+@app.command()
+@reporting_errors
+def demo() -> None:
+    """Run the customer-service scenario on loopback: coordinator and agents in-process."""
+    raise typer.Exit(run_demo())
+
+
+def instances_table(views: list[InstanceView]) -> Table:
+    """Instances with capabilities, status, load, success rate and p50 latency."""
+    table = Table(title="agents", title_justify="left")
+    table.add_column("id", no_wrap=True, style="bold")
+    table.add_column("capabilities")
+    table.add_column("status", no_wrap=True)
+    table.add_column("load", justify="right", no_wrap=True)
+    table.add_column("success", justify="right", no_wrap=True)
+    table.add_column("p50 ms", justify="right", no_wrap=True)
+    for view in views:
+        stats = view.stats
+        table.add_row(
+            view.id,
+            ", ".join(view.capabilities),
+            f"[{_STATUS_STYLES[view.status]}]{view.status}[/]",
+            f"{stats.load:.2f}",
+            _optional(stats.success_rate, "{:.0%}"),
+            _optional(stats.latency_ms_p50, "{:.1f}"),
+        )
+    return table
+
+
+def decision_table(decision: RouteDecision) -> Table:
+    """Every candidate with each factor and its score; the chosen one highlighted."""
+    weights = decision.weights
+    factors = list(weights) + sorted(
+        {name for c in decision.candidates for name in c.factors} - set(weights)
+    )
+    chosen = decision.agent_id or "none"
+    caption = f"rule [bold]{decision.rule}[/] · policy {decision.policy_version}"
+    if decision.margin is not None:
+        caption += f" · margin {decision.margin:.3f}"
+    table = Table(
+        title=f"route decision: {chosen}",
+        title_justify="left",
+        caption=caption,
+        caption_justify="left",
+    )
+    table.add_column("", no_wrap=True)
+    table.add_column("capability", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    for name in factors:
+        weight = weights.get(name)
+        header = name if weight is None else f"{name}\n×{weight:.2f}"
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    for candidate in decision.candidates:
+        is_chosen = (candidate.capability, candidate.agent_id) == (
+            decision.capability,
+            decision.agent_id,
+        )
+        table.add_row(
+            "→" if is_chosen else "",
+            candidate.capability,
+            candidate.agent_id,
+            *(_optional(candidate.factors.get(name), "{:.3f}") for name in factors),
+            f"{candidate.score:.3f}",
+            style="bold green" if is_chosen else None,
+        )
+    return table
+
+
+def _optional(value: float | None, template: str) -> str:
+    return "-" if value is None else template.format(value)
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
+        for error in exc.errors()
+    )

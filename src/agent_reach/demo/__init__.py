@@ -1,0 +1,151 @@
+"""`agent-reach demo`: a coordinator and the customer-service agents, all real, on loopback.
+
+It starts everything in this process on ephemeral ports, sends a scripted series of
+customer requests through the coordinator, stops one inventory instance, shows that
+the other one takes its traffic, and shuts everything down. It decides nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from agent_reach.clock import SYSTEM_CLOCK
+from agent_reach.config import Settings
+from agent_reach.demo.scenario import SCRIPT, SCRIPT_AFTER_STOP, Ask, build_agents
+from agent_reach.errors import ReachError
+from agent_reach.observability.logging import configure_logging
+from agent_reach.sdk.client import ReachClient
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+STOPPED_INSTANCE = "inventory-01"
+
+
+@dataclass(slots=True)
+class Row:
+    """One request of the demo as the table shows it."""
+
+    number: int
+    ask: Ask
+    agent_id: str | None
+    score: float | None
+    latency_ms: float
+    summary: str
+
+
+def run_demo(console: Console | None = None) -> int:
+    """Run the whole scenario and print it; 0 when everything behaved as the demo claims.
+
+    Logging is turned down to warnings for the process, so the tables stay readable.
+    """
+    console = console or Console()
+    configure_logging("warning", json=False)
+    settings = Settings(registry_backend="memory", decision_log="off")  # the tables show them
+    with run_coordinator(settings) as (url, _), ExitStack() as stack:
+        agents = build_agents(url)
+        servers: dict[str, ServerThread] = {}
+        for agent in agents:
+            server = ServerThread(agent.app)
+            agent.endpoint_url = f"{server.url}/invoke"
+            servers[agent.id] = stack.enter_context(server)
+        return asyncio.run(_play(console, url, servers))
+
+
+async def _play(console: Console, url: str, servers: dict[str, ServerThread]) -> int:
+    async with ReachClient(url) as client:
+        await _check_registered(client, set(servers))
+        console.print(
+            f"[bold]Agent-Reach demo[/]: coordinator {url}, {len(servers)} agents registered"
+        )
+        before = await _send_all(client, SCRIPT, first_number=1)
+        console.print(_table("Customer requests", before))
+
+        console.rule(f"stopping {STOPPED_INSTANCE}")
+        await asyncio.to_thread(servers[STOPPED_INSTANCE].stop)  # its lifespan deregisters it
+        after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
+        console.print(_table("Inventory requests after the stop", after))
+
+    served_before, served_after = _inventory_agents(before), _inventory_agents(after)
+    answered = sum(row.agent_id is not None for row in (*before, *after))
+    total = len(before) + len(after)
+    console.print(
+        f"[bold]summary[/]: {answered}/{total} requests answered; inventory.check went to "
+        f"{', '.join(sorted(served_before))} before the stop and to "
+        f"{', '.join(sorted(served_after))} after it"
+    )
+    is_expected = (
+        answered == total and len(served_before) == 2 and STOPPED_INSTANCE not in served_after
+    )
+    return 0 if is_expected else 1
+
+
+async def _check_registered(client: ReachClient, agent_ids: set[str]) -> None:
+    """Every agent registers while it starts; refuse to go on if the coordinator lacks one."""
+    live = {agent_id for ids in (await client.capabilities()).values() for agent_id in ids}
+    if not agent_ids <= live:
+        raise ReachError(
+            f"agents not registered: {sorted(agent_ids - live)}", code="demo_not_ready"
+        )
+
+
+async def _send_all(client: ReachClient, script: list[list[Ask]], first_number: int) -> list[Row]:
+    """Send each step's requests together, steps one after another; rows in script order."""
+    rows: list[Row] = []
+    for step in script:
+        numbers = range(first_number + len(rows), first_number + len(rows) + len(step))
+        rows += await asyncio.gather(
+            *(_send(client, n, ask) for n, ask in zip(numbers, step, strict=True))
+        )
+    return rows
+
+
+async def _send(client: ReachClient, number: int, ask: Ask) -> Row:
+    started = SYSTEM_CLOCK.monotonic()
+    try:
+        answer = await client.invoke(ask.capability, payload=ask.payload)
+    except ReachError as exc:
+        latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
+        return Row(
+            number, ask, None, None, latency_ms, f"[red]{exc.code}[/]: {escape(exc.message)}"
+        )
+    latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
+    score = next((c.score for c in answer.route.candidates if c.agent_id == answer.agent_id), None)
+    return Row(number, ask, answer.agent_id, score, latency_ms, _summary(answer.result))
+
+
+def _summary(result: Any) -> str:
+    return str(result.get("answer", result)) if isinstance(result, dict) else str(result)
+
+
+def _inventory_agents(rows: list[Row]) -> set[str]:
+    return {
+        row.agent_id for row in rows if row.ask.capability == "inventory.check" and row.agent_id
+    }
+
+
+def _table(title: str, rows: list[Row]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("capability", no_wrap=True)
+    table.add_column("user text")
+    table.add_column("instance", no_wrap=True, style="cyan")
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("ms", justify="right", no_wrap=True)
+    table.add_column("answer")
+    for row in rows:
+        table.add_row(
+            str(row.number),
+            row.ask.capability,
+            row.ask.text,
+            row.agent_id or "[red]-[/]",
+            "-" if row.score is None else f"{row.score:.3f}",
+            f"{row.latency_ms:.1f}",
+            row.summary,
+        )
+    return table

@@ -1,0 +1,27 @@
+"""The HTTP answer of an invocation: status and JSON bytes, as stored for replays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agent_reach.errors import ReachError
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the caller receives; `replayed` when it came from the idempotency store."""
+
+    status: int
+    body: bytes
+    replayed: bool = False
+
+    @classmethod
+    def of(cls, status: int, document: Any) -> Answer:
+        return cls(status, orjson.dumps(document))
+
+    @classmethod
+    def of_error(cls, exc: ReachError) -> Answer:
+        return cls(exc.status, orjson.dumps(exc.to_body()))

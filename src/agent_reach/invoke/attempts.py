@@ -1,0 +1,241 @@
+"""The attempt loop: deliver within one deadline, moving along the fallback chain.
+
+Order: the chosen instance, the next-best instances of the same capability, then
+live generic (catch-all) agents. What happens after a failed attempt depends on
+what the failure says about the agent:
+
+- never reached it (connect refused) or a definite retryable failure (5xx, 429):
+  move on to the next instance at once — in every timeout class;
+- no answer in time, or the connection died after sending (the agent may still be
+  acting): a re-send, bounded by the class's `retries`, after a jittered backoff,
+  to another instance when there is one;
+- a failure the agent made final (4xx, `X-Reach-Retryable: false`, a non-JSON
+  answer): stop.
+
+Every attempt after one that reached an agent needs a slot in the retry budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_reach.clock import Clock
+from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, NoInstance
+from agent_reach.invoke.budget import RetryBudget, backoff_pause
+from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.transports import Transports
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import Attempt
+from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.registry.index import Instance, RegistryIndex
+from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
+
+
+@dataclass(slots=True)
+class Delivered:
+    """A successful delivery: the result, who gave it, and every attempt on the way."""
+
+    result: Any
+    instance: Instance
+    attempts: list[Attempt]
+
+
+@dataclass(slots=True)
+class _Chain:
+    """The instances still to try, in fallback order, and what has happened so far."""
+
+    order: list[str]
+    generic: list[str]
+    tried: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    resends: int = 0
+    reached_agent: bool = False
+
+
+class AttemptLoop:
+    """Runs the attempts of one request; stateless between requests."""
+
+    def __init__(
+        self,
+        index: RegistryIndex,
+        transports: Transports,
+        health: HealthMonitor,
+        budget: RetryBudget,
+        clock: Clock,
+        metrics: Metrics,
+    ) -> None:
+        self.index = index
+        self.transports = transports
+        self.health = health
+        self.budget = budget
+        self.clock = clock
+        self.metrics = metrics
+
+    async def run(
+        self,
+        decision: RouteDecision,
+        delivery: Delivery,
+        trace: TraceContext,
+        *,
+        timeout_class: TimeoutClassPolicy,
+        deadline: float,
+        policy: DeliveryPolicy,
+    ) -> Delivered:
+        """Deliver to the first instance that succeeds; raise the failure that ended it.
+
+        `NoInstance` (with the attempts) when every instance failed definitely — nothing
+        is known to have acted, so the caller may suspend the request; `AgentTimeout`
+        when re-sends ran out; the agent's own error when it made the failure final.
+        """
+        chain = _Chain(
+            order=_same_capability(decision),
+            generic=[] if decision.rule == "generic" else self._generic_ids(),
+        )
+        last_error: AgentFailed | None = None
+        while True:
+            left_s = deadline - self.clock.monotonic()
+            if left_s <= 0:
+                raise _deadline_passed(last_error, chain)
+            instance = self._next(chain, last_error)
+            if instance is None:
+                raise _exhausted(last_error, chain)
+            holds_slot = last_error is not None and chain.reached_agent
+            if holds_slot and not self.budget.try_retry(policy):
+                self.metrics.retry_budget_exhausted.inc()
+                raise _with_attempts(last_error, chain)
+            if last_error is not None:
+                kind = "resend" if instance.id in chain.tried else "next_instance"
+                self.metrics.retries.labels(kind).inc()
+            try:
+                return await self._attempt(instance, delivery, trace, chain, left_s, timeout_class)
+            except AgentFailed as exc:
+                last_error = exc
+            finally:
+                if holds_slot:
+                    self.budget.end_retry()
+            if not last_error.retryable:
+                raise _with_attempts(last_error, chain)
+            if not isinstance(last_error, AgentUnreachable):
+                chain.reached_agent = True
+            if _may_have_acted(last_error):
+                chain.resends += 1
+                if chain.resends > timeout_class.retries:
+                    raise _with_attempts(last_error, chain)
+                left_s = deadline - self.clock.monotonic()
+                await asyncio.sleep(backoff_pause(policy, chain.resends, left_s))
+
+    def _next(self, chain: _Chain, last_error: AgentFailed | None) -> Instance | None:
+        """The next live untried instance; the same one again only for a re-send with no other."""
+        now = self.clock.monotonic()
+        for stage, ids in (("next_instance", chain.order), ("generic", chain.generic)):
+            for agent_id in ids:
+                instance = self.index.by_id.get(agent_id)
+                if agent_id in chain.tried or instance is None or not instance.is_live(now):
+                    continue
+                if chain.tried:
+                    self.metrics.fallbacks.labels(stage).inc()
+                return instance
+        if last_error is not None and _may_have_acted(last_error) and chain.tried:
+            instance = self.index.by_id.get(chain.tried[-1])
+            if instance is not None and instance.is_live(now):
+                return instance
+        return None
+
+    async def _attempt(
+        self,
+        instance: Instance,
+        delivery: Delivery,
+        trace: TraceContext,
+        chain: _Chain,
+        left_s: float,
+        timeout_class: TimeoutClassPolicy,
+    ) -> Delivered:
+        spec = instance.spec
+        transport = self.transports.get(spec.transport.type)
+        _, traceparent = trace.child_traceparent()
+        window = instance.stats
+        number = len(chain.attempts) + 1
+        if instance.id not in chain.tried:
+            chain.tried.append(instance.id)
+        window.in_flight += 1
+        started = self.clock.monotonic()
+        try:
+            result = await transport.deliver(
+                spec.transport,
+                delivery,
+                traceparent=traceparent,
+                timeout_s=min(timeout_class.timeout_s, left_s),
+            )
+        except AgentFailed as exc:
+            elapsed_ms = (self.clock.monotonic() - started) * 1000
+            window.record(ok=False, latency_ms=elapsed_ms)
+            if exc.retryable:
+                self.health.record_delivery(instance, ok=False)
+            self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
+            chain.attempts.append(
+                Attempt(
+                    spec.id,
+                    number,
+                    exc.code,
+                    round(elapsed_ms, 3),
+                    exc.details.get("http_status"),
+                    exc.message,
+                )
+            )
+            raise
+        finally:
+            window.in_flight -= 1
+        elapsed_ms = (self.clock.monotonic() - started) * 1000
+        window.record(ok=True, latency_ms=elapsed_ms)
+        self.health.record_delivery(instance, ok=True)
+        self.metrics.attempt_seconds.labels("ok").observe(elapsed_ms / 1000)
+        chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
+        return Delivered(result, instance, chain.attempts)
+
+    def _generic_ids(self) -> list[str]:
+        return [i.id for i in self.index.generic]
+
+
+def _same_capability(decision: RouteDecision) -> list[str]:
+    chosen = decision.agent_id
+    rest = [
+        c.agent_id
+        for c in decision.candidates
+        if c.capability == decision.capability and c.agent_id != chosen
+    ]
+    return [chosen, *rest] if chosen else rest
+
+
+def _may_have_acted(error: AgentFailed) -> bool:
+    return isinstance(error, AgentTimeout) or bool(error.details.get("outcome_unknown"))
+
+
+def _with_attempts(error: AgentFailed | None, chain: _Chain) -> AgentFailed:
+    assert error is not None  # only called after a failed attempt
+    error.details["attempts"] = chain.attempts
+    return error
+
+
+def _exhausted(last_error: AgentFailed | None, chain: _Chain) -> Exception:
+    if last_error is not None and chain.reached_agent and _may_have_acted(last_error):
+        return _with_attempts(last_error, chain)
+    return NoInstance(
+        "no instance of the capability could take the request"
+        + (f" (last failure: {last_error.code})" if last_error else ""),
+        attempts=chain.attempts,
+        tried=chain.tried,
+    )
+
+
+def _deadline_passed(last_error: AgentFailed | None, chain: _Chain) -> AgentTimeout:
+    return AgentTimeout(
+        "the request's deadline passed before an agent answered",
+        code="deadline_exceeded",
+        outcome_unknown=chain.reached_agent,
+        attempts=chain.attempts,
+        last_failure=last_error.code if last_error else None,
+    )

@@ -1,0 +1,90 @@
+"""Idempotency by request_id: claim before executing, replay or wait for duplicates.
+
+Only ids the caller chose are claimed: an id the coordinator generates cannot be
+repeated, so those requests skip the store entirely (the common, fast case).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+import orjson
+
+from agent_reach.backends.protocols import Claim, IdempotencyStore
+from agent_reach.clock import Clock
+from agent_reach.errors import AgentFailed, InProgress, KeyReused, ReachError
+from agent_reach.invoke.answer import Answer
+from agent_reach.model.invocations import InvokeRequest
+
+LEASE_GRACE_S = 5.0  # a claim outlives the request's deadline by this much before takeover
+POLL_FIRST_S = 0.005  # a waiting duplicate looks again after 5 ms ...
+POLL_MAX_S = 0.1  # ... backing off to 100 ms
+
+
+def fingerprint(request: InvokeRequest) -> str:
+    """What makes two requests "the same": everything that changes what gets executed."""
+    material: dict[str, Any] = {
+        "capability": request.capability,
+        "text": request.text,
+        "payload": request.payload,
+        "context_id": request.context_id,
+        "timeout_class": request.timeout_class,
+    }
+    return hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class IdempotencyGuard:
+    """Decides, per caller-chosen request_id, whether this coordinator executes it."""
+
+    def __init__(self, store: IdempotencyStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def claim(
+        self, request: InvokeRequest, key: str, *, lease_s: float, deadline: float, wait: bool
+    ) -> int | Answer:
+        """A fence when this call must execute the request, else the answer to give.
+
+        A completed id replays its stored answer byte for byte; an id in progress is
+        waited for until `deadline` (or refused with 409 `in_progress` when `wait` is
+        False); an id whose owner died is taken over.
+        """
+        mark = fingerprint(request)
+        pause = POLL_FIRST_S
+        while True:
+            claim = await self.store.claim(key, mark, lease_s + LEASE_GRACE_S)
+            if claim.state == "claimed":
+                return claim.fence
+            if claim.state == "mismatch":
+                raise KeyReused("this request_id was used with a different request", request_id=key)
+            if claim.state == "completed":
+                return _replay(claim)
+            if not wait or self.clock.monotonic() + pause > deadline:
+                raise InProgress("a request with this request_id is in progress", request_id=key)
+            await asyncio.sleep(pause)
+            pause = min(POLL_MAX_S, pause * 2)
+
+    async def finish(
+        self, key: str, fence: int, answer: Answer, *, keep: bool, ttl_s: float
+    ) -> None:
+        """Store the answer for replays (`keep`), or give the id back (nothing executed)."""
+        if keep:
+            await self.store.complete(key, fence, answer.status, answer.body, ttl_s)
+        else:
+            await self.store.release(key, fence)
+
+
+def _replay(claim: Claim) -> Answer:
+    return Answer(claim.status, claim.body, replayed=True)
+
+
+def is_final(error: ReachError | None) -> bool:
+    """Answers to replay: successes, and failures an agent made final by acting on them.
+
+    Everything else (no route, timeouts with unknown outcome, 5xx, store outages) gives
+    the id back, so a retry by the caller can still execute it; the agent's own guard
+    by request_id stops it from acting twice when an earlier attempt did reach it.
+    """
+    return error is None or (isinstance(error, AgentFailed) and not error.retryable)

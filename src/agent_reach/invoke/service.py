@@ -1,0 +1,295 @@
+"""The invoke service: one request from the edge to its answer.
+
+hop check -> idempotency claim (caller-chosen ids only) -> route -> synchronous
+attempts, or a task for asynchronous requests -> the answer, stored for replays.
+Requests that no instance could take are suspended (202 with a task id) and
+replayed later; when their time runs out, a remembered answer is served as
+`degraded`, else the failure.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+
+from agent_reach.clock import Clock
+from agent_reach.errors import (
+    Ambiguous,
+    HopLimit,
+    NoCapability,
+    NoInstance,
+    NoMatch,
+    ReachError,
+    ValidationFailed,
+)
+from agent_reach.invoke.answer import Answer
+from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.attempts import AttemptLoop
+from agent_reach.invoke.budget import RetryBudget
+from agent_reach.invoke.deadletters import DeadLetters
+from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
+from agent_reach.invoke.tasks import TaskBoard, TaskEntry
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult
+from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
+from agent_reach.routing.service import RoutingService
+
+log = structlog.get_logger("agent_reach.invoke")
+
+
+class InvokeService:
+    """Everything `POST /v1/invoke` does; `handle` never raises, it answers."""
+
+    def __init__(
+        self,
+        *,
+        routing: RoutingService,
+        attempts: AttemptLoop,
+        guard: IdempotencyGuard,
+        tasks: TaskBoard,
+        dead_letters: DeadLetters,
+        answers: AnswerMemory,
+        health: HealthMonitor,
+        budget: RetryBudget,
+        clock: Clock,
+        metrics: Metrics,
+    ) -> None:
+        self.routing = routing
+        self.attempts = attempts
+        self.guard = guard
+        self.tasks = tasks
+        self.dead_letters = dead_letters
+        self.answers = answers
+        self.health = health
+        self.budget = budget
+        self.clock = clock
+        self.metrics = metrics
+
+    async def handle(
+        self,
+        request: InvokeRequest,
+        trace: TraceContext,
+        *,
+        hop_budget: int | None = None,
+        deadline_ms: int | None = None,
+    ) -> Answer:
+        """The answer for one request at the edge (sync answer, 202 task, or error)."""
+        started = self.clock.monotonic()
+        request_id = request.request_id or uuid.uuid4().hex
+        hops = _hop_budget(hop_budget, request.max_hop)
+        task = TaskEntry(
+            task_id=request_id,
+            request=request,
+            trace_id=trace.trace_id,
+            hop_budget=hops,
+            deadline_ms=deadline_ms,
+        )
+        fence: int | None = None
+        policy = self.routing.policy()
+        self.budget.start_request()
+        try:
+            if hops <= 0:
+                await self.dead_letters.add(
+                    "hop_limit", request, request_id=request_id, trace_id=trace.trace_id, hop=hops
+                )
+                raise HopLimit(
+                    "the request passed through too many agents (hop budget spent)",
+                    request_id=request_id,
+                )
+            if request.request_id is not None:
+                claimed = await self.guard.claim(
+                    request,
+                    request_id,
+                    lease_s=max(policy.deadline_s(c) for c in policy.timeout_classes.values()),
+                    deadline=started + _wait_limit_s(deadline_ms, policy),
+                    wait=request.on_duplicate == "wait",
+                )
+                if isinstance(claimed, Answer):
+                    self.metrics.idempotent_replays.inc()
+                    return claimed
+                fence = claimed
+            answer, error = await self._answer(task, trace, policy, started)
+        except ReachError as exc:
+            answer, error = _error_answer(exc, request_id, trace), exc
+            route = exc.details.get("route")
+            capability = route.capability if isinstance(route, RouteDecision) else None
+            self.metrics.requests.labels(capability or request.capability or "", "error").inc()
+        finally:
+            self.budget.end_request()
+        if fence is not None:
+            await self.guard.finish(
+                request_id,
+                fence,
+                answer,
+                keep=is_final(error) or answer.status == 202,
+                ttl_s=policy.delivery.idempotency_ttl_s,
+            )
+        self.metrics.request_seconds.observe(self.clock.monotonic() - started)
+        return answer
+
+    async def run_task(self, task: TaskEntry) -> Answer:
+        """Execute a queued or suspended task now (called by the task board)."""
+        trace = TraceContext(task.trace_id)
+        policy = self.routing.policy()
+        try:
+            answer, _ = await self._answer(task, trace, policy, self.clock.monotonic(), queued=True)
+        except ReachError as exc:
+            return _error_answer(exc, task.task_id, trace)
+        return answer
+
+    async def expire_task(self, task: TaskEntry) -> Answer:
+        """A suspended task's time ran out: a remembered answer as `degraded`, else 503."""
+        capability = task.request.capability
+        remembered = (
+            await self.answers.recall(capability, task.request.payload) if capability else None
+        )
+        if remembered is None:
+            self.metrics.requests.labels(capability or "", "error").inc()
+            return _error_answer(
+                NoInstance("no instance became available before the suspended request expired"),
+                task.task_id,
+                TraceContext(task.trace_id),
+            )
+        self.metrics.fallbacks.labels("degraded").inc()
+        self.metrics.requests.labels(capability or "", "degraded").inc()
+        return Answer.of(
+            200,
+            {
+                "request_id": task.task_id,
+                "trace_id": task.trace_id,
+                "status": "degraded",
+                "agent_id": None,
+                "result": remembered,
+                "route": None,
+                "attempts": [],
+            },
+        )
+
+    async def _answer(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        policy: RoutingPolicy,
+        started: float,
+        *,
+        queued: bool = False,
+    ) -> tuple[Answer, ReachError | None]:
+        request = task.request
+        decision = await self.routing.route(
+            request, request_id=task.task_id, trace_id=trace.trace_id, kind="invoke"
+        )
+        try:
+            self._check_routable(decision, request, task.task_id)
+            timeout_class = _timeout_class(policy, request, decision, self.routing)
+            if not queued and (request.mode == "async" or timeout_class.asynchronous):
+                return await self.tasks.accept(task, "queued"), None
+            deadline = started + _deadline_s(task.deadline_ms, policy, timeout_class)
+            delivery = Delivery(
+                request_id=task.task_id,
+                capability=decision.capability or "",
+                payload=request.payload,
+                trace_id=trace.trace_id,
+                hop=task.hop_budget - 1,
+            )
+            delivered = await self.attempts.run(
+                decision,
+                delivery,
+                trace,
+                timeout_class=timeout_class,
+                deadline=deadline,
+                policy=policy.delivery,
+            )
+        except NoInstance as exc:
+            if queued or not request.suspend or policy.delivery.suspend_s <= 0:
+                raise
+            capability = decision.capability or request.capability or ""
+            self.health.probe_soon(list(exc.details.get("tried", [])))
+            self.metrics.fallbacks.labels("suspended").inc()
+            self.metrics.requests.labels(capability, "suspended").inc()
+            log.info("request_suspended", request_id=task.task_id, capability=capability)
+            answer = await self.tasks.accept(task, "suspended", suspend_s=policy.delivery.suspend_s)
+            return answer, None
+        except ReachError as exc:
+            exc.details.setdefault("route", decision)
+            raise
+        status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
+        if request.context_id:
+            self.routing.affinity.record(
+                request.context_id, delivered.instance.id, self.clock.monotonic()
+            )
+        if policy.delivery.degraded_answers and decision.capability:
+            self.answers.remember(
+                decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
+            )
+        self.metrics.requests.labels(decision.capability or "", status).inc()
+        result = InvokeResult(
+            request_id=task.task_id,
+            trace_id=trace.trace_id,
+            status=status,
+            agent_id=delivered.instance.id,
+            result=delivered.result,
+            route=decision,
+            attempts=delivered.attempts,
+        )
+        return Answer.of(200, result), None
+
+    @staticmethod
+    def _check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:
+        if decision.agent_id is not None:
+            return
+        details: dict[str, Any] = {"request_id": request_id, "route": decision}
+        if decision.rule == "no_instance":
+            raise NoInstance("no live instance offers the capability right now", **details)
+        if decision.rule == "margin":
+            raise Ambiguous("the text fits several capabilities too equally to choose", **details)
+        if request.capability is None:
+            raise NoMatch("the text fits no registered capability well enough", **details)
+        raise NoCapability("no registered agent offers the capability", **details)
+
+
+def _timeout_class(
+    policy: RoutingPolicy, request: InvokeRequest, decision: RouteDecision, routing: RoutingService
+) -> TimeoutClassPolicy:
+    name = request.timeout_class
+    if name is None:
+        instance = routing.index.by_id.get(decision.agent_id or "")
+        name = instance.spec.timeout_class if instance else "query"
+    timeout_class = policy.timeout_classes.get(name)
+    if timeout_class is None:
+        raise ValidationFailed(
+            f"unknown timeout class {name!r}: use one of {sorted(policy.timeout_classes)}",
+            field="timeout_class",
+        )
+    return timeout_class
+
+
+def _deadline_s(
+    deadline_ms: int | None, policy: RoutingPolicy, timeout_class: TimeoutClassPolicy
+) -> float:
+    """The class's whole-request budget, shortened by the caller's own deadline."""
+    budget = policy.deadline_s(timeout_class)
+    return budget if deadline_ms is None else min(budget, deadline_ms / 1000)
+
+
+def _wait_limit_s(deadline_ms: int | None, policy: RoutingPolicy) -> float:
+    """How long a duplicate waits for the first: the caller's deadline, else the longest class."""
+    longest = max(policy.deadline_s(c) for c in policy.timeout_classes.values())
+    return longest if deadline_ms is None else deadline_ms / 1000
+
+
+def _hop_budget(from_header: int | None, from_body: int | None) -> int:
+    """The smaller of the budget an agent passed on and the one the body asks for."""
+    given = [b for b in (from_header, from_body) if b is not None]
+    return min(given) if given else DEFAULT_MAX_HOP
+
+
+def _error_answer(exc: ReachError, request_id: str, trace: TraceContext) -> Answer:
+    exc.details.setdefault("request_id", request_id)
+    exc.details.setdefault("trace_id", trace.trace_id)
+    return Answer.of_error(exc)

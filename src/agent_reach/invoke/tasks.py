@@ -1,0 +1,236 @@
+"""Tasks: asynchronous requests and suspended ones, kept in the backend's queues.
+
+`work` holds accepted asynchronous requests, run by whichever coordinator pulls them.
+`suspended` holds requests no instance could take: a coordinator parks them and
+replays them when an instance of their capability is available again, until their
+time runs out (then a remembered `degraded` answer, or an error). Both are durable
+queues: a coordinator that dies leaves its entries pending, and after `STALE_S`
+another coordinator takes them over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import structlog
+from pydantic import BaseModel
+
+from agent_reach.backends.protocols import QueueStore, TaskStore
+from agent_reach.clock import Clock
+from agent_reach.errors import NoInstance, StoreUnavailable, UnknownTask
+from agent_reach.invoke.answer import Answer
+from agent_reach.model.invocations import InvokeRequest, Status
+from agent_reach.observability.metrics import Metrics
+from agent_reach.registry.service import Registry
+
+log = structlog.get_logger("agent_reach.tasks")
+
+WORK, SUSPENDED = "work", "suspended"
+STALE_S = 30.0  # an entry nobody touched this long belongs to a dead coordinator
+TOUCH_S = 5.0  # parked entries are touched this often, well inside STALE_S
+PULL_BLOCK_S = 1.0  # a pull waits this long for new entries before looking around again
+REPLAY_CHECK_S = 1.0  # parked requests are looked at least this often
+MAX_RUNNING = 256  # asynchronous tasks one coordinator runs at once
+
+
+class TaskEntry(BaseModel):
+    """What travels in a queue: the request and what it needs to run anywhere."""
+
+    task_id: str
+    request: InvokeRequest
+    trace_id: str
+    hop_budget: int
+    deadline_ms: int | None = None
+    expires_at: float = 0.0  # wall time a suspended entry gives up
+
+
+Runner = Callable[[TaskEntry], Awaitable[Answer]]
+Expirer = Callable[[TaskEntry], Awaitable[Answer]]
+
+
+@dataclass(slots=True)
+class _Parked:
+    entry_id: str
+    task: TaskEntry
+    running: bool = False
+
+
+@dataclass(slots=True)
+class TaskBoard:
+    """Accepts tasks, answers `GET /v1/tasks/{id}`, and runs its share of both queues."""
+
+    tasks: TaskStore
+    queues: QueueStore
+    registry: Registry
+    clock: Clock
+    metrics: Metrics
+    node_id: str
+    ttl_s: float
+    _parked: dict[str, _Parked] = field(default_factory=dict)
+    _held: set[tuple[str, str]] = field(default_factory=set)  # (queue, entry id) being worked
+
+    async def accept(self, task: TaskEntry, status: Status, *, suspend_s: float = 0.0) -> Answer:
+        """Record the task, queue it, and answer 202 with where to poll."""
+        now = self.clock.wall()
+        queue = WORK if status == "queued" else SUSPENDED
+        if queue == SUSPENDED:
+            task = task.model_copy(update={"expires_at": now + suspend_s})
+        document = {
+            "task_id": task.task_id,
+            "request_id": task.task_id,
+            "trace_id": task.trace_id,
+            "status": status,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if queue == SUSPENDED:
+            document["suspended_until"] = task.expires_at
+        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+        await self.queues.push(queue, task.model_dump_json().encode())
+        return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        raw = await self.tasks.get(task_id)
+        if raw is None:
+            raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
+        document: dict[str, Any] = orjson.loads(raw)
+        return document
+
+    async def run(self, runner: Runner, expirer: Expirer) -> None:
+        """Run asynchronous tasks and replay suspended ones, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._run_work(runner, group))
+            group.create_task(self._run_suspended(runner, expirer, group))
+            group.create_task(self._touch_forever())
+
+    async def depth(self, queue: str) -> int:
+        return await self.queues.depth(queue)
+
+    async def _run_work(self, runner: Runner, group: asyncio.TaskGroup) -> None:
+        slots = asyncio.Semaphore(MAX_RUNNING)
+        while True:
+            await slots.acquire()
+            entries = await self._pull(WORK, 1)
+            if not entries:
+                slots.release()
+                continue
+            entry_id, task = entries[0]
+            group.create_task(self._run_one(entry_id, task, runner, slots))
+
+    async def _run_one(
+        self, entry_id: str, task: TaskEntry, runner: Runner, slots: asyncio.Semaphore
+    ) -> None:
+        try:
+            await self._set_status(task, "running")
+            await self._finish(WORK, entry_id, task, await runner(task))
+        except StoreUnavailable:
+            log.warning("task_left_pending", task_id=task.task_id)  # retaken once stale
+        finally:
+            slots.release()
+
+    async def _run_suspended(
+        self, runner: Runner, expirer: Expirer, group: asyncio.TaskGroup
+    ) -> None:
+        while True:
+            for entry_id, task in await self._pull(SUSPENDED, 64, block_s=0.0):
+                self._parked[entry_id] = _Parked(entry_id, task)
+            now = self.clock.wall()
+            for parked in list(self._parked.values()):
+                if parked.running:
+                    continue
+                if now >= parked.task.expires_at:
+                    parked.running = True
+                    group.create_task(self._expire(parked, expirer))
+                elif self._may_run(parked.task):
+                    parked.running = True
+                    group.create_task(self._replay(parked, runner))
+            self.registry.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.registry.changed.wait(), REPLAY_CHECK_S)
+
+    def _may_run(self, task: TaskEntry) -> bool:
+        """Worth a replay: a live instance of the capability (text requests always are)."""
+        capability = task.request.capability
+        if capability is None:
+            return True
+        now = self.clock.monotonic()
+        return any(i.is_live(now) for i in self.registry.index.instances_of(capability))
+
+    async def _replay(self, parked: _Parked, runner: Runner) -> None:
+        answer = await runner(parked.task)
+        if _code(answer) == NoInstance.code:
+            parked.running = False  # still nobody to take it: it stays parked
+            return
+        self.metrics.fallbacks.labels("replayed").inc()
+        await self._settle(parked, answer)
+
+    async def _expire(self, parked: _Parked, expirer: Expirer) -> None:
+        await self._settle(parked, await expirer(parked.task))
+
+    async def _settle(self, parked: _Parked, answer: Answer) -> None:
+        try:
+            await self._finish(SUSPENDED, parked.entry_id, parked.task, answer)
+        except StoreUnavailable:
+            parked.running = False  # tried again at the next look
+            return
+        self._parked.pop(parked.entry_id, None)
+
+    async def _finish(self, queue: str, entry_id: str, task: TaskEntry, answer: Answer) -> None:
+        body = orjson.loads(answer.body)
+        status = body.get("status", "error") if answer.status < 400 else "error"
+        document = {
+            **(await self.get_or_empty(task.task_id)),
+            "task_id": task.task_id,
+            "request_id": task.task_id,
+            "trace_id": task.trace_id,
+            "status": status,
+            "http_status": answer.status,
+            "answer": body,
+            "updated_at": self.clock.wall(),
+        }
+        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+        await self.queues.ack(queue, entry_id)
+        self._held.discard((queue, entry_id))
+        log.info("task_finished", task_id=task.task_id, status=status, queue=queue)
+
+    async def get_or_empty(self, task_id: str) -> dict[str, Any]:
+        raw = await self.tasks.get(task_id)
+        return {} if raw is None else dict(orjson.loads(raw))
+
+    async def _set_status(self, task: TaskEntry, status: Status) -> None:
+        document = await self.get_or_empty(task.task_id)
+        document.update(status=status, updated_at=self.clock.wall())
+        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+
+    async def _pull(
+        self, queue: str, count: int, *, block_s: float = PULL_BLOCK_S
+    ) -> list[tuple[str, TaskEntry]]:
+        try:
+            raw = await self.queues.pull(
+                queue, self.node_id, count=count, block_s=block_s, stale_s=STALE_S
+            )
+        except StoreUnavailable:
+            await asyncio.sleep(PULL_BLOCK_S)
+            return []
+        self._held.update((queue, entry_id) for entry_id, _ in raw)
+        return [(entry_id, TaskEntry.model_validate_json(payload)) for entry_id, payload in raw]
+
+    async def _touch_forever(self) -> None:
+        """Keep every entry this coordinator holds (running or parked) from going stale."""
+        while True:
+            await asyncio.sleep(TOUCH_S)
+            for queue in (WORK, SUSPENDED):
+                held = [entry_id for q, entry_id in self._held if q == queue]
+                if held:
+                    with contextlib.suppress(StoreUnavailable):
+                        await self.queues.touch(queue, self.node_id, held)
+
+
+def _code(answer: Answer) -> str | None:
+    error = orjson.loads(answer.body).get("error")
+    return error.get("code") if isinstance(error, dict) else None

@@ -1,0 +1,10 @@
+"""The Python SDK: `ReachClient` for callers, `Agent` for agent authors.
+
+It speaks only the public HTTP API and the agent contract of DESIGN.md, so
+everything it does an agent in any other language can do too.
+"""
+
+from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.sdk.client import ReachClient, SyncReachClient
+
+__all__ = ["Agent", "AgentRequest", "ReachClient", "SyncReachClient"]

@@ -1,0 +1,367 @@
+"""Agent authors' side: an HTTP agent that registers itself, keeps its lease and runs handlers.
+
+    agent = Agent("inventory-01", ["inventory.check"], coordinator_url="http://127.0.0.1:8500")
+
+    @agent.handler
+    async def check(request: AgentRequest) -> dict:
+        return {"sku": request.payload["sku"], "in_stock": True}
+
+    agent.serve(port=9040)
+
+`agent.app` is a plain ASGI app implementing the agent contract of DESIGN.md, so it
+can also run under any ASGI server or in a test thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import random
+import socket
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import structlog
+import uvicorn
+from pydantic import TypeAdapter, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agent_reach.errors import CallerError, NotFound, ReachError
+from agent_reach.invoke.delivery import Delivery
+from agent_reach.model.agents import DEFAULT_TTL_S, AgentSpec, TransportSpec, normalize_capability
+from agent_reach.sdk.client import ReachClient
+from agent_reach.server.responses import dump_json, json_response
+
+log = structlog.get_logger("agent_reach.sdk")
+
+# Results kept for repeated deliveries: at 100 requests/s that covers the last 100 s,
+# longer than the coordinator's whole retry schedule (1 s, 2 s, 4 s).
+REMEMBERED_REQUESTS = 10_000
+HEARTBEATS_PER_TTL = 3  # DESIGN.md: renew at ttl/3, so two lost heartbeats do not lose the lease
+REGISTER_BACKOFF_FIRST_S = 0.1
+REGISTER_BACKOFF_MAX_S = 5.0
+BACKLOG = 2048  # uvicorn's default listen backlog
+_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 - recognised, never bound here
+_DELIVERY = TypeAdapter(Delivery)
+
+HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
+
+
+class RetryLater(Exception):
+    """Raise from a handler to have the coordinator try another instance (answers 503).
+
+    Any other exception answers 500 with `X-Reach-Retryable: false`: a crash in the
+    handler would crash on every instance, so the caller gets the error at once.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRequest:
+    """One delivery as a handler sees it.
+
+    `hop` is the hop budget left for calls the handler makes onward; `client` is a
+    `ReachClient` bound to the coordinator that passes `hop` and the trace on by
+    itself, so ``await request.client.invoke("other.capability", payload=...)`` is
+    counted as the next hop of the same trace.
+    """
+
+    request_id: str
+    capability: str
+    payload: Any
+    context: dict[str, Any] | None
+    trace_id: str
+    hop: int
+    client: ReachClient
+
+
+class _RunOnce:
+    """request_id -> its run, so a repeated delivery awaits or replays it instead of re-running.
+
+    A run that failed is forgotten once it ends (its waiters still get its error), so
+    the coordinator's retry of a failed request runs the handler again.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._runs: OrderedDict[str, asyncio.Future[bytes]] = OrderedDict()
+
+    async def run(self, request_id: str, start: Callable[[], Awaitable[bytes]]) -> bytes:
+        run = self._runs.get(request_id)
+        if run is None:
+            run = asyncio.ensure_future(start())
+            self._runs[request_id] = run
+            run.add_done_callback(partial(self._forget_failed, request_id))
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
+        # shield: a caller that goes away must not cancel a run others may be waiting on
+        return await asyncio.shield(run)
+
+    def _forget_failed(self, request_id: str, run: asyncio.Future[bytes]) -> None:
+        if (run.cancelled() or run.exception() is not None) and self._runs.get(request_id) is run:
+            del self._runs[request_id]
+
+
+class Agent:
+    """An agent: handlers per capability, served over HTTP, registered while it runs.
+
+    When `app` starts, the agent registers with the coordinator (and keeps retrying
+    with backoff in the background if the coordinator is not up yet); it renews its
+    lease every ``ttl / 3`` seconds, registers again when the coordinator has
+    forgotten it, and deregisters when the app shuts down. A delivery whose
+    `request_id` was seen before never runs a handler again: it gets the stored
+    answer, or waits for the run still in flight.
+    """
+
+    def __init__(
+        self,
+        id: str,
+        capabilities: Sequence[str],
+        *,
+        coordinator_url: str,
+        description: str = "",
+        examples: Sequence[str] = (),
+        display_name: str = "",
+        endpoint_url: str | None = None,
+        ttl: float = DEFAULT_TTL_S,
+        timeout_class: str = "query",
+        weight: float = 1.0,
+        domain: str = "default",
+        generic: bool = False,
+        context_fields: Sequence[str] = (),
+        api_key: str | None = None,
+    ) -> None:
+        self.id = id
+        self.capabilities = list(capabilities)
+        self.coordinator_url = coordinator_url
+        self.description = description
+        self.examples = list(examples)
+        self.display_name = display_name
+        self.endpoint_url = endpoint_url
+        self.ttl = ttl
+        self.timeout_class = timeout_class
+        self.weight = weight
+        self.domain = domain
+        self.generic = generic
+        self.context_fields = list(context_fields)
+        self.api_key = api_key
+        self._handlers: dict[str, Callable[[AgentRequest], Awaitable[Any]]] = {}
+        self._default: Callable[[AgentRequest], Awaitable[Any]] | None = None
+        self._runs = _RunOnce(REMEMBERED_REQUESTS)
+        self._client: ReachClient | None = None
+        self._is_registered = False
+        self.app = Starlette(
+            routes=[
+                Route("/invoke", self._invoke, methods=["POST"]),
+                Route("/health", self._health, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @property
+    def is_registered(self) -> bool:
+        """True from the first successful registration until the app shuts down."""
+        return self._is_registered
+
+    def handler(self, fn: HandlerT) -> HandlerT:
+        """Decorator: the handler for every capability without a handler of its own.
+
+        `fn` takes an `AgentRequest` and returns anything JSON-serializable; it may be
+        `async def` or a plain function (run in a worker thread). `request.client` is
+        async, so only `async def` handlers can call other agents through it.
+        """
+        self._default = _as_async(fn)
+        return fn
+
+    def handle(self, capability: str) -> Callable[[HandlerT], HandlerT]:
+        """Decorator: the handler for one capability (takes precedence over `handler`)."""
+
+        def register(fn: HandlerT) -> HandlerT:
+            self._handlers[normalize_capability(capability)] = _as_async(fn)
+            return fn
+
+        return register
+
+    def spec(self) -> AgentSpec:
+        """The registration body this agent sends; needs `endpoint_url` to be set."""
+        if self.endpoint_url is None:
+            raise RuntimeError(
+                f"agent {self.id!r} has no endpoint_url: use serve() or set it before starting"
+            )
+        health = (
+            self.endpoint_url.removesuffix("/invoke") + "/health"
+            if self.endpoint_url.endswith("/invoke")
+            else None
+        )
+        return AgentSpec(
+            id=self.id,
+            display_name=self.display_name,
+            capabilities=self.capabilities,
+            description=self.description,
+            examples=self.examples,
+            transport=TransportSpec(endpoint=self.endpoint_url, health_endpoint=health),
+            ttl=self.ttl,
+            timeout_class=self.timeout_class,
+            weight=self.weight,
+            domain=self.domain,
+            generic=self.generic,
+            context_fields=self.context_fields,
+        )
+
+    def serve(self, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "info") -> None:
+        """Serve the agent with uvicorn until interrupted (blocking).
+
+        Port 0 picks a free port. Unless `endpoint_url` was set, the agent registers
+        ``http://<host>:<port>/invoke`` with the port actually bound (the machine's
+        host name when `host` binds every interface).
+        """
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        # Listen before the lifespan registers us, so an early delivery waits in the backlog
+        # instead of being refused (uvicorn only listens once startup has finished).
+        sock.listen(BACKLOG)
+        if self.endpoint_url is None:
+            advertised = socket.gethostname() if host in _WILDCARD_HOSTS else host
+            if ":" in advertised:
+                advertised = f"[{advertised}]"
+            self.endpoint_url = f"http://{advertised}:{sock.getsockname()[1]}/invoke"
+        config = uvicorn.Config(self.app, lifespan="on", access_log=False, log_level=log_level)
+        uvicorn.Server(config).run(sockets=[sock])
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        spec = self.spec()
+        async with ReachClient(self.coordinator_url, api_key=self.api_key) as client:
+            self._client = client
+            # One attempt before serving, so a started agent is registered whenever the
+            # coordinator is up; a refusal (4xx) fails startup instead of running unseen.
+            await self._try_register(client, spec)
+            keeper = asyncio.create_task(self._keep_lease(client, spec), name=f"lease-{self.id}")
+            try:
+                yield
+            finally:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
+                await self._deregister(client)
+                self._client = None
+
+    async def _keep_lease(self, client: ReachClient, spec: AgentSpec) -> None:
+        """Register if not yet, heartbeat every ttl/3, register again whenever the lease is lost."""
+        try:
+            if not self._is_registered:
+                await self._register(client, spec)
+            while True:
+                await asyncio.sleep(spec.ttl / HEARTBEATS_PER_TTL)
+                try:
+                    await client.heartbeat(spec.id)
+                except NotFound:
+                    log.warning("agent_lease_lost", agent_id=spec.id)
+                    await self._register(client, spec)
+                except ReachError as exc:
+                    log.warning("agent_heartbeat_failed", agent_id=spec.id, code=exc.code)
+        except CallerError as exc:
+            log.error(
+                "agent_registration_refused", agent_id=spec.id, code=exc.code, error=exc.message
+            )
+
+    async def _register(self, client: ReachClient, spec: AgentSpec) -> None:
+        """Register, retrying with jittered exponential backoff until the coordinator takes it."""
+        delay_s = REGISTER_BACKOFF_FIRST_S
+        while not await self._try_register(client, spec):
+            await asyncio.sleep(delay_s * random.uniform(0.5, 1.0))
+            delay_s = min(delay_s * 2, REGISTER_BACKOFF_MAX_S)
+
+    async def _try_register(self, client: ReachClient, spec: AgentSpec) -> bool:
+        """One attempt; False (logged) when the coordinator did not answer. Raises `CallerError`."""
+        try:
+            await client.register(spec)
+        except CallerError:
+            raise
+        except ReachError as exc:
+            log.warning("agent_registration_failed", agent_id=spec.id, code=exc.code)
+            return False
+        self._is_registered = True
+        log.info("agent_registered", agent_id=spec.id, endpoint=spec.transport.endpoint)
+        return True
+
+    async def _deregister(self, client: ReachClient) -> None:
+        if not self._is_registered:
+            return
+        self._is_registered = False
+        try:
+            await client.deregister(self.id)
+        except NotFound:
+            pass  # the coordinator had already forgotten us: the goal is reached
+        except ReachError as exc:
+            log.warning("agent_deregistration_failed", agent_id=self.id, code=exc.code)
+
+    async def _invoke(self, request: Request) -> Response:
+        try:
+            delivery = _DELIVERY.validate_json(await request.body())
+        except ValidationError as exc:
+            return _error(400, "invalid_delivery", f"the body is not a valid delivery: {exc}")
+        if self._client is None:
+            return _error(503, "agent_not_started", "the agent's lifespan has not started")
+        handler = self._handlers.get(delivery.capability, self._default)
+        if handler is None:
+            return _error(404, "no_handler", f"no handler for capability {delivery.capability!r}")
+        agent_request = AgentRequest(
+            request_id=delivery.request_id,
+            capability=delivery.capability,
+            payload=delivery.payload,
+            context=delivery.context,
+            trace_id=delivery.trace_id,
+            hop=delivery.hop,
+            client=self._client.for_handler(
+                hop=delivery.hop, traceparent=request.headers.get("traceparent")
+            ),
+        )
+        try:
+            body = await self._runs.run(delivery.request_id, partial(_run, handler, agent_request))
+        except RetryLater as exc:
+            return _error(503, "retry_later", str(exc) or "the agent cannot take it now")
+        except Exception as exc:
+            # A crash in the handler would crash on any instance: tell the coordinator to stop.
+            return _error(500, "handler_error", str(exc) or type(exc).__name__, retryable=False)
+        return Response(body, media_type="application/json")
+
+    async def _health(self, request: Request) -> Response:
+        return json_response({"status": "ok", "id": self.id})
+
+
+async def _run(handler: Callable[[AgentRequest], Awaitable[Any]], request: AgentRequest) -> bytes:
+    """Run a handler once and encode its answer; a failure is logged here, once per run."""
+    try:
+        return dump_json(await handler(request))
+    except Exception:
+        log.exception(
+            "handler_failed",
+            request_id=request.request_id,
+            trace_id=request.trace_id,
+            capability=request.capability,
+        )
+        raise
+
+
+def _as_async(fn: Callable[[AgentRequest], Any]) -> Callable[[AgentRequest], Awaitable[Any]]:
+    if inspect.iscoroutinefunction(fn):
+        return fn
+
+    async def in_thread(request: AgentRequest) -> Any:
+        return await asyncio.to_thread(fn, request)
+
+    return in_thread
+
+
+def _error(status: int, code: str, message: str, *, retryable: bool = True) -> Response:
+    headers = None if retryable else {"x-reach-retryable": "false"}
+    return json_response({"error": {"code": code, "message": message}}, status, headers)

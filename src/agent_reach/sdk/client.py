@@ -1,0 +1,405 @@
+"""Callers' side of the coordinator API: `ReachClient` (async) and `SyncReachClient`.
+
+Both speak the same HTTP API with the same requests and the same parsing; only the
+I/O differs. Every non-2xx answer raises the `agent_reach.errors` class the
+coordinator rendered, so callers catch by class (`NoCapability`, `AgentTimeout`...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+import httpx
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from agent_reach.errors import ReachError, error_from_body
+from agent_reach.model.agents import AgentSpec, InstanceView
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import InvokeResult, TaskView
+
+# The `long` timeout class delivers within 30 s; 5 s more covers routing and transfer.
+DEFAULT_TIMEOUT_S = 35.0
+
+TASK_POLL_FIRST_S = 0.05  # a task is looked at after 50 ms ...
+TASK_POLL_MAX_S = 1.0  # ... then less often, at most every second
+
+T = TypeVar("T")
+
+
+class TaskPending(ReachError):
+    """`wait_s` passed before the task finished; `task` says where it stands."""
+
+    code = "task_pending"
+
+    def __init__(self, task: TaskView) -> None:
+        super().__init__(f"task {task.task_id} is still {task.status}", task_id=task.task_id)
+        self.task = task
+
+
+_INVOKE_RESULT = TypeAdapter(InvokeResult)
+_ROUTE_DECISION = TypeAdapter(RouteDecision)
+_INSTANCES = TypeAdapter(list[InstanceView])
+
+
+@dataclass(frozen=True, slots=True)
+class _Call(Generic[T]):
+    """One API call: what to send, and how to read a 2xx answer's JSON."""
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    body: Any = None
+
+
+def _invoke_call(payload: Any, **fields: Any) -> _Call[InvokeResult | TaskView]:
+    body = _present(**fields)
+    body["payload"] = payload
+    return _Call("POST", "/v1/invoke", _invoke_answer, body)
+
+
+def _invoke_answer(body: Any) -> InvokeResult | TaskView:
+    """A 200 answer is the result; a 202 (queued or suspended) points to a task."""
+    if isinstance(body, dict) and "task_id" in body:
+        return TaskView.model_validate(body)
+    return _INVOKE_RESULT.validate_python(body)
+
+
+def _task_call(task_id: str) -> _Call[TaskView]:
+    return _Call("GET", f"/v1/tasks/{task_id}", TaskView.model_validate)
+
+
+def _task_outcome(task: TaskView) -> InvokeResult:
+    """A finished task's result, or the error it ended with."""
+    if task.http_status == 200:
+        return _INVOKE_RESULT.validate_python(task.answer)
+    raise error_from_body(task.http_status or 500, task.answer)
+
+
+def _route_call(
+    capability: str | None, text: str | None, context_id: str | None, request_id: str | None
+) -> _Call[RouteDecision]:
+    body = _present(capability=capability, text=text, context_id=context_id, request_id=request_id)
+    return _Call("POST", "/v1/route", _ROUTE_DECISION.validate_python, body)
+
+
+def _register_call(spec: AgentSpec | dict[str, Any]) -> _Call[InstanceView]:
+    body = spec.model_dump(mode="json") if isinstance(spec, AgentSpec) else spec
+    return _Call("POST", "/v1/agents", InstanceView.model_validate, body)
+
+
+def _heartbeat_call(agent_id: str) -> _Call[float]:
+    return _Call("POST", f"/v1/agents/{agent_id}/heartbeat", lambda body: float(body["ttl"]))
+
+
+def _deregister_call(agent_id: str) -> _Call[None]:
+    return _Call("DELETE", f"/v1/agents/{agent_id}", lambda _: None)
+
+
+def _agents_call() -> _Call[list[InstanceView]]:
+    return _Call("GET", "/v1/agents", lambda body: _INSTANCES.validate_python(body["agents"]))
+
+
+def _capabilities_call() -> _Call[dict[str, list[str]]]:
+    return _Call("GET", "/v1/capabilities", lambda body: dict(body["capabilities"]))
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _parse(call: _Call[T], response: httpx.Response) -> T:
+    """The call's value from a 2xx answer; the matching `ReachError` from anything else."""
+    try:
+        body = orjson.loads(response.content) if response.content else None
+    except orjson.JSONDecodeError:
+        body = None
+    if not response.is_success:
+        raise error_from_body(response.status_code, body)
+    try:
+        return call.parse(body)
+    except (ValidationError, KeyError, TypeError) as exc:
+        raise ReachError(
+            f"{call.method} {call.path}: the coordinator's answer has an unexpected shape",
+            code="unexpected_answer",
+        ) from exc
+
+
+def _unreachable(base_url: str, exc: httpx.TransportError) -> ReachError:
+    return ReachError(
+        f"could not reach the coordinator at {base_url}: {str(exc) or type(exc).__name__}",
+        code="coordinator_unreachable",
+    )
+
+
+class _ClientCore:
+    """What both clients share: the coordinator URL and the headers every call carries."""
+
+    def __init__(self, base_url: str, *, api_key: str | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers: dict[str, str] = {}
+        self._owns_connections = True
+        if api_key is not None:
+            self._headers["authorization"] = f"Bearer {api_key}"
+
+    def for_handler(self, *, hop: int, traceparent: str | None) -> Self:
+        """A client on the same connections that passes a handler's hop budget and trace on.
+
+        Calls made through it carry `X-Reach-Hop: hop` (the budget the delivery left)
+        and the delivery's `traceparent`, so the coordinator counts the hop and keeps
+        the trace. Closing it does not close the connections it shares.
+        """
+        bound = copy.copy(self)
+        bound._headers = {**self._headers, "x-reach-hop": str(hop)}
+        if traceparent:
+            bound._headers["traceparent"] = traceparent
+        bound._owns_connections = False
+        return bound
+
+
+class ReachClient(_ClientCore):
+    """Async client of one coordinator, with pooled keep-alive connections.
+
+    Use it as ``async with ReachClient(url) as client: ...`` or call `aclose`.
+    Raises the `agent_reach.errors` class of any error answer, and `ReachError` with
+    code `coordinator_unreachable` when the coordinator cannot be reached at all.
+    """
+
+    def __init__(
+        self, base_url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        super().__init__(base_url, api_key=api_key)
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+
+    async def invoke(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        wait_s: float | None = DEFAULT_TIMEOUT_S,
+        **options: Any,
+    ) -> InvokeResult:
+        """Route and deliver; the agent's answer is `result.result`.
+
+        `options` are the other fields of the invoke body (`context_id`, `request_id`,
+        `max_hop`, `timeout_class`, `suspend`, `on_duplicate`). When the coordinator
+        answers with a task (suspended or long requests), this waits up to `wait_s`
+        for it to finish (`wait_s=None` waits without limit); a task still running
+        then raises `TaskPending` with its id, to poll later with `wait_task`.
+        """
+        answer = await self._send(
+            _invoke_call(payload, capability=capability, text=text, **options)
+        )
+        if isinstance(answer, TaskView):
+            return await self.wait_task(answer.task_id, wait_s)
+        return answer
+
+    async def submit(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> TaskView:
+        """Start an asynchronous invocation (`mode: async`); poll it with `task`/`wait_task`."""
+        answer = await self._send(
+            _invoke_call(payload, capability=capability, text=text, mode="async", **options)
+        )
+        if not isinstance(answer, TaskView):
+            raise ReachError(
+                "expected a task for an asynchronous request", code="unexpected_answer"
+            )
+        return answer
+
+    async def task(self, task_id: str) -> TaskView:
+        """The task's status, and its answer once finished."""
+        return await self._send(_task_call(task_id))
+
+    async def wait_task(
+        self, task_id: str, wait_s: float | None = DEFAULT_TIMEOUT_S
+    ) -> InvokeResult:
+        """Poll until the task finishes: its result, or the error it ended with."""
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        pause = TASK_POLL_FIRST_S
+        while not (task := await self.task(task_id)).is_finished:
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise TaskPending(task)
+            await asyncio.sleep(pause)
+            pause = min(TASK_POLL_MAX_S, pause * 2)
+        return _task_outcome(task)
+
+    async def route(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        context_id: str | None = None,
+        request_id: str | None = None,
+    ) -> RouteDecision:
+        """The explained routing decision; nothing is invoked."""
+        return await self._send(_route_call(capability, text, context_id, request_id))
+
+    async def register(self, spec: AgentSpec | dict[str, Any]) -> InstanceView:
+        """Register (or re-register) an instance; its lease starts now."""
+        return await self._send(_register_call(spec))
+
+    async def heartbeat(self, agent_id: str) -> float:
+        """Renew the lease and return its ttl; `NotFound` (`unknown_agent`) means register again."""
+        return await self._send(_heartbeat_call(agent_id))
+
+    async def deregister(self, agent_id: str) -> None:
+        """Take the instance out of the pool at once."""
+        await self._send(_deregister_call(agent_id))
+
+    async def agents(self) -> list[InstanceView]:
+        """Every known instance with its status, load, success rate and latency."""
+        return await self._send(_agents_call())
+
+    async def capabilities(self) -> dict[str, list[str]]:
+        """Capability -> ids of its live instances."""
+        return await self._send(_capabilities_call())
+
+    async def aclose(self) -> None:
+        if self._owns_connections:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _send(self, call: _Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method, call.path, json=call.body, headers=self._headers
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from None
+        return _parse(call, response)
+
+
+class SyncReachClient(_ClientCore):
+    """Blocking twin of `ReachClient`: the same methods, answers and errors."""
+
+    def __init__(
+        self, base_url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        super().__init__(base_url, api_key=api_key)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def invoke(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        wait_s: float | None = DEFAULT_TIMEOUT_S,
+        **options: Any,
+    ) -> InvokeResult:
+        """Route and deliver; see `ReachClient.invoke`."""
+        answer = self._send(_invoke_call(payload, capability=capability, text=text, **options))
+        if isinstance(answer, TaskView):
+            return self.wait_task(answer.task_id, wait_s)
+        return answer
+
+    def submit(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> TaskView:
+        """Start an asynchronous invocation (`mode: async`); poll it with `task`/`wait_task`."""
+        answer = self._send(
+            _invoke_call(payload, capability=capability, text=text, mode="async", **options)
+        )
+        if not isinstance(answer, TaskView):
+            raise ReachError(
+                "expected a task for an asynchronous request", code="unexpected_answer"
+            )
+        return answer
+
+    def task(self, task_id: str) -> TaskView:
+        """The task's status, and its answer once finished."""
+        return self._send(_task_call(task_id))
+
+    def wait_task(self, task_id: str, wait_s: float | None = DEFAULT_TIMEOUT_S) -> InvokeResult:
+        """Poll until the task finishes: its result, or the error it ended with."""
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        pause = TASK_POLL_FIRST_S
+        while not (task := self.task(task_id)).is_finished:
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise TaskPending(task)
+            time.sleep(pause)
+            pause = min(TASK_POLL_MAX_S, pause * 2)
+        return _task_outcome(task)
+
+    def route(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        context_id: str | None = None,
+        request_id: str | None = None,
+    ) -> RouteDecision:
+        """The explained routing decision; nothing is invoked."""
+        return self._send(_route_call(capability, text, context_id, request_id))
+
+    def register(self, spec: AgentSpec | dict[str, Any]) -> InstanceView:
+        """Register (or re-register) an instance; its lease starts now."""
+        return self._send(_register_call(spec))
+
+    def heartbeat(self, agent_id: str) -> float:
+        """Renew the lease and return its ttl; `NotFound` (`unknown_agent`) means register again."""
+        return self._send(_heartbeat_call(agent_id))
+
+    def deregister(self, agent_id: str) -> None:
+        """Take the instance out of the pool at once."""
+        self._send(_deregister_call(agent_id))
+
+    def agents(self) -> list[InstanceView]:
+        """Every known instance with its status, load, success rate and latency."""
+        return self._send(_agents_call())
+
+    def capabilities(self) -> dict[str, list[str]]:
+        """Capability -> ids of its live instances."""
+        return self._send(_capabilities_call())
+
+    def close(self) -> None:
+        if self._owns_connections:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(self, call: _Call[T]) -> T:
+        try:
+            response = self._http.request(
+                call.method, call.path, json=call.body, headers=self._headers
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from None
+        return _parse(call, response)

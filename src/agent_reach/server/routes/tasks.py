@@ -1,0 +1,31 @@
+"""Tasks (asynchronous and suspended requests) and the dead-letter queue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from starlette.responses import Response
+
+from agent_reach.model.invocations import REQUEST_ID_PATTERN
+from agent_reach.server.responses import json_response
+from agent_reach.server.runtime import runtime_of
+
+router = APIRouter(prefix="/v1", tags=["tasks"])
+
+
+@router.get("/tasks/{task_id}")
+async def get_task(
+    task_id: Annotated[str, Path(pattern=REQUEST_ID_PATTERN)], request: Request
+) -> Response:
+    """Status of an asynchronous or suspended request, and its answer once finished."""
+    return json_response(await runtime_of(request).tasks.get(task_id))
+
+
+@router.get("/deadletters")
+async def dead_letters(
+    request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> Response:
+    """Requests refused for good (hop limit), newest first; never delivered again."""
+    letters = runtime_of(request).dead_letters
+    return json_response({"count": await letters.count(), "items": await letters.recent(limit)})

@@ -1,0 +1,205 @@
+"""The `agent-reach` command line against a real coordinator and a real agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner, Result
+
+from agent_reach import Agent, AgentRequest, SyncReachClient
+from agent_reach.cli import app
+from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+STARTUP_TIMEOUT_S = 15.0
+WIDE = {"COLUMNS": "200"}  # keep Rich from truncating table cells
+
+LEGACY_YAML = """\
+agent:
+  id: erp-inventory-01
+  display_name: ERP 库存翻译
+  capability:
+    - inventory.check
+    - inventory.reserve
+  transport:
+    type: http
+    endpoint: http://127.0.0.1:9/invoke
+  ttl: 30
+"""
+
+
+@pytest.fixture
+def coordinator() -> Iterator[str]:
+    """A coordinator with `stock-01` serving `inventory.check`."""
+    with run_coordinator() as (url, _):
+        agent = Agent("stock-01", ["inventory.check"], coordinator_url=url)
+
+        @agent.handler
+        async def check(request: AgentRequest) -> dict[str, Any]:
+            return {"sku": request.payload["sku"], "answer": "有货（上海仓库存 42）"}
+
+        server = ServerThread(agent.app)
+        agent.endpoint_url = f"{server.url}/invoke"
+        with server:
+            yield url
+
+
+def run(*args: str, coordinator: str | None = None) -> Result:
+    options = ["--coordinator", coordinator] if coordinator else []
+    return CliRunner().invoke(app, [*args, *options], env=WIDE)
+
+
+def test_register_accepts_the_legacy_yaml_form(coordinator: str, tmp_path: Path) -> None:
+    file = tmp_path / "erp-inventory.yaml"
+    file.write_text(LEGACY_YAML, encoding="utf-8")
+
+    result = run("agents", "register", str(file), coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    assert "erp-inventory-01" in result.output
+    with SyncReachClient(coordinator) as client:
+        views = {v.id: v for v in client.agents()}
+    assert views["erp-inventory-01"].capabilities == ["inventory.check", "inventory.reserve"]
+    assert views["erp-inventory-01"].display_name == "ERP 库存翻译"
+
+
+def test_register_accepts_the_json_body(coordinator: str, tmp_path: Path) -> None:
+    file = tmp_path / "assistant.json"
+    body = {
+        "id": "product-assistant-01",
+        "display_name": "商品助手",
+        "capabilities": ["product.query", "product.detail"],
+        "transport": {"type": "http", "endpoint": "http://127.0.0.1:9/invoke"},
+        "ttl": 60,
+        "domain": "customer-service",
+    }
+    file.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+
+    result = run("agents", "register", str(file), coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    with SyncReachClient(coordinator) as client:
+        assert client.capabilities()["product.detail"] == ["product-assistant-01"]
+
+
+def test_agents_list_shows_a_table_of_instances(coordinator: str) -> None:
+    result = run("agents", "list", coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    [row] = [line for line in result.output.splitlines() if "stock-01" in line]
+    assert "inventory.check" in row
+    assert "healthy" in row
+
+
+def test_agents_deregister_takes_the_instance_out(coordinator: str) -> None:
+    result = run("agents", "deregister", "stock-01", coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    with SyncReachClient(coordinator) as client:
+        assert client.agents() == []
+
+
+def test_invoke_prints_the_agent_answer(coordinator: str) -> None:
+    result = run(
+        "invoke", "inventory.check", "--payload", '{"sku": "AIR2-WHT"}', coordinator=coordinator
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "stock-01" in result.output
+    assert '"sku": "AIR2-WHT"' in result.output
+    assert "有货（上海仓库存 42）" in result.output
+
+
+def test_route_prints_every_candidate_with_factors_rule_and_policy(coordinator: str) -> None:
+    with SyncReachClient(coordinator) as client:
+        decision = client.route("inventory.check")
+
+    result = run("route", "--capability", "inventory.check", coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    for factor in decision.weights:
+        assert factor in result.output
+    [row] = [line for line in result.output.splitlines() if "stock-01" in line and "→" in line]
+    assert f"{decision.candidates[0].score:.3f}" in row
+    assert "rule exact" in result.output
+    assert f"policy {decision.policy_version}" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["invoke", "no.such.capability"], "no_capability"),
+        (["invoke", "inventory.check", "--payload", "{not json"], "invalid_json"),
+        (["agents", "deregister", "ghost-01"], "unknown_agent"),
+    ],
+)
+def test_errors_print_their_code_and_exit_1(coordinator: str, args: list[str], code: str) -> None:
+    result = run(*args, coordinator=coordinator)
+
+    assert result.exit_code == 1
+    assert code in result.output
+    assert "Traceback" not in result.output
+
+
+def test_invalid_registration_file_exits_1_with_the_problem(
+    coordinator: str, tmp_path: Path
+) -> None:
+    file = tmp_path / "broken.yaml"
+    file.write_text("agent:\n  id: broken-01\n", encoding="utf-8")
+
+    result = run("agents", "register", str(file), coordinator=coordinator)
+
+    assert result.exit_code == 1
+    assert "validation_error" in result.output
+    assert "capabilities" in result.output
+
+
+def test_unreachable_coordinator_exits_1() -> None:
+    result = run("agents", "list", coordinator=f"http://127.0.0.1:{free_port()}")
+
+    assert result.exit_code == 1
+    assert "coordinator_unreachable" in result.output
+
+
+def test_coordinator_url_defaults_to_the_environment(coordinator: str) -> None:
+    result = CliRunner().invoke(
+        app, ["agents", "list"], env={**WIDE, "AR_COORDINATOR_URL": coordinator}
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "stock-01" in result.output
+
+
+def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
+    port = free_port()
+    env = {**os.environ, "AR_LOG_LEVEL": "warning", "AR_REGISTRY_BACKEND": "memory"}
+    command = [sys.executable, "-m", "agent_reach", "serve", "--port", str(port)]
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as process:
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while True:
+                try:
+                    health = httpx.get(f"http://127.0.0.1:{port}/healthz")
+                    break
+                except httpx.TransportError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail(
+                            f"`agent-reach serve` did not come up:\n{process.communicate()[0]!r}"
+                        )
+                    time.sleep(0.05)
+        finally:
+            process.terminate()
+            process.wait(STARTUP_TIMEOUT_S)
+    assert health.status_code == 200
+    assert health.json()["backend"] == "memory"
