@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
-import pytest
 
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
-
-
-def wait_for(predicate, what: str, timeout_s: float = 10.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
+from agent_reach.testing.waiting import wait_until
 
 
 def body(agent_id: str, endpoint: str, ttl: float = 60) -> dict:
@@ -55,7 +42,7 @@ def test_redis_lease_is_redis_expiry(redis_url, redis_prefix, fake_agents):
     )
     with run_coordinator(settings) as (url, _), httpx.Client(base_url=url) as http:
         http.post("/v1/agents", json=body("a-1", endpoint, ttl=1))
-        wait_for(
+        wait_until(
             lambda: (
                 http.post("/v1/invoke", json={"capability": "echo", "suspend": False}).status_code
                 == 503
@@ -77,13 +64,13 @@ def test_two_redis_coordinators_share_the_registry(redis_url, redis_prefix, fake
         httpx.Client(base_url=url_b) as b,
     ):
         assert a.post("/v1/agents", json=body("shared-1", endpoint)).status_code == 201
-        wait_for(
+        wait_until(
             lambda: b.post("/v1/invoke", json={"capability": "echo"}).status_code == 200,
             "coordinator B to see the registration made on A",
         )
         assert b.post("/v1/agents/shared-1/heartbeat").status_code == 200
         assert b.delete("/v1/agents/shared-1").status_code == 204
-        wait_for(
+        wait_until(
             lambda: a.post("/v1/invoke", json={"capability": "echo"}).status_code == 404,
             "coordinator A to see the deregistration made on B",
         )

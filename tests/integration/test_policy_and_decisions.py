@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import orjson
 import pytest
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
-
-
-def wait_for(predicate, what: str, timeout_s: float = 10.0):
-    deadline = time.monotonic() + timeout_s
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
-    return value
+from agent_reach.testing.waiting import wait_until
 
 
 def test_editing_the_policy_file_changes_the_next_decision(tmp_path, fake_agents):
@@ -36,7 +26,7 @@ def test_editing_the_policy_file_changes_the_next_decision(tmp_path, fake_agents
         assert first["policy"]["preset"] == "default"
 
         path.write_text("preset: dispatch\n", encoding="utf-8")
-        second = wait_for(
+        second = wait_until(
             lambda: (p := http.get("/v1/policy").json())["version"] != first["version"] and p,
             "the edited policy to be in force",
         )
@@ -46,7 +36,7 @@ def test_editing_the_policy_file_changes_the_next_decision(tmp_path, fake_agents
         assert decision["weights"] == {"match": 0.4, "health": 0.3, "latency": 0.2, "load": 0.1}
 
         path.write_text("preset: dispatch\nmargin: 7\n", encoding="utf-8")
-        rejected = wait_for(
+        rejected = wait_until(
             lambda: (p := http.get("/v1/policy").json())["last_error"] and p,
             "the invalid edit to be rejected",
         )

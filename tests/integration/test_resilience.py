@@ -1,0 +1,253 @@
+"""Delivery that survives failure, against real FakeAgents, on memory and Redis."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from agent_reach.config import Settings
+from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
+
+POLICY = """
+[timeout_classes.quick]
+timeout_s = 0.3
+retries = 1
+
+[timeout_classes.strict]
+timeout_s = 0.3
+
+[delivery]
+backoff_s = [0.05]
+suspend_s = 1.5
+"""
+
+
+@pytest.fixture
+def coordinator(settings: Settings, tmp_path) -> Iterator[str]:
+    """A coordinator with short timeouts, a short suspension and 100 ms probes."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    fast = settings.model_copy(update={"policy_file": policy, "probe_interval_s": 0.1})
+    with run_coordinator(fast) as (url, _):
+        yield url
+
+
+def invoke(http: httpx.Client, capability: str = "echo", **body: object) -> httpx.Response:
+    return http.post("/v1/invoke", json={"capability": capability, **body})
+
+
+def test_a_failing_instance_hands_over_to_the_next_best(http, register, fake_agents):
+    bad, bad_endpoint = fake_agents(status=503)
+    good, good_endpoint = fake_agents()
+    register("bad-1", bad_endpoint, "echo", weight=2.0)  # scored first
+    register("good-1", good_endpoint, "echo")
+    answer = invoke(http, payload={"n": 1}).json()
+    assert answer["status"] == "fallback"
+    assert answer["agent_id"] == "good-1"
+    assert [(a["agent_id"], a["outcome"]) for a in answer["attempts"]] == [
+        ("bad-1", "agent_error"),
+        ("good-1", "ok"),
+    ]
+    assert len(bad.received) == 1 and len(good.received) == 1
+
+
+def test_refused_connections_move_on_without_waiting(http, register, fake_agents):
+    _good, endpoint = fake_agents()
+    register("ghost-1", "http://127.0.0.1:9/invoke", "echo", weight=3.0)
+    register("good-1", endpoint, "echo")
+    answer = invoke(http).json()
+    assert answer["agent_id"] == "good-1"
+    assert answer["attempts"][0]["outcome"] == "agent_unreachable"
+
+
+def test_a_timeout_in_a_class_without_retries_is_504_outcome_unknown(http, register, fake_agents):
+    _slow, endpoint = fake_agents(delay_s=1.0)
+    fast, fast_endpoint = fake_agents()
+    register("slow-1", endpoint, "echo", timeout_class="strict", weight=2.0)
+    register("fast-1", fast_endpoint, "echo", timeout_class="strict")
+    response = invoke(http, timeout_class="strict")
+    assert response.status_code == 504
+    error = response.json()["error"]
+    assert error["code"] == "agent_timeout" and error["outcome_unknown"] is True
+    assert fast.received == []  # a timeout may have acted: no re-send without retries
+
+
+def test_a_timeout_is_resent_once_to_another_instance(http, register, fake_agents):
+    _slow, endpoint = fake_agents(delay_s=1.0)
+    fast, fast_endpoint = fake_agents()
+    register("slow-1", endpoint, "echo", timeout_class="quick", weight=2.0)
+    register("fast-1", fast_endpoint, "echo", timeout_class="quick")
+    answer = invoke(http, request_id="resend-1").json()
+    assert answer["agent_id"] == "fast-1"
+    assert [a["outcome"] for a in answer["attempts"]] == ["agent_timeout", "ok"]
+    assert fast.received[0].body["request_id"] == "resend-1"  # the same id travels on
+
+
+def test_a_generic_agent_catches_what_every_instance_failed(http, register, fake_agents):
+    _, bad_endpoint = fake_agents(status=500)
+    human, human_endpoint = fake_agents(answer={"handed_to": "人工客服"})
+    register("bad-1", bad_endpoint, "inventory.check")
+    register("human-1", human_endpoint, "human.handoff", generic=True)
+    answer = invoke(http, "inventory.check").json()
+    assert answer["status"] == "fallback"
+    assert answer["agent_id"] == "human-1"
+    assert answer["result"] == {"handed_to": "人工客服"}
+    assert human.received[0].body["capability"] == "inventory.check"
+
+
+def test_a_repeated_request_id_executes_once_and_replays_the_same_bytes(
+    http, register, fake_agents
+):
+    agent, endpoint = fake_agents()
+    register("a-1", endpoint, "echo")
+    first = invoke(http, request_id="order-7", payload={"sku": "X"})
+    second = invoke(http, request_id="order-7", payload={"sku": "X"})
+    assert first.status_code == second.status_code == 200
+    assert first.content == second.content
+    assert len(agent.received) == 1
+    reused = invoke(http, request_id="order-7", payload={"sku": "Y"})
+    assert reused.status_code == 422
+    assert reused.json()["error"]["code"] == "idempotency_key_reused"
+    assert len(agent.received) == 1
+
+
+def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register, fake_agents):
+    agent, endpoint = fake_agents(delay_s=0.4)
+    register("a-1", endpoint, "echo")
+    answers: list[httpx.Response] = []
+
+    def call() -> None:
+        with httpx.Client(base_url=str(http.base_url), timeout=10) as own:
+            answers.append(invoke(own, request_id="dup-1", payload={"n": 1}))
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    wait_until(lambda: agent.received, "the first delivery")
+    rejected = invoke(http, request_id="dup-1", payload={"n": 1}, on_duplicate="reject")
+    for thread in threads:
+        thread.join()
+    assert rejected.status_code == 409
+    assert rejected.json()["error"]["code"] == "in_progress"
+    assert [a.status_code for a in answers] == [200] * 8
+    assert len({a.content for a in answers}) == 1
+    assert len(agent.received) == 1
+
+
+def test_the_hop_limit_refuses_and_dead_letters(http, register, fake_agents):
+    agent, endpoint = fake_agents()
+    register("a-1", endpoint, "echo")
+    response = http.post(
+        "/v1/invoke",
+        json={"capability": "echo", "request_id": "loop-1", "payload": {"n": 1}},
+        headers={"x-reach-hop": "0"},
+    )
+    assert response.status_code == 508
+    assert response.json()["error"]["code"] == "hop_limit"
+    letters = http.get("/v1/deadletters").json()
+    assert letters["count"] == 1
+    assert letters["items"][0]["request_id"] == "loop-1"
+    assert letters["items"][0]["reason"] == "hop_limit"
+    assert agent.received == []
+
+
+def test_async_mode_answers_202_and_the_task_finishes(http, register, fake_agents):
+    agent, endpoint = fake_agents(answer={"done": True})
+    register("a-1", endpoint, "echo")
+    accepted = invoke(http, request_id="job-1", mode="async")
+    assert accepted.status_code == 202
+    assert accepted.json()["status"] == "queued"
+    task = wait_until(
+        lambda: (t := http.get("/v1/tasks/job-1").json()).get("http_status") and t,
+        "the asynchronous task to finish",
+    )
+    assert task["status"] == "ok"
+    assert task["answer"]["result"] == {"done": True}
+    assert len(agent.received) == 1
+
+
+def test_unknown_tasks_are_404(http):
+    response = http.get("/v1/tasks/nothing-here")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "unknown_task"
+
+
+def test_a_suspended_request_is_replayed_once_an_instance_works_again(http, register, fake_agents):
+    agent, endpoint = fake_agents(status=503)
+    register("a-1", endpoint, "echo")
+    accepted = invoke(http, request_id="parked-1", payload={"q": 1})
+    assert accepted.status_code == 202
+    assert accepted.json()["status"] == "suspended"
+    agent.status = 200
+    task = wait_until(
+        lambda: (t := http.get("/v1/tasks/parked-1").json()).get("http_status") and t,
+        "the suspended request to be replayed",
+    )
+    assert task["status"] == "ok"
+    executed = [r for r in agent.received if r.body["request_id"] == "parked-1"]
+    assert executed[-1].body["payload"] == {"q": 1}
+    again = invoke(http, request_id="parked-1", payload={"q": 1})
+    assert again.status_code == 202  # the id replays its acceptance; the task holds the answer
+
+
+def test_an_expired_suspension_serves_a_remembered_answer_as_degraded(http, register, fake_agents):
+    agent, endpoint = fake_agents(answer={"stock": 3})
+    register("a-1", endpoint, "echo")
+    assert invoke(http, payload={"sku": "A"}).json()["result"] == {"stock": 3}
+    agent.status = 503
+    accepted = invoke(http, request_id="late-1", payload={"sku": "A"}).json()
+    assert accepted["status"] == "suspended"
+    task = wait_until(
+        lambda: (t := http.get("/v1/tasks/late-1").json()).get("http_status") and t,
+        "the suspension to expire",
+    )
+    assert task["status"] == "degraded"
+    assert task["answer"]["result"] == {"stock": 3}
+
+
+def test_an_expired_suspension_without_a_remembered_answer_is_an_error(http, register, fake_agents):
+    _, endpoint = fake_agents(status=503)
+    register("a-1", endpoint, "echo")
+    invoke(http, request_id="late-2", payload={"never": "seen"})
+    task = wait_until(
+        lambda: (t := http.get("/v1/tasks/late-2").json()).get("http_status") and t,
+        "the suspension to expire",
+    )
+    assert task["status"] == "error"
+    assert task["http_status"] == 503
+    assert task["answer"]["error"]["code"] == "no_instance"
+
+
+def test_probes_take_an_unhealthy_instance_offline_and_bring_it_back(http, register, fake_agents):
+    agent, endpoint = fake_agents()
+    register("a-1", endpoint, "echo")
+
+    def status() -> str:
+        return http.get("/v1/agents/a-1").json()["status"]
+
+    agent.healthy = False
+    wait_until(lambda: status() == "suspect", "3 failed probes to mark it suspect")
+    wait_until(lambda: status() == "offline", "2 more failed probes to take it offline")
+    response = invoke(http, suspend=False)
+    assert response.status_code == 503
+    agent.healthy = True
+    wait_until(lambda: status() == "healthy", "a passing probe to bring it back")
+    assert invoke(http).status_code == 200
+
+
+def test_failed_deliveries_take_an_instance_offline_without_probes(http, register, fake_agents):
+    bad, bad_endpoint = fake_agents(status=503)
+    _, good_endpoint = fake_agents()
+    register("bad-1", bad_endpoint, "echo", weight=5.0)
+    register("good-1", good_endpoint, "echo")
+    bad.healthy = True  # probes pass: only deliveries tell
+    served = [invoke(http).json()["agent_id"] for _ in range(8)]
+    assert set(served) == {"good-1"}
+    assert len(bad.received) <= 5  # offline after 5 consecutive failures
+    metrics = http.get("/metrics").text
+    assert 'agent_reach_fallbacks_total{stage="next_instance"}' in metrics
+    assert "agent_reach_retries_total" in metrics
