@@ -1,0 +1,446 @@
+"""HttpPool against real HTTP servers on 127.0.0.1: reuse, framing, the races, the limits."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+import socket
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_reach.invoke.pool import (
+    ConnectFailed,
+    ConnectionLost,
+    HttpPool,
+    InvalidResponse,
+    PoolError,
+    RequestTimeout,
+    Response,
+    ResponseTooLarge,
+)
+
+TIMEOUT_S = 5.0
+
+
+@dataclass
+class Received:
+    """One request as the server read it; `conn` numbers connections, `nth` requests on one."""
+
+    conn: int
+    nth: int
+    head: bytes
+    body: bytes
+
+
+@dataclass
+class Reply:
+    data: bytes = b""
+    close: bool = False  # close the connection after writing `data`
+    hang: bool = False  # never answer; wait for the client to go away
+
+
+Handler = Callable[[Received], Reply]
+
+
+def ok(body: bytes = b"ok", *extra: bytes) -> Reply:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n" % len(body)
+    return Reply(head + b"".join(h + b"\r\n" for h in extra) + b"\r\n" + body)
+
+
+class Agent:
+    """A tiny HTTP/1.1 server that records every connection and request it gets."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.connections = 0
+        self.closed_connections = 0
+        self.requests: list[Received] = []
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/invoke"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._writers:
+            writer.transport.abort()
+        await asyncio.gather(*self._tasks)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        conn = self.connections
+        self.connections += 1
+        try:
+            for nth in itertools.count():
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.lower() == b"content-length":
+                        length = int(value)
+                body = await reader.readexactly(length)
+                received = Received(conn, nth, head, body)
+                self.requests.append(received)
+                reply = self.handler(received)
+                if reply.hang:
+                    await reader.read()  # returns at EOF: the client closed
+                    return
+                writer.write(reply.data)
+                await writer.drain()
+                if reply.close:
+                    writer.close()
+                    await writer.wait_closed()
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            self.closed_connections += 1
+            writer.transport.abort()
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[..., Awaitable[Agent]]]:
+    agents: list[Agent] = []
+
+    async def start(handler: Handler, tls: ssl.SSLContext | None = None) -> Agent:
+        agent = Agent(handler, tls)
+        await agent.start()
+        agents.append(agent)
+        return agent
+
+    yield start
+    for agent in agents:
+        await agent.stop()
+
+
+@pytest.fixture
+async def make_pool() -> AsyncIterator[Callable[..., HttpPool]]:
+    pools: list[HttpPool] = []
+
+    def make(**options: Any) -> HttpPool:
+        pool = HttpPool(**options)
+        pools.append(pool)
+        return pool
+
+    yield make
+    for pool in pools:
+        await pool.aclose()
+
+
+async def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll `condition` each loop turn until true; fail with `what` after a generous deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT_S
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        await asyncio.sleep(0.001)
+
+
+async def post(
+    pool: HttpPool, agent: Agent, body: bytes = b"{}", timeout_s: float = TIMEOUT_S
+) -> Response:
+    return await pool.request("POST", agent.url, body=body, timeout_s=timeout_s)
+
+
+async def test_keep_alive_reuses_one_connection_for_sequential_requests(serve, make_pool):
+    agent = await serve(lambda r: ok(r.body))
+    pool = make_pool()
+    answers = [await post(pool, agent, b"%d" % i) for i in range(5)]
+    assert [a.body for a in answers] == [b"0", b"1", b"2", b"3", b"4"]
+    assert agent.connections == 1
+    assert [r.nth for r in agent.requests] == [0, 1, 2, 3, 4]
+
+
+async def test_request_carries_method_path_host_length_and_headers(serve, make_pool):
+    agent = await serve(lambda r: ok())
+    pool = make_pool()
+    url = f"http://127.0.0.1:{agent.port}/a/b?x=1&y=2#frag"
+    await pool.request("PUT", url, headers=[("X-Request-ID", "r-1")], body=b"abc", timeout_s=5)
+    head = agent.requests[0].head
+    assert head.startswith(b"PUT /a/b?x=1&y=2 HTTP/1.1\r\n")
+    assert b"\r\nHost: 127.0.0.1:%d\r\n" % agent.port in head
+    assert b"\r\nContent-Length: 3\r\n" in head
+    assert b"\r\nX-Request-ID: r-1\r\n" in head
+    assert agent.requests[0].body == b"abc"
+
+
+async def test_response_headers_are_lower_cased_in_order(serve, make_pool):
+    agent = await serve(lambda r: ok(b"{}", b"Content-Type: application/json", b"X-Trace: t1"))
+    answer = await post(make_pool(), agent)
+    assert answer.headers == [
+        (b"content-length", b"2"),
+        (b"content-type", b"application/json"),
+        (b"x-trace", b"t1"),
+    ]
+
+
+async def test_chunked_response_is_reassembled_and_connection_reused(serve, make_pool):
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+    )
+    agent = await serve(lambda r: Reply(chunked))
+    pool = make_pool()
+    first = await post(pool, agent)
+    second = await post(pool, agent)
+    assert first.body == second.body == b"abcdefg"
+    assert agent.connections == 1
+
+
+async def test_close_delimited_response_ends_at_eof_and_is_not_reused(serve, make_pool):
+    agent = await serve(lambda r: Reply(b"HTTP/1.1 200 OK\r\n\r\nuntil the end", close=True))
+    pool = make_pool()
+    first = await post(pool, agent)
+    second = await post(pool, agent)
+    assert first.status == second.status == 200
+    assert first.body == second.body == b"until the end"
+    assert agent.connections == 2
+
+
+async def test_connection_close_response_is_not_reused(serve, make_pool):
+    agent = await serve(lambda r: ok(b"x", b"Connection: close"))
+    pool = make_pool()
+    await post(pool, agent)
+    await post(pool, agent)
+    assert agent.connections == 2
+
+
+async def test_interim_1xx_is_skipped(serve, make_pool):
+    agent = await serve(
+        lambda r: Reply(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + ok().data)
+    )
+    answer = await post(make_pool(), agent)
+    assert answer.status == 200
+    assert answer.headers == [(b"content-length", b"2")]
+
+
+async def test_head_response_has_no_body_despite_content_length(serve, make_pool):
+    agent = await serve(lambda r: Reply(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"))
+    answer = await make_pool().request("HEAD", agent.url, timeout_s=TIMEOUT_S)
+    assert (answer.status, answer.body) == (200, b"")
+    assert b"Content-Length" not in agent.requests[0].head
+
+
+async def test_redirect_is_returned_not_followed(serve, make_pool):
+    agent = await serve(
+        lambda r: Reply(b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n")
+    )
+    answer = await make_pool().request("GET", agent.url, timeout_s=TIMEOUT_S)
+    assert answer.status == 302
+    assert (b"location", b"/elsewhere") in answer.headers
+    assert len(agent.requests) == 1
+
+
+async def test_garbage_answer_is_invalid_response(serve, make_pool):
+    agent = await serve(lambda r: Reply(b"SSH-2.0-OpenSSH_9.2\r\n\r\n"))
+    with pytest.raises(InvalidResponse):
+        await post(make_pool(), agent)
+
+
+async def test_stale_reused_connection_is_retried_once_on_a_fresh_one(serve, make_pool):
+    # The second request on a connection finds it closed without an answer: the keep-alive race.
+    agent = await serve(lambda r: Reply(close=True) if r.nth == 1 else ok(b"conn%d" % r.conn))
+    pool = make_pool()
+    assert (await post(pool, agent)).body == b"conn0"
+    assert (await post(pool, agent)).body == b"conn1"
+    assert agent.connections == 2
+    assert [(r.conn, r.nth) for r in agent.requests] == [(0, 0), (0, 1), (1, 0)]
+
+
+async def test_idle_connection_closed_by_server_is_not_used(serve, make_pool):
+    agent = await serve(lambda r: Reply(ok().data, close=True))  # keep-alive answer, then close
+    pool = make_pool()
+    await post(pool, agent)
+    await wait_until(lambda: agent.closed_connections == 1, "the server closed the idle connection")
+    assert (await post(pool, agent)).body == b"ok"
+    assert agent.connections == 2
+
+
+async def test_fresh_connection_closed_without_answer_is_not_retried(serve, make_pool):
+    agent = await serve(lambda r: Reply(close=True))
+    with pytest.raises(ConnectionLost) as caught:
+        await post(make_pool(), agent)
+    assert caught.value.sent is True
+    assert len(agent.requests) == 1
+
+
+async def test_close_mid_response_is_not_retried(serve, make_pool):
+    partial = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part"
+    agent = await serve(lambda r: Reply(partial, close=True) if r.nth == 1 else ok())
+    pool = make_pool()
+    await post(pool, agent)
+    with pytest.raises(ConnectionLost) as caught:
+        await post(pool, agent)  # on the reused connection: bytes came back, so no retry
+    assert caught.value.sent is True
+    assert len(agent.requests) == 2
+
+
+async def test_timeout_closes_connection_and_discards_late_answer(serve, make_pool):
+    agent = await serve(lambda r: Reply(hang=True) if r.conn == 0 else ok(b"fresh"))
+    pool = make_pool()
+    with pytest.raises(RequestTimeout) as caught:
+        await post(pool, agent, timeout_s=0.2)
+    assert caught.value.sent is True
+    assert (await post(pool, agent)).body == b"fresh"
+    assert agent.connections == 2
+    await wait_until(lambda: agent.closed_connections == 1, "the timed-out connection was closed")
+
+
+async def test_connect_refused_is_connect_failed(make_pool):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(ConnectFailed):
+        await make_pool().request("GET", f"http://127.0.0.1:{port}/", timeout_s=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_response_over_limit_is_refused(serve, make_pool, chunked):
+    big = b"x" * 5000
+    if chunked:
+        data = (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1388\r\n"
+            + big
+            + b"\r\n0\r\n\r\n"
+        )
+    else:
+        data = ok(big).data
+    agent = await serve(lambda r: Reply(data) if r.conn == 0 else ok())
+    pool = make_pool(max_response_bytes=1000)
+    with pytest.raises(ResponseTooLarge):
+        await post(pool, agent)
+    assert (await post(pool, agent)).body == b"ok"
+    assert agent.connections == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"),
+    [
+        ("http://127.0.0.1:{port}/", [("X-Evil", "a\r\nX-Injected: 1")]),
+        ("http://127.0.0.1:{port}/", [("X-Evil", "a\nb")]),
+        ("http://127.0.0.1:{port}/", [("X-Evil\r\nX-Injected", "1")]),
+        ("http://127.0.0.1:{port}/", [("Host", "other")]),
+        ("http://127.0.0.1:{port}/", [("Content-Length", "0")]),
+        ("http://127.0.0.1:{port}/a\r\nX-Injected: 1", []),
+        ("http://127.0.0.1:{port}/a b", []),
+    ],
+)
+async def test_header_and_url_injection_refused_before_sending(serve, make_pool, url, headers):
+    agent = await serve(lambda r: ok())
+    with pytest.raises(ValueError):
+        await make_pool().request(
+            "POST", url.format(port=agent.port), headers=headers, timeout_s=TIMEOUT_S
+        )
+    assert agent.connections == 0
+
+
+async def test_requests_beyond_pool_size_queue_and_all_complete(serve, make_pool):
+    agent = await serve(lambda r: ok(r.body))
+    pool = make_pool(max_connections_per_origin=2)
+    bodies = [b"%d" % i for i in range(50)]
+    answers = await asyncio.gather(*(post(pool, agent, body) for body in bodies))
+    assert [a.body for a in answers] == bodies
+    assert agent.connections == 2
+
+
+async def test_waiting_for_a_full_pool_times_out_without_sending(serve, make_pool):
+    agent = await serve(lambda r: Reply(hang=True))
+    pool = make_pool(max_connections_per_origin=1)
+    first = asyncio.ensure_future(post(pool, agent, timeout_s=TIMEOUT_S))
+    await wait_until(lambda: len(agent.requests) == 1, "the first request arrived")
+    with pytest.raises(RequestTimeout) as caught:
+        await post(pool, agent, timeout_s=0.05)
+    assert caught.value.sent is False
+    await pool.aclose()
+    with pytest.raises(ConnectionLost):
+        await first
+    assert len(agent.requests) == 1
+
+
+async def test_expired_idle_connection_is_closed_not_reused(serve, make_pool):
+    agent = await serve(lambda r: ok())
+    pool = make_pool(idle_timeout_s=0.0)
+    await post(pool, agent)
+    await post(pool, agent)
+    assert agent.connections == 2
+    await wait_until(lambda: agent.closed_connections == 2, "both idle connections were closed")
+
+
+async def test_cancelled_request_closes_its_connection(serve, make_pool):
+    agent = await serve(lambda r: Reply(hang=True) if r.conn == 0 else ok())
+    pool = make_pool()
+    pending = asyncio.ensure_future(post(pool, agent))
+    await wait_until(lambda: len(agent.requests) == 1, "the request arrived")
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert (await post(pool, agent)).body == b"ok"
+    assert agent.connections == 2
+
+
+async def test_closed_pool_refuses_requests(serve, make_pool):
+    agent = await serve(lambda r: ok())
+    pool = make_pool()
+    await post(pool, agent)
+    await pool.aclose()
+    with pytest.raises(PoolError):
+        await post(pool, agent)
+    await wait_until(lambda: agent.closed_connections == 1, "the pool closed its connection")
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ssl.SSLContext:
+    """A server context for 127.0.0.1 whose certificate the client is made to trust."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1"
+    command += " -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"
+    subprocess.run(
+        [*command.split(), "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def test_https_uses_tls_and_keeps_alive(serve, make_pool, self_signed):
+    agent = await serve(lambda r: ok(r.body), self_signed)
+    pool = make_pool()
+    assert (await post(pool, agent, b"1")).body == b"1"
+    assert (await post(pool, agent, b"2")).body == b"2"
+    assert agent.connections == 1
+
+
+async def test_https_with_untrusted_certificate_is_connect_failed(serve, make_pool, self_signed):
+    agent = await serve(lambda r: ok(), self_signed)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("SSL_CERT_FILE")
+        patch.setenv("SSL_CERT_DIR", "/nonexistent")
+        with pytest.raises(ConnectFailed):
+            await post(make_pool(), agent)
+    assert agent.requests == []
