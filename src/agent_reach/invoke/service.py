@@ -33,7 +33,7 @@ from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult
+from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.registry.monitor import HealthMonitor
@@ -218,7 +218,7 @@ class InvokeService:
         except ReachError as exc:
             exc.details.setdefault("route", decision)
             raise
-        status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
+        status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
             self.routing.affinity.record(
                 request.context_id, delivered.instance.id, self.clock.monotonic()

@@ -55,7 +55,7 @@ class Attempt:
 
     agent_id: str
     number: int
-    outcome: Literal["ok", "agent_error", "agent_unreachable", "agent_timeout"]
+    outcome: str  # "ok" or the failure's error code (agent_error, agent_timeout, ...)
     duration_ms: float
     http_status: int | None = None
     error: str | None = None

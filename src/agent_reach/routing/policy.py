@@ -105,7 +105,11 @@ class RoutingPolicy(BaseModel):
     @cached_property
     def effective_weights(self) -> dict[str, float]:
         """Custom weights when given, else the preset's."""
-        return dict(self.weights) if self.weights else dict(PRESETS[self.preset])
+        return (
+            {str(k): v for k, v in self.weights.items()}
+            if self.weights
+            else dict(PRESETS[self.preset])
+        )
 
     def deadline_s(self, timeout_class: TimeoutClassPolicy) -> float:
         """The whole-request budget of a class: its own, or every attempt plus the pauses."""
