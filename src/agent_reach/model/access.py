@@ -1,0 +1,61 @@
+"""Access rules and quotas as the policy file states them (deny by default)."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+
+def _fold(text: object) -> object:
+    """One spelling for names and patterns: NFKC, trimmed, lower case."""
+    return unicodedata.normalize("NFKC", text).strip().lower() if isinstance(text, str) else text
+
+
+# "*", "name:<principal>", "domain:<domain>" or "role:<role>"
+PrincipalPattern = Annotated[
+    str,
+    BeforeValidator(_fold),
+    StringConstraints(pattern=r"^(\*|(name|domain|role):[a-z0-9._:-]{1,128})$"),
+]
+# "*", an exact capability, or a prefix ending in ".*" ("inventory.*")
+CapabilityPattern = Annotated[
+    str,
+    BeforeValidator(_fold),
+    StringConstraints(pattern=r"^(\*|[a-z0-9][a-z0-9_.-]{0,127}?(\.\*)?)$"),
+]
+
+
+class AccessRule(BaseModel):
+    """These principals may act on capabilities matching these patterns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    principals: Annotated[list[PrincipalPattern], Field(min_length=1)]
+    capabilities: Annotated[list[CapabilityPattern], Field(min_length=1)]
+
+
+class AccessPolicy(BaseModel):
+    """Who may invoke (and route to) which capabilities, and who may register which."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    invoke: list[AccessRule] = Field(default_factory=list)
+    registration: list[AccessRule] = Field(default_factory=list, alias="register")
+
+
+class QuotaRule(BaseModel):
+    """A token bucket: `rate_per_s` refill, at most `burst` at once.
+
+    `scope: pair` keeps one bucket per caller and capability; `scope: caller` one per
+    caller across every capability the rule covers.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    principals: Annotated[list[PrincipalPattern], Field(min_length=1)]
+    capabilities: Annotated[list[CapabilityPattern], Field(min_length=1)] = ["*"]
+    rate_per_s: float = Field(gt=0, le=1_000_000)
+    burst: int = Field(ge=1, le=10_000_000)
+    scope: Literal["pair", "caller"] = "pair"

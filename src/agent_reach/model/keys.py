@@ -1,0 +1,34 @@
+"""API key records and the principals they stand for (never the key itself)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["admin", "caller", "agent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a named principal in a domain with a role."""
+
+    key_id: str
+    name: str
+    domain: str
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """What is stored for a key: its id, the SHA-256 digest of its secret, and its owner."""
+
+    key_id: str
+    digest: str
+    principal: str
+    domain: str
+    role: Role
+    created_at: float
+    revoked: bool = False
+
+    def principal_of(self) -> Principal:
+        return Principal(self.key_id, self.principal, self.domain, self.role)

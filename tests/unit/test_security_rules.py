@@ -1,0 +1,108 @@
+"""Keys, access rules and the endpoint guard from plain data."""
+
+from __future__ import annotations
+
+import hmac
+
+import pytest
+
+from agent_reach.model.access import AccessPolicy, AccessRule
+from agent_reach.model.keys import Principal
+from agent_reach.security import keys
+from agent_reach.security.access import capability_matches, decide_access
+from agent_reach.security.endpoints import EndpointGuard, EndpointRefused
+
+CALLER = Principal("k1", "order-bot", "customer-service", "caller")
+
+
+def test_a_minted_key_verifies_and_its_record_holds_no_secret():
+    key, record = keys.mint_key("order-bot", "customer-service", "caller", 1.0)
+    key_id, secret = keys.split_key(key)
+    assert key_id == record.key_id
+    assert keys.matches(record, secret)
+    assert not keys.matches(record, secret[:-1] + ("A" if secret[-1] != "A" else "B"))
+    assert secret not in repr(record) and key not in repr(record)
+
+
+def test_verification_compares_in_constant_time(monkeypatch):
+    calls = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(keys.hmac, "compare_digest", spy)
+    _, record = keys.mint_key("p", "d", "caller", 1.0)
+    keys.matches(record, "wrong")
+    assert len(calls) == 1
+
+
+def test_bootstrap_admin_key_must_be_long_and_is_kept_as_a_digest():
+    with pytest.raises(ValueError, match="at least"):
+        keys.bootstrap_record("short", 1.0)
+    record = keys.bootstrap_record("x" * 32, 1.0)
+    assert record.role == "admin" and record.digest == keys.digest("x" * 32)
+    assert keys.split_key("x" * 32) == (keys.BOOTSTRAP_KEY_ID, "x" * 32)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "capability", "expected"),
+    [
+        ("*", "anything.at.all", True),
+        ("inventory.*", "inventory.check", True),
+        ("inventory.*", "inventory.check.deep", True),
+        ("inventory.*", "inventory", False),
+        ("inventory.*", "inventoryx.check", False),
+        ("order.query", "order.query", True),
+        ("order.query", "order.query2", False),
+    ],
+)
+def test_capability_patterns(pattern, capability, expected):
+    assert capability_matches(pattern, capability) is expected
+
+
+def test_access_is_denied_by_default_and_granted_by_a_matching_rule():
+    rules = AccessPolicy.model_validate(
+        {"invoke": [{"principals": ["domain:customer-service"], "capabilities": ["Order.*"]}]}
+    ).invoke
+    assert decide_access(rules, CALLER, "order.query").allowed
+    assert not decide_access(rules, CALLER, "inventory.check").allowed
+    other = Principal("k2", "x", "warehouse", "caller")
+    assert not decide_access(rules, other, "order.query").allowed
+    admin = Principal("k3", "root", "ops", "admin")
+    assert decide_access([], admin, "anything").allowed
+
+
+def test_rule_names_fold_to_one_spelling():
+    rule = AccessRule(principals=["NAME:Order-Bot "], capabilities=["ＯＲＤＥＲ.*"])
+    assert rule.principals == ["name:order-bot"] and rule.capabilities == ["order.*"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0.0.0.0:80/",
+        "http://[fe80::1]/",
+        "http://127.1/",
+        "http://0x7f000001/",
+        "http://2130706433/",
+        "http://0177.0.0.1/",
+        "http://does-not-resolve.invalid/",
+    ],
+)
+async def test_the_guard_refuses_dangerous_and_ambiguous_endpoints(url):
+    with pytest.raises(EndpointRefused):
+        await EndpointGuard().check_url(url)
+
+
+async def test_the_guard_follows_the_allowed_networks():
+    strict = EndpointGuard(["127.77.0.0/16"])
+    await strict.check_url("http://127.77.0.11:9000/invoke")
+    for url in ("http://127.0.0.1:8500/", "http://[::ffff:127.0.0.1]/", "http://localhost/"):
+        with pytest.raises(EndpointRefused):
+            await strict.check_url(url)
+    await EndpointGuard().check_url("http://localhost:9000/")  # loopback allowed by default
+    assert not EndpointGuard().is_allowed("8.8.8.8")
+    assert not EndpointGuard(["0.0.0.0/0"]).is_allowed("169.254.169.254")
