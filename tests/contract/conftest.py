@@ -1,16 +1,24 @@
-"""Every backend behind one `backends` fixture, so each contract test runs on all of them."""
+"""Every backend behind one `backends` fixture, so each contract test runs on all of them.
+
+Also `timeline`, which lets expiries run out on either backend, and `outage`, a Redis of
+the test's own to stop and start under an opened bundle.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
+from contract_kit import RedisOutage, Timeline
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import RegistryStore
 from agent_reach.backends.selection import open_backends
 from agent_reach.clock import SYSTEM_CLOCK, Clock, ManualClock
 from agent_reach.config import Settings
+from agent_reach.testing.redis_server import RedisServer
+
+OUTAGE_TIMEOUT_S = 0.2  # redis_timeout_s for the outage tests
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
@@ -46,3 +54,23 @@ async def backends(settings: Settings, clock: Clock) -> AsyncIterator[Backends]:
 @pytest.fixture
 def store(backends: Backends) -> RegistryStore:
     return backends.registry
+
+
+@pytest.fixture
+def timeline(clock: Clock) -> Timeline:
+    return Timeline(clock)
+
+
+@pytest.fixture
+async def outage() -> AsyncIterator[RedisOutage]:
+    """A private Redis, with a short store timeout, and a bundle opened on it."""
+    with RedisServer() as server:
+        settings = Settings(
+            registry_backend="redis",
+            redis_url=server.url,
+            redis_prefix="outage",
+            redis_timeout_s=OUTAGE_TIMEOUT_S,
+        )
+        opened = await open_backends(settings, SYSTEM_CLOCK)
+        yield RedisOutage(server, settings, opened)
+        await opened.aclose()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
+from contract_kit import RedisOutage, Timeline, assert_unavailable
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import (
@@ -17,30 +18,14 @@ from agent_reach.backends.protocols import (
     RegistryStore,
 )
 from agent_reach.backends.selection import open_backends
-from agent_reach.clock import SYSTEM_CLOCK, Clock, ManualClock
+from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.errors import StoreUnavailable
 from agent_reach.model.agents import AgentSpec, TransportSpec
-from agent_reach.testing.redis_server import RedisServer
 
 LEASE_SLACK_S = 5.0  # a real lease may tick down this much between the call and the check
 WATCH_DEADLINE_S = 15.0  # generous: covers the watcher's reconnect backoff after an outage
 PROBE_WAIT_S = 0.2  # how long one probe waits for its event before the next probe
-OUTAGE_DEADLINE_S = 5.0  # a call to a dead Redis must fail long before this
-OUTAGE_TIMEOUT_S = 0.2  # redis_timeout_s for the outage tests
-POLL_INTERVAL_S = 0.02
-LEASE_WAIT_MARGIN_S = 5.0  # how much longer than the lease itself a real expiry may take to show
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], *, timeout_s: float, failure: str
-) -> None:
-    """Poll `check` until it holds; fail with `failure` when `timeout_s` passes first."""
-    deadline = SYSTEM_CLOCK.monotonic() + timeout_s
-    while not await check():
-        if SYSTEM_CLOCK.monotonic() > deadline:
-            pytest.fail(f"{failure} (waited {timeout_s} s)")
-        await asyncio.sleep(POLL_INTERVAL_S)
 
 
 @dataclass
@@ -48,7 +33,7 @@ class Leases:
     """Reads leases through `load` and lets them run down: a manual clock moves, else we wait."""
 
     store: RegistryStore
-    clock: Clock
+    timeline: Timeline
 
     async def get(self, agent_id: str) -> LeasedRecord | None:
         """What `load` says about one id."""
@@ -58,24 +43,21 @@ class Leases:
         """Return once the lease of `agent_id` has `left_s` seconds or less to go."""
         current = await self.get(agent_id)
         assert current is not None, f"{agent_id} is not stored"
-        if isinstance(self.clock, ManualClock):
-            self.clock.advance(max(0.0, current.lease_left_s - left_s))
-            return
 
         async def has_run_down() -> bool:
             leased = await self.get(agent_id)
             return leased is not None and leased.lease_left_s <= left_s
 
-        await eventually(
+        await self.timeline.wait_out(
+            current.lease_left_s - left_s,
             has_run_down,
-            timeout_s=current.lease_left_s - left_s + LEASE_WAIT_MARGIN_S,
             failure=f"the lease of {agent_id} never ran down to {left_s} s",
         )
 
 
 @pytest.fixture
-def leases(store: RegistryStore, clock: Clock) -> Leases:
-    return Leases(store, clock)
+def leases(store: RegistryStore, timeline: Timeline) -> Leases:
+    return Leases(store, timeline)
 
 
 def make_record(
@@ -308,97 +290,92 @@ async def test_watch_delivers_changes_made_by_another_store_or_returns_when_not_
     assert (remove.op, remove.origin, remove.record) == ("remove", "node-b", None)
 
 
-# Redis outages: a private server that the tests stop, restart and freeze.
+async def test_health_announced_by_one_store_reaches_another_stores_watch_and_stores_nothing(
+    backends: Backends, settings: Settings, clock: Clock
+) -> None:
+    if not backends.is_shared:
+        await backends.registry.announce_health("product-assistant-01", "suspect", "node-a")
+        assert await backends.registry.load() == []
+        return
 
+    events: asyncio.Queue[RegistryEvent] = asyncio.Queue()
+    other = await open_backends(settings, clock)
+    try:
+        async with watching(backends.registry, events, is_async=False):
+            await wait_until_watching(events, other.registry)
+            await other.registry.announce_health("product-assistant-01", "suspect", "node-b")
 
-@pytest.fixture
-def private_redis() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
+            event = await expect_event(events, "product-assistant-01")
+    finally:
+        await other.aclose()
 
-
-@pytest.fixture
-def outage_settings(private_redis: RedisServer) -> Settings:
-    return Settings(
-        registry_backend="redis",
-        redis_url=private_redis.url,
-        redis_prefix="outage",
-        redis_timeout_s=OUTAGE_TIMEOUT_S,
+    assert (event.op, event.origin, event.health, event.record) == (
+        "health",
+        "node-b",
+        "suspect",
+        None,
     )
+    assert [r.record.spec.id for r in await backends.registry.load()] == ["watch-probe"]
 
 
-@pytest.fixture
-async def outage_backends(outage_settings: Settings) -> AsyncIterator[Backends]:
-    opened = await open_backends(outage_settings, SYSTEM_CLOCK)
-    yield opened
-    await opened.aclose()
-
-
-async def assert_unavailable(call: Awaitable[object]) -> StoreUnavailable:
-    """The awaited call fails with `StoreUnavailable`, well within the outage deadline."""
-    with pytest.raises(StoreUnavailable) as caught:
-        async with asyncio.timeout(OUTAGE_DEADLINE_S):
-            await call
-    assert caught.value.message.startswith("redis ")
-    return caught.value
+# Redis outages: a private server that the tests stop, restart and freeze.
 
 
 @pytest.mark.redis
 async def test_store_fails_fast_while_redis_is_down_and_works_again_after_restart(
-    private_redis: RedisServer, outage_backends: Backends
+    outage: RedisOutage,
 ) -> None:
-    store = outage_backends.registry
+    store = outage.backends.registry
     record = make_record()
     await store.put(record, "node-a")
 
-    await asyncio.to_thread(private_redis.stop)
+    await outage.stop()
     await assert_unavailable(store.put(record, "node-a"))
     await assert_unavailable(store.renew(record.spec.id, "node-a"))
     await assert_unavailable(store.remove(record.spec.id, "node-a"))
     await assert_unavailable(store.load())
+    await assert_unavailable(store.announce_health(record.spec.id, "offline", "node-a"))
 
-    await asyncio.to_thread(private_redis.start)
+    await outage.start()
     await store.put(record, "node-a")
     assert [r.record for r in await store.load()] == [record]
 
 
 @pytest.mark.redis
 async def test_store_times_out_while_redis_is_frozen_and_works_again_after_resume(
-    private_redis: RedisServer, outage_backends: Backends
+    outage: RedisOutage,
 ) -> None:
-    store = outage_backends.registry
+    store = outage.backends.registry
     record = make_record()
 
-    private_redis.pause()
+    outage.server.pause()
     error = await assert_unavailable(store.put(record, "node-a"))
     assert error.message == "redis did not answer in time"
 
-    private_redis.resume()
+    outage.server.resume()
     await store.put(record, "node-a")
     assert [r.record for r in await store.load()] == [record]
 
 
 @pytest.mark.redis
 async def test_opening_a_redis_that_is_down_raises_store_unavailable(
-    private_redis: RedisServer, outage_settings: Settings
+    outage: RedisOutage,
 ) -> None:
-    await asyncio.to_thread(private_redis.stop)
+    await outage.stop()
 
-    await assert_unavailable(open_backends(outage_settings, SYSTEM_CLOCK))
+    await assert_unavailable(open_backends(outage.settings, SYSTEM_CLOCK))
 
 
 @pytest.mark.redis
-async def test_watch_follows_changes_again_after_redis_restarts(
-    private_redis: RedisServer, outage_settings: Settings, outage_backends: Backends
-) -> None:
+async def test_watch_follows_changes_again_after_redis_restarts(outage: RedisOutage) -> None:
     events: asyncio.Queue[RegistryEvent] = asyncio.Queue()
-    writer = await open_backends(outage_settings, SYSTEM_CLOCK)
+    writer = await open_backends(outage.settings, SYSTEM_CLOCK)
     try:
-        async with watching(outage_backends.registry, events, is_async=False) as task:
+        async with watching(outage.backends.registry, events, is_async=False) as task:
             await wait_until_watching(events, writer.registry)
 
-            await asyncio.to_thread(private_redis.stop)
-            await asyncio.to_thread(private_redis.start)
+            await outage.stop()
+            await outage.start()
             await wait_until_watching(events, writer.registry)
 
             record = make_record()

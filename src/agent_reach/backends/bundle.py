@@ -9,7 +9,9 @@ from agent_reach.backends.protocols import (
     AnswerCache,
     IdempotencyStore,
     JournalStore,
+    KeyStore,
     QueueStore,
+    QuotaStore,
     RegistryStore,
     TaskStore,
 )
@@ -26,6 +28,8 @@ class Backends:
     queues: QueueStore
     journal: JournalStore
     answers: AnswerCache
+    keys: KeyStore
+    quotas: QuotaStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

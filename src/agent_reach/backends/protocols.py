@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agent_reach.model.agents import AgentSpec, HealthStatus
+from agent_reach.model.keys import KeyRecord
 
 OFFLINE_RETENTION_S = 600.0  # an instance whose lease ran out stays listed as offline this long
 
@@ -183,3 +184,31 @@ class AnswerCache(Protocol):
 
     async def get(self, key: str) -> bytes | None:
         """The remembered answer, or None."""
+
+
+class KeyStore(Protocol):
+    """API key records by key id; a record holds a digest, never the key itself."""
+
+    async def put(self, record: KeyRecord) -> None:
+        """Store (or replace) the record."""
+
+    async def get(self, key_id: str) -> KeyRecord | None:
+        """The record, revoked or not; None when there is none."""
+
+    async def revoke(self, key_id: str) -> bool:
+        """Mark the record revoked (it stays, for audit); False when there is none."""
+
+    async def list(self) -> list[KeyRecord]:
+        """Every record, revoked ones included."""
+
+
+class QuotaStore(Protocol):
+    """Token buckets shared by every coordinator, so together they never over-admit."""
+
+    async def take(self, key: str, rate_per_s: float, burst: int) -> float:
+        """Take one token from the bucket `key` in one atomic step.
+
+        Returns 0 when a token was taken, else the seconds until one will be there
+        (nothing taken). A bucket starts full (`burst` tokens) and refills at
+        `rate_per_s`; time is the store's own clock, so coordinators' clocks do not matter.
+        """

@@ -5,7 +5,9 @@ from __future__ import annotations
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
+from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
+from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
 from agent_reach.backends.memory.tasks import MemoryAnswerCache, MemoryTaskStore
 from agent_reach.clock import Clock
@@ -22,4 +24,6 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         queues=MemoryQueueStore(clock),
         journal=MemoryJournalStore(),
         answers=MemoryAnswerCache(clock),
+        keys=MemoryKeyStore(),
+        quotas=MemoryQuotaStore(clock),
     )

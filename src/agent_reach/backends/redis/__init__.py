@@ -1,7 +1,8 @@
 """Shared state in Redis, so any number of coordinators can serve the same agents.
 
 This package decides how each store maps onto keys, expiries and Lua scripts: every
-atomic operation is one script, and a lease is a key's expiry, never a Python timer.
+atomic operation is one script, and a lease is a key's expiry or a deadline read with
+Redis TIME, never a Python timer or a coordinator's clock.
 It must never let a redis-py error, or a call without a timeout, reach its callers:
 they see `StoreUnavailable` and nothing else.
 """
@@ -15,13 +16,22 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from agent_reach.backends.bundle import Backends
+from agent_reach.backends.redis.apikeys import RedisKeyStore
 from agent_reach.backends.redis.errors import store_unavailable
+from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
+from agent_reach.backends.redis.journal import RedisJournalStore
+from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
+from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
+from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
 
 MAX_CONNECTIONS = 64  # per coordinator; a caller waits up to redis_timeout_s for a free one
+# Each waiting queue consumer holds one of these for up to MAX_BLOCK_S; a coordinator runs
+# a handful of consumers, and a pull finding none free fails after redis_timeout_s.
+MAX_BLOCKING_CONNECTIONS = 16
 HEALTH_CHECK_INTERVAL_S = 10  # a pooled connection idle this long is pinged before reuse
 CLIENT_NAME = "agent-reach"  # shows in CLIENT LIST, to tell our connections apart
 
@@ -32,17 +42,14 @@ _RETRY = Retry(
 )
 
 
-async def open_redis(settings: Settings, clock: Clock) -> Backends:
-    """Connect to `settings.redis_url` and check it answers; `StoreUnavailable` when not.
-
-    Leases are Redis key expiry, so `clock` is not consulted.
-    """
+def _connect(settings: Settings, *, max_connections: int, socket_timeout_s: float) -> Redis:
+    """A client on its own pool; `InvalidRequest` when the URL is unusable."""
     try:
         pool = BlockingConnectionPool.from_url(
             settings.redis_url,
-            max_connections=MAX_CONNECTIONS,
+            max_connections=max_connections,
             timeout=settings.redis_timeout_s,
-            socket_timeout=settings.redis_timeout_s,
+            socket_timeout=socket_timeout_s,
             socket_connect_timeout=settings.redis_timeout_s,
             health_check_interval=HEALTH_CHECK_INTERVAL_S,
             retry=_RETRY,
@@ -50,11 +57,37 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         )
     except ValueError as exc:
         raise InvalidRequest(f"AR_REDIS_URL is not a usable Redis URL: {exc}") from exc
-    client = Redis.from_pool(pool)
+    return Redis.from_pool(pool)
+
+
+async def open_redis(settings: Settings, clock: Clock) -> Backends:
+    """Connect to `settings.redis_url` and check it answers; `StoreUnavailable` when not.
+
+    Leases are Redis key expiry and Redis TIME, so `clock` is not consulted. Blocking
+    queue reads get a client of their own, whose socket waits out the longest block.
+    """
+    timeout_s, prefix = settings.redis_timeout_s, settings.redis_prefix
+    client = _connect(settings, max_connections=MAX_CONNECTIONS, socket_timeout_s=timeout_s)
     try:
         await client.ping()
     except RedisError as exc:
         await client.aclose()
         raise store_unavailable(exc) from exc
-    registry = RedisRegistryStore(client, settings.redis_prefix, timeout_s=settings.redis_timeout_s)
-    return Backends(name="redis", registry=registry, is_shared=True, closers=[client.aclose])
+    blocking = _connect(
+        settings,
+        max_connections=MAX_BLOCKING_CONNECTIONS,
+        socket_timeout_s=timeout_s + MAX_BLOCK_S,
+    )
+    return Backends(
+        name="redis",
+        registry=RedisRegistryStore(client, prefix, timeout_s=timeout_s),
+        idempotency=RedisIdempotencyStore(client, prefix),
+        tasks=RedisTaskStore(client, prefix),
+        queues=RedisQueueStore(client, blocking, prefix, timeout_s=timeout_s),
+        journal=RedisJournalStore(client, prefix),
+        answers=RedisAnswerCache(client, prefix),
+        keys=RedisKeyStore(client, prefix),
+        quotas=RedisQuotaStore(client, prefix),
+        is_shared=True,
+        closers=[client.aclose, blocking.aclose],
+    )

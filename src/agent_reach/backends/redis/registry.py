@@ -3,7 +3,8 @@
 Keys under ``<prefix>:``: ``agent:<id>`` holds the record as JSON and outlives the lease
 by `OFFLINE_RETENTION_S`; ``lease:<id>`` holds the ttl in ms and expires with the lease;
 ``agents`` is the set of ids, pruned when a record is gone. The script that makes a
-change also publishes it on ``<prefix>:registry``.
+change also publishes it on ``<prefix>:registry``, where health announcements (which
+store nothing) go too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 import orjson
 import structlog
@@ -28,7 +29,7 @@ from agent_reach.backends.protocols import (
 )
 from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.backends.redis.scripts import register_script
-from agent_reach.model.agents import AgentSpec
+from agent_reach.model.agents import AgentSpec, HealthStatus
 
 log = structlog.get_logger("agent_reach.backends.redis")
 
@@ -36,7 +37,8 @@ RETENTION_MS = round(OFFLINE_RETENTION_S * 1000)
 WATCH_IDLE_S = 5.0  # a subscription this quiet is pinged, so a dead socket cannot hide
 WATCH_BACKOFF_FIRST_S = 0.1  # first pause before subscribing again after Redis went away
 WATCH_BACKOFF_CAP_S = 5.0  # pauses double up to this: an outage costs Redis one try per 5 s
-_OPS = frozenset({"put", "renew", "remove"})
+_OPS = frozenset({"put", "renew", "remove", "health"})
+_HEALTH_STATES = frozenset(get_args(HealthStatus))
 
 
 class RedisRegistryStore:
@@ -100,6 +102,11 @@ class RedisRegistryStore:
             LeasedRecord(decode_record(orjson.loads(raw)), int(lease_ms) / 1000)
             for raw, lease_ms in zip(flat[::2], flat[1::2], strict=True)
         ]
+
+    @translate_errors
+    async def announce_health(self, agent_id: str, health: HealthStatus, origin: str) -> None:
+        event = {"op": "health", "agent_id": agent_id, "origin": origin, "health": health}
+        await self._client.publish(self._channel, orjson.dumps(event))
 
     async def watch(self, listener: RegistryListener) -> None:
         """Follow the channel on a dedicated connection, subscribing again after an outage.
@@ -170,13 +177,18 @@ def decode_record(document: dict[str, Any]) -> InstanceRecord:
 def decode_event(data: bytes) -> RegistryEvent:
     """A published change; `ValueError` when it is not one of ours."""
     payload = orjson.loads(data)
-    if payload["op"] not in _OPS:
-        raise ValueError(f"unknown registry op {payload['op']!r}")
+    op = payload["op"]
+    if op not in _OPS:
+        raise ValueError(f"unknown registry op {op!r}")
+    health = payload.get("health") if op == "health" else None
+    if op == "health" and health not in _HEALTH_STATES:
+        raise ValueError(f"unknown health status {health!r}")
     record = payload.get("record")
     return RegistryEvent(
-        op=cast(Literal["put", "renew", "remove"], payload["op"]),
+        op=cast(Literal["put", "renew", "remove", "health"], op),
         agent_id=str(payload["agent_id"]),
         origin=str(payload["origin"]),
         record=None if record is None else decode_record(record),
         lease_left_s=int(payload.get("lease_left_ms", 0)) / 1000,
+        health=cast(HealthStatus | None, health),
     )

@@ -1,0 +1,70 @@
+"""Idempotency records in Redis: claim, complete, release and peek are one Lua script each.
+
+Keys under ``<prefix>:``: ``idem:<key>`` is a hash (fingerprint, fence, lease deadline
+on Redis's clock, then status and body); ``idem-fence`` is the counter every fence comes
+from, so a fence is never handed out twice, even after a record was released or expired.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+from redis.asyncio import Redis
+
+from agent_reach.backends.protocols import Claim
+from agent_reach.backends.redis.errors import translate_errors
+from agent_reach.backends.redis.keys import join_key, to_ms
+from agent_reach.backends.redis.scripts import register_script
+
+# An in-progress record's key outlives its lease by this much, so a late owner's
+# `complete` is refused by fence, not by absence (the memory backend's grace, too).
+TAKEOVER_GRACE_S = 3600.0
+
+ClaimState = Literal["claimed", "completed", "in_progress", "mismatch"]
+
+
+class RedisIdempotencyStore:
+    """`IdempotencyStore` on Redis, shared by every coordinator using the same prefix."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._prefix = prefix
+        self._fences = join_key(prefix, "idem-fence")
+        self._claim = register_script(client, "idempotency_claim")
+        self._complete = register_script(client, "idempotency_complete")
+        self._release = register_script(client, "idempotency_release")
+        self._peek = register_script(client, "idempotency_peek")
+
+    @translate_errors
+    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
+        reply = await self._claim(
+            keys=[self._record(key), self._fences],
+            args=[fingerprint, to_ms(lease_s), to_ms(lease_s + TAKEOVER_GRACE_S)],
+        )
+        return decode_claim(reply)
+
+    @translate_errors
+    async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
+        stored = await self._complete(
+            keys=[self._record(key)], args=[fence, status, body, to_ms(ttl_s)]
+        )
+        return bool(stored)
+
+    @translate_errors
+    async def release(self, key: str, fence: int) -> None:
+        await self._release(keys=[self._record(key)], args=[fence])
+
+    @translate_errors
+    async def peek(self, key: str) -> Claim | None:
+        reply = await self._peek(keys=[self._record(key)])
+        return None if reply is None else decode_claim(reply)
+
+    def _record(self, request_key: str) -> str:
+        return join_key(self._prefix, "idem", request_key)
+
+
+def decode_claim(reply: list[bytes | int]) -> Claim:
+    """A script's ``{state, fence[, status, body]}`` as a `Claim`."""
+    state = cast(ClaimState, cast(bytes, reply[0]).decode())
+    if state != "completed":
+        return Claim(state, int(reply[1]))
+    return Claim(state, int(reply[1]), int(reply[2]), cast(bytes, reply[3]))

@@ -1,0 +1,27 @@
+-- Decide who executes a key, in one step (see `IdempotencyStore.claim`).
+-- The record is a hash: fingerprint, fence, lease_until (ms on Redis's own clock), and
+-- status and body once completed. Leases are compared with Redis TIME, never a caller's clock.
+-- KEYS: record, fence counter
+-- ARGV: fingerprint, lease ms, key ttl ms of an in-progress record (well past the lease)
+-- Returns {state, fence[, status, body]}.
+local record = redis.call('HMGET', KEYS[1], 'fingerprint', 'fence', 'lease_until', 'status', 'body')
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if record[1] then
+  if record[1] ~= ARGV[1] then
+    return {'mismatch', 0}
+  end
+  if record[5] then
+    return {'completed', tonumber(record[2]), tonumber(record[4]), record[5]}
+  end
+  if tonumber(record[3]) > now_ms then
+    return {'in_progress', tonumber(record[2])}
+  end
+end
+-- No record, or its owner's lease ran out: a new owner with a higher fence.
+local fence = redis.call('INCR', KEYS[2])
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1], 'fence', fence,
+  'lease_until', now_ms + tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {'claimed', fence}

@@ -1,0 +1,56 @@
+"""Task documents and cached answers in Redis: one string per item, expiring by PX.
+
+Keys under ``<prefix>:``: ``task:<task id>`` and ``answer:<key>``.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from redis.asyncio import Redis
+
+from agent_reach.backends.redis.errors import translate_errors
+from agent_reach.backends.redis.keys import join_key, to_ms
+
+
+class _ExpiringBlobs:
+    """Bytes by name under ``<prefix>:<area>:``, each with its own expiry."""
+
+    def __init__(self, client: Redis, prefix: str, area: str) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._area = area
+
+    @translate_errors
+    async def _put(self, name: str, blob: bytes, ttl_s: float) -> None:
+        await self._client.set(join_key(self._prefix, self._area, name), blob, px=to_ms(ttl_s))
+
+    @translate_errors
+    async def _get(self, name: str) -> bytes | None:
+        return cast(bytes | None, await self._client.get(join_key(self._prefix, self._area, name)))
+
+
+class RedisTaskStore(_ExpiringBlobs):
+    """`TaskStore` on Redis."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        super().__init__(client, prefix, "task")
+
+    async def put(self, task_id: str, document: bytes, ttl_s: float) -> None:
+        await self._put(task_id, document, ttl_s)
+
+    async def get(self, task_id: str) -> bytes | None:
+        return await self._get(task_id)
+
+
+class RedisAnswerCache(_ExpiringBlobs):
+    """`AnswerCache` on Redis."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        super().__init__(client, prefix, "answer")
+
+    async def put(self, key: str, body: bytes, ttl_s: float) -> None:
+        await self._put(key, body, ttl_s)
+
+    async def get(self, key: str) -> bytes | None:
+        return await self._get(key)

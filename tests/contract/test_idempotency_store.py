@@ -1,0 +1,172 @@
+"""The `IdempotencyStore` contract, sentence by sentence, on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from contract_kit import Timeline
+
+from agent_reach.backends.bundle import Backends
+from agent_reach.backends.protocols import Claim, IdempotencyStore
+
+LEASE_S = 0.3  # short, so a real Redis lease runs out within the test
+TTL_S = 0.3  # likewise for a completed record
+LONG_S = 60.0  # a lease or ttl that does not run out during a test
+FINGERPRINT = "sha256:7d865e959b2466918c9863afca942d0fb89d7c9ac0c99bafc3749504ded97730"
+OTHER_FINGERPRINT = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+BODY = '{"订单": "已发货"}'.encode() + b"\x00\xff\r\n"  # any bytes, not only UTF-8 text
+
+
+@pytest.fixture
+def store(backends: Backends) -> IdempotencyStore:
+    return backends.idempotency
+
+
+async def test_the_first_claim_owns_the_key_and_a_second_claimer_finds_it_in_progress(
+    store: IdempotencyStore,
+) -> None:
+    first = await store.claim("req-1", FINGERPRINT, LONG_S)
+    second = await store.claim("req-1", FINGERPRINT, LONG_S)
+
+    assert first.state == "claimed"
+    assert first.fence > 0
+    assert second == Claim("in_progress", first.fence)
+    assert await store.peek("req-1") == Claim("in_progress", first.fence)
+
+
+async def test_a_completed_key_replays_its_status_and_body_byte_for_byte(
+    store: IdempotencyStore,
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+
+    assert await store.complete("req-1", owner.fence, 201, BODY, LONG_S) is True
+
+    replay = Claim("completed", owner.fence, 201, BODY)
+    assert await store.claim("req-1", FINGERPRINT, LONG_S) == replay
+    assert await store.peek("req-1") == replay
+
+
+async def test_an_empty_body_is_replayed_as_empty(store: IdempotencyStore) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+    await store.complete("req-1", owner.fence, 204, b"", LONG_S)
+
+    assert await store.claim("req-1", FINGERPRINT, LONG_S) == Claim(
+        "completed", owner.fence, 204, b""
+    )
+
+
+async def test_a_different_fingerprint_is_a_mismatch_and_changes_nothing(
+    store: IdempotencyStore,
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+
+    assert (await store.claim("req-1", OTHER_FINGERPRINT, LONG_S)).state == "mismatch"
+    assert await store.peek("req-1") == Claim("in_progress", owner.fence)
+
+    await store.complete("req-1", owner.fence, 200, BODY, LONG_S)
+
+    assert (await store.claim("req-1", OTHER_FINGERPRINT, LONG_S)).state == "mismatch"
+    assert await store.peek("req-1") == Claim("completed", owner.fence, 200, BODY)
+
+
+async def test_release_lets_the_next_claim_own_the_key_with_a_higher_fence(
+    store: IdempotencyStore,
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+
+    await store.release("req-1", owner.fence)
+
+    assert await store.peek("req-1") is None
+    next_owner = await store.claim("req-1", OTHER_FINGERPRINT, LONG_S)
+    assert next_owner.state == "claimed"
+    assert next_owner.fence > owner.fence
+
+
+async def test_release_by_a_stale_fence_or_after_completion_keeps_the_record(
+    store: IdempotencyStore,
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+
+    await store.release("req-1", owner.fence + 1000)
+    assert await store.peek("req-1") == Claim("in_progress", owner.fence)
+
+    await store.complete("req-1", owner.fence, 200, BODY, LONG_S)
+    await store.release("req-1", owner.fence)
+    assert await store.peek("req-1") == Claim("completed", owner.fence, 200, BODY)
+
+
+async def test_a_lease_that_ran_out_is_taken_over_and_the_old_owner_cannot_complete(
+    store: IdempotencyStore, timeline: Timeline
+) -> None:
+    old = await store.claim("req-1", FINGERPRINT, LEASE_S)
+    new = old
+
+    async def is_taken_over() -> bool:
+        nonlocal new
+        new = await store.claim("req-1", FINGERPRINT, LONG_S)
+        return new.state == "claimed"
+
+    await timeline.wait_out(LEASE_S, is_taken_over, failure="the ran-out lease was not taken over")
+
+    assert new.fence > old.fence
+    assert await store.complete("req-1", old.fence, 500, b"stale", LONG_S) is False
+    assert await store.peek("req-1") == Claim("in_progress", new.fence)
+    assert await store.complete("req-1", new.fence, 200, BODY, LONG_S) is True
+    assert await store.claim("req-1", FINGERPRINT, LONG_S) == Claim(
+        "completed", new.fence, 200, BODY
+    )
+
+
+async def test_an_owner_whose_lease_ran_out_still_completes_while_nobody_took_over(
+    store: IdempotencyStore, timeline: Timeline
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LEASE_S)
+
+    async def has_run_out() -> bool:
+        return await store.peek("req-1") is None
+
+    await timeline.wait_out(LEASE_S, has_run_out, failure="the lease never ran out")
+
+    assert await store.complete("req-1", owner.fence, 200, BODY, LONG_S) is True
+    assert await store.peek("req-1") == Claim("completed", owner.fence, 200, BODY)
+
+
+async def test_fifty_concurrent_claims_of_one_key_make_exactly_one_owner(
+    store: IdempotencyStore,
+) -> None:
+    claims = await asyncio.gather(*(store.claim("req-1", FINGERPRINT, LONG_S) for _ in range(50)))
+
+    owners = [c for c in claims if c.state == "claimed"]
+    assert len(owners) == 1
+    assert [c for c in claims if c not in owners] == [Claim("in_progress", owners[0].fence)] * 49
+
+
+async def test_a_completed_record_expires_after_its_ttl_and_the_key_can_run_again(
+    store: IdempotencyStore, timeline: Timeline
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+    await store.complete("req-1", owner.fence, 200, BODY, TTL_S)
+
+    async def has_expired() -> bool:
+        return await store.peek("req-1") is None
+
+    await timeline.wait_out(TTL_S, has_expired, failure="the completed record never expired")
+
+    again = await store.claim("req-1", OTHER_FINGERPRINT, LONG_S)
+    assert again.state == "claimed"
+    assert again.fence > owner.fence
+
+
+async def test_peek_of_an_unknown_key_is_none_and_claims_nothing(store: IdempotencyStore) -> None:
+    assert await store.peek("req-1") is None
+
+    assert (await store.claim("req-1", FINGERPRINT, LONG_S)).state == "claimed"
+
+
+async def test_keys_are_independent(store: IdempotencyStore) -> None:
+    first = await store.claim("run-7:step-a", FINGERPRINT, LONG_S)
+    second = await store.claim("run-7:step-b", FINGERPRINT, LONG_S)
+
+    assert (first.state, second.state) == ("claimed", "claimed")
+    assert first.fence != second.fence
