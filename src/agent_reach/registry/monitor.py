@@ -1,8 +1,9 @@
 """Active probes and passive detection feeding each instance's health state machine.
 
 Every instance with a live lease is probed every `interval_s` (spread out so probes
-do not arrive together); an offline instance is re-probed when its ejection pause
-ends. Deliveries report their outcomes too. Each state change is logged, counted,
+do not arrive together); an offline instance is probed only when its ejection pause
+ends (which doubles while it keeps failing), so a flapping instance cannot return
+faster than the pause allows. Deliveries report their outcomes too. Each state change is logged, counted,
 and announced to the other coordinators through the registry store.
 """
 
@@ -90,7 +91,10 @@ class HealthMonitor:
                 self._next_probe[agent_id] = now + random.uniform(0, self.interval_s)
                 continue
             reprobe = instance.tracker.reprobe_at
-            if at <= now or (reprobe is not None and reprobe <= now):
+            if reprobe is not None:  # ejected: back only after its pause and a passing probe
+                if reprobe <= now:
+                    due.append(instance)
+            elif at <= now:
                 due.append(instance)
         for agent_id in [a for a in self._next_probe if a not in self.registry.index.by_id]:
             del self._next_probe[agent_id]
