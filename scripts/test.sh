@@ -5,5 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh test
 bash scripts/ensure-redis.sh
+if [ ! -x /usr/bin/chromium ]; then  # the browser tests drive Debian's chromium (no downloads)
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+fi
 .venv/bin/ruff check src tests bench
 exec .venv/bin/python -m pytest "$@"

@@ -8,24 +8,31 @@ their code and exit 1; no command ever prints a traceback for them.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
+import httpx
 import orjson
 import typer
 import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
 
+from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings, load_mapping
 from agent_reach.demo import run_demo
-from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.errors import InvalidRequest, ReachError, error_from_body
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.observability.logging import configure_logging
+from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
 from agent_reach.sdk.client import SyncReachClient
 from agent_reach.server.app import create_app
 
@@ -185,6 +192,125 @@ def route(
 def demo() -> None:
     """Run the customer-service scenario on loopback: coordinator and agents in-process."""
     raise typer.Exit(run_demo())
+
+
+@app.command()
+@reporting_errors
+def trace(
+    trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="32 hex digits.")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+) -> None:
+    """Print a trace's hops as a tree with timings: route, attempts, nested calls."""
+    document = orjson.loads(_get(coordinator, f"/v1/traces/{trace_id}"))
+    Console().print(trace_tree(document))
+
+
+@app.command()
+@reporting_errors
+def top(
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between refreshes.")] = 1.0,
+    once: Annotated[bool, typer.Option(help="Print one frame (one interval) and exit.")] = False,
+) -> None:
+    """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops)."""
+    before = _scrape(coordinator)
+    if once:
+        time.sleep(interval)
+        Console().print(traffic_table(traffic(before, _scrape(coordinator)), coordinator))
+        return
+    with Live(traffic_table([], coordinator), auto_refresh=False) as live:
+        try:
+            while True:
+                time.sleep(interval)
+                after = _scrape(coordinator)
+                live.update(traffic_table(traffic(before, after), coordinator), refresh=True)
+                before = after
+        except KeyboardInterrupt:
+            pass
+
+
+def trace_tree(document: dict[str, Any]) -> Tree:
+    """The spans of a `GET /v1/traces/{id}` answer as a tree, children in start order."""
+    summary = document["summary"]
+    tree = Tree(
+        Text.assemble(
+            ("trace ", "bold"),
+            document["trace_id"],
+            "  ",
+            _status_text(summary["status"], summary["is_error"]),
+            f"  {summary['duration_ms']:.2f} ms",
+        )
+    )
+    spans = document["spans"]
+    ids = {s["span_id"] for s in spans}
+    nodes: dict[str | None, Tree] = {}
+    for span in spans:  # start order, so a parent always comes before its children
+        parent = span["parent_id"] if span["parent_id"] in ids else None
+        nodes[span["span_id"]] = nodes.get(parent, tree).add(_span_label(span))
+    return tree
+
+
+def traffic_table(rows: list[Traffic], coordinator: str) -> Table:
+    """One frame of `agent-reach top`."""
+    table = Table(title=f"traffic at {coordinator}", title_justify="left")
+    table.add_column("capability", style="bold", no_wrap=True)
+    for header in ("req/s", "errors/s", "total", "errors", "p50 ms", "p99 ms"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row.capability or "-",
+            f"{row.requests_per_s:.1f}",
+            Text(f"{row.errors_per_s:.1f}", style="red" if row.errors_per_s else ""),
+            str(row.total),
+            str(row.errors),
+            _optional(row.p50_ms, "{:.1f}"),
+            _optional(row.p99_ms, "{:.1f}"),
+        )
+    return table
+
+
+def _span_label(span: dict[str, Any]) -> Text:
+    label = Text.assemble((f"{span['kind']:<8}", "dim"), span["name"] or "-")
+    if span["agent_id"]:
+        label.append(f" → {span['agent_id']}", style="cyan")
+    if span["kind"] == "attempt":
+        label.append(f"  attempt {span['attempt']}")
+        if span["note"]:
+            label.append(f" ({span['note']})", style="yellow")
+    elif span["kind"] == "route" and span["note"]:
+        label.append(f"  rule {span['note']}", style="dim")
+    label.append("  ")
+    label.append_text(_status_text(span["status"], span["is_error"]))
+    label.append(f"  +{span['offset_ms']:.2f} ms  {span['duration_ms']:.2f} ms", style="dim")
+    return label
+
+
+def _status_text(status: str, is_error: bool) -> Text:
+    return Text(status, style="bold red" if is_error else "bold green")
+
+
+def _get(coordinator: str, path: str) -> bytes:
+    """GET a coordinator path; error answers raise their `ReachError` class."""
+    url = coordinator.rstrip("/") + path
+    try:
+        response = httpx.get(url, timeout=10)
+    except httpx.TransportError as exc:
+        raise ReachError(
+            f"could not reach the coordinator at {coordinator}: {exc}",
+            code="coordinator_unreachable",
+        ) from None
+    if not response.is_success:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        raise error_from_body(response.status_code, body)
+    return response.content
+
+
+def _scrape(coordinator: str) -> Scrape:
+    text = _get(coordinator, "/metrics").decode()
+    return parse_scrape(text, SYSTEM_CLOCK.monotonic())
 
 
 def instances_table(views: list[InstanceView]) -> Table:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_reach.errors import InvalidRequest
@@ -16,6 +16,23 @@ DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
     1 << 20
 )  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
+DEFAULT_TRACE_STORE_SIZE = 10_000  # traces kept for /v1/traces: about 10 MB at 4 spans each
+# Contexts (DESIGN.md, "Context store").
+DEFAULT_CONTEXT_TTL_S = 1800.0  # AR_TTL_DEFAULT of the original deployment: 30 min since last use
+MAX_CONTEXT_TTL_S = 7 * 86_400.0  # a week: longer-lived state belongs in the caller's own database
+# Ten times the longest timeout class (`long`, 30 s): a token outlives its delivery, not the task.
+DEFAULT_CONTEXT_TOKEN_TTL_S = 300.0
+DEFAULT_CONTEXT_SWEEP_S = 60.0  # DESIGN.md: the sweeper runs every 60 s
+# A projection is fetched on every delivery: 64 KiB is one quick round trip; bulky data
+# belongs elsewhere, referenced by URL.
+DEFAULT_CONTEXT_MAX_BYTES = 64 * 1024
+DEFAULT_CONTEXT_MAX_FIELDS = 1024  # object keys at every depth: far above any hand-made schema
+# A segment is cut every 50 items or 16 KiB, whichever comes first, so expiry drops old
+# turns in small steps; 64 live segments bound a context's lists to 1 MiB.
+DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
+DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
+DEFAULT_CONTEXT_MAX_SEGMENTS = 64
+MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 
 
 class Settings(BaseSettings):
@@ -54,6 +71,35 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     log_level: str = "info"
     log_json: bool = True
+    trace_store_size: int = Field(
+        DEFAULT_TRACE_STORE_SIZE, ge=1, description="traces kept in memory; the oldest go first"
+    )
+    otlp_endpoint: str | None = Field(
+        None, description="OTLP/HTTP collector base URL; needs the `otel` extra"
+    )
+    public_url: str | None = Field(
+        None,
+        description="the URL agents reach this coordinator at; when unset, the context URL "
+        "in a delivery is a path, relative to the coordinator the agent registered with",
+    )
+    ttl_default: float = Field(
+        DEFAULT_CONTEXT_TTL_S,
+        gt=0,
+        le=MAX_CONTEXT_TTL_S,
+        description="a context's lifetime since it was last read or written (AR_TTL_DEFAULT)",
+    )
+    context_secret: SecretStr | None = Field(
+        None,
+        description="HMAC key of context tokens, the same on every coordinator; when unset, "
+        "generated once (memory) or once per Redis prefix and shared through Redis",
+    )
+    context_token_ttl_s: float = Field(DEFAULT_CONTEXT_TOKEN_TTL_S, gt=0, le=86_400)
+    context_sweep_s: float = Field(DEFAULT_CONTEXT_SWEEP_S, gt=0, le=3600)
+    context_max_bytes: int = Field(DEFAULT_CONTEXT_MAX_BYTES, ge=1024)
+    context_max_fields: int = Field(DEFAULT_CONTEXT_MAX_FIELDS, ge=1)
+    context_segment_items: int = Field(DEFAULT_CONTEXT_SEGMENT_ITEMS, ge=1)
+    context_segment_bytes: int = Field(DEFAULT_CONTEXT_SEGMENT_BYTES, ge=256)
+    context_max_segments: int = Field(DEFAULT_CONTEXT_MAX_SEGMENTS, ge=1)
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
@@ -62,6 +108,15 @@ class Settings(BaseSettings):
                 "AR_CLUSTER_MODE needs a shared backend: set AR_REGISTRY_BACKEND=redis"
             )
         return self
+
+    @field_validator("context_secret")
+    @classmethod
+    def _secret_is_long_enough(cls, secret: SecretStr | None) -> SecretStr | None:
+        if secret is not None and len(secret.get_secret_value()) < MIN_CONTEXT_SECRET_CHARS:
+            raise ValueError(
+                f"AR_CONTEXT_SECRET must be at least {MIN_CONTEXT_SECRET_CHARS} characters"
+            )
+        return secret
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> Settings:

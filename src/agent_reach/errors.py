@@ -1,6 +1,9 @@
 """Every error Agent-Reach raises, and the one table that maps it to HTTP.
 
 ReachError
+  Unauthorized             401 unauthorized: no valid API key
+  Forbidden                403 forbidden: the key's principal may not do this
+  QuotaExceeded            429 quota_exceeded: try again after `retry_after_s`
   CallerError              the caller must change the request (4xx)
     InvalidRequest           400 invalid_request
       ValidationFailed         422 validation_error
@@ -48,6 +51,28 @@ class ReachError(Exception):
     def to_body(self) -> dict[str, Any]:
         """The wire form: ``{"error": {"code", "message", **details}}``."""
         return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+class Unauthorized(ReachError):
+    """No valid API key: missing, malformed, unknown or revoked (one answer for all)."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(ReachError):
+    """A valid key whose principal may not do this (deny by default)."""
+
+    status = 403
+    code = "forbidden"
+
+
+class QuotaExceeded(ReachError):
+    """The caller's token bucket for this capability is empty; `retry_after_s` says when."""
+
+    status = 429
+    code = "quota_exceeded"
+    retryable = True
 
 
 class CallerError(ReachError):
@@ -182,6 +207,9 @@ class StoreUnavailable(ReachError):
 _BY_CODE: dict[str, type[ReachError]] = {
     cls.code: cls
     for cls in (
+        Unauthorized,
+        Forbidden,
+        QuotaExceeded,
         CallerError,
         InvalidRequest,
         ValidationFailed,

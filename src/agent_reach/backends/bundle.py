@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from agent_reach.backends.protocols import (
     AnswerCache,
+    ContextStore,
     IdempotencyStore,
     JournalStore,
     KeyStore,
@@ -30,6 +31,7 @@ class Backends:
     answers: AnswerCache
     keys: KeyStore
     quotas: QuotaStore
+    contexts: ContextStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -6,7 +6,7 @@ Implementations raise `StoreUnavailable` (never a driver error) when they cannot
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -18,10 +18,12 @@ OFFLINE_RETENTION_S = 600.0  # an instance whose lease ran out stays listed as o
 
 @dataclass(frozen=True, slots=True)
 class InstanceRecord:
-    """What the registry stores for one instance: its spec and when it first registered."""
+    """What the registry stores for one instance: its spec, when it registered, and who
+    registered it (the principal that alone may renew, change or remove it)."""
 
     spec: AgentSpec
     registered_at: float
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,4 +213,141 @@ class QuotaStore(Protocol):
         Returns 0 when a token was taken, else the seconds until one will be there
         (nothing taken). A bucket starts full (`burst` tokens) and refills at
         `rate_per_s`; time is the store's own clock, so coordinators' clocks do not matter.
+        """
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentPolicy:
+    """How appended lists are cut into segments, and how many live segments a context keeps.
+
+    A segment is full at `items` items, or when the next item would take it past
+    `max_bytes` (a segment always takes at least one item). `max_segments` counts the
+    live segments of all of one context's lists together.
+    """
+
+    items: int
+    max_bytes: int
+    max_segments: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredContext:
+    """One consistent read of a context.
+
+    `document` is the JSON object as last written (appended lists are not in it).
+    `lists` maps each list that was asked for to the items of its live segments, oldest
+    first; `list_names` names every list of the context, loaded or not. `expires_in_s`
+    is the context's remaining life after this read renewed it; `segments_read` and
+    `bytes_read` say what the read loaded.
+    """
+
+    document: bytes
+    version: int
+    expires_in_s: float
+    lists: dict[str, list[bytes]]
+    list_names: frozenset[str]
+    segments_read: int
+    bytes_read: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWrite:
+    """What a context write did.
+
+    `written`: `version` is the new version, `expires_in_s` the renewed life. Refusals
+    change nothing: `missing` (no live context), `conflict` (`version` is the stored
+    one), `not_a_list` (an append to a field of the document), `too_many_segments`.
+    """
+
+    state: Literal["written", "missing", "conflict", "not_a_list", "too_many_segments"]
+    version: int = 0
+    expires_in_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Swept:
+    """What one `ContextStore.sweep` removed."""
+
+    contexts: int
+    segments: int
+
+
+class ContextStore(Protocol):
+    """Context documents with a version and a ttl, and appended lists cut into segments.
+
+    A context lives `ttl_s` past its last read or write; a segment lives `ttl_s` past
+    the last append to it, so a long session keeps its document and its recent items
+    while old items expire. Renewing never shortens an expiry that `hold` raised.
+    """
+
+    async def create(
+        self, context_id: str, document: bytes, names: Collection[str], ttl_s: float
+    ) -> bool:
+        """Store a new context at version 1 living `ttl_s`; False, changing nothing, if taken.
+
+        `names` are the document's top-level field names: appends to them are refused.
+        """
+
+    async def read(self, context_id: str, lists: Collection[str] | None) -> StoredContext | None:
+        """The document and the live segments of `lists` (None: every list), consistently.
+
+        None when the context is missing or expired. Segments of other lists are not
+        loaded. Renews the context (not its segments) for another `ttl_s`.
+        """
+
+    async def write(
+        self,
+        context_id: str,
+        document: bytes,
+        names: Collection[str],
+        *,
+        version: int,
+        drop_lists: Collection[str] = (),
+    ) -> ContextWrite:
+        """Replace the document only while the stored version is `version` (compare-and-set).
+
+        Written: the version goes up by one, the lists in `drop_lists` are deleted with
+        their segments, and the context is renewed, all at once.
+        """
+
+    async def append(
+        self,
+        context_id: str,
+        name: str,
+        items: Sequence[bytes],
+        *,
+        version: int | None,
+        policy: SegmentPolicy,
+    ) -> ContextWrite:
+        """Append `items` to the list `name`, all or none, in one atomic step.
+
+        Items fill the list's current segment until `policy` says it is full, then new
+        segments; every segment written, and the context, live another `ttl_s`. The
+        version goes up by one. `conflict` when `version` is given and is not the
+        stored one; `too_many_segments` when the context would hold more than
+        `policy.max_segments` live segments.
+        """
+
+    async def delete(self, context_id: str) -> bool:
+        """Delete the context and all its segments at once; False when there was none."""
+
+    async def hold(self, context_ids: Collection[str], hold_s: float) -> int:
+        """Keep these contexts and their live segments at least `hold_s` seconds more.
+
+        Raises every expiry that would come sooner to `hold_s` from now, never lowers
+        one; atomic per context. Returns how many of the contexts exist.
+        """
+
+    async def sweep(self) -> Swept:
+        """Remove expired contexts and segments and say how many went.
+
+        Atomic per context. A store whose entries expire by themselves (Redis) has
+        nothing to do and returns zeros.
+        """
+
+    async def shared_secret(self, candidate: bytes) -> bytes:
+        """The token key every coordinator on this store shares.
+
+        Stores `candidate` unless a key is stored already (set-if-absent, atomic), then
+        returns the stored key; it never expires.
         """

@@ -30,6 +30,7 @@ from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import Attempt
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
@@ -67,6 +68,7 @@ class AttemptLoop:
         budget: RetryBudget,
         clock: Clock,
         metrics: Metrics,
+        tracer: Tracer,
     ) -> None:
         self.index = index
         self.transports = transports
@@ -74,6 +76,7 @@ class AttemptLoop:
         self.budget = budget
         self.clock = clock
         self.metrics = metrics
+        self.tracer = tracer
 
     async def run(
         self,
@@ -156,9 +159,10 @@ class AttemptLoop:
     ) -> Delivered:
         spec = instance.spec
         transport = self.transports.get(spec.transport.type)
-        _, traceparent = trace.child_traceparent()
+        span_id, traceparent = trace.child_traceparent()
         window = instance.stats
         number = len(chain.attempts) + 1
+        via = _via(instance.id, chain)
         if instance.id not in chain.tried:
             chain.tried.append(instance.id)
         window.in_flight += 1
@@ -176,6 +180,7 @@ class AttemptLoop:
             if exc.retryable:
                 self.health.record_delivery(instance, ok=False)
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
+            self._trace(trace, span_id, delivery, spec.id, number, started, exc.code, via)
             chain.attempts.append(
                 Attempt(
                     spec.id,
@@ -193,8 +198,33 @@ class AttemptLoop:
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
         self.metrics.attempt_seconds.labels("ok").observe(elapsed_ms / 1000)
+        self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via)
         chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
         return Delivered(result, instance, chain.attempts)
+
+    def _trace(
+        self,
+        trace: TraceContext,
+        span_id: str,
+        delivery: Delivery,
+        agent_id: str,
+        number: int,
+        started: float,
+        status: str,
+        via: str | None,
+    ) -> None:
+        self.tracer.record(
+            "attempt",
+            delivery.capability,
+            trace_id=trace.trace_id,
+            parent_id=trace.parent_span_id,
+            started=started,
+            status=status,
+            span_id=span_id,
+            agent_id=agent_id,
+            attempt=number,
+            note=via,
+        )
 
     def _generic_ids(self) -> list[str]:
         return [i.id for i in self.index.generic]
@@ -208,6 +238,15 @@ def _same_capability(decision: RouteDecision) -> list[str]:
         if c.capability == decision.capability and c.agent_id != chosen
     ]
     return [chosen, *rest] if chosen else rest
+
+
+def _via(agent_id: str, chain: _Chain) -> str | None:
+    """How an attempt after the first was chosen: the same instance again, or the chain."""
+    if not chain.tried:
+        return None
+    if agent_id in chain.tried:
+        return "resend"
+    return "next_instance" if agent_id in chain.order else "generic"
 
 
 def _may_have_acted(error: AgentFailed) -> bool:

@@ -36,6 +36,7 @@ from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.observability.tracing import Span, Tracer
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
@@ -59,6 +60,7 @@ class InvokeService:
         budget: RetryBudget,
         clock: Clock,
         metrics: Metrics,
+        tracer: Tracer,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -70,6 +72,7 @@ class InvokeService:
         self.budget = budget
         self.clock = clock
         self.metrics = metrics
+        self.tracer = tracer
 
     async def handle(
         self,
@@ -82,6 +85,8 @@ class InvokeService:
         """The answer for one request at the edge (sync answer, 202 task, or error)."""
         started = self.clock.monotonic()
         request_id = request.request_id or uuid.uuid4().hex
+        span = self.tracer.start("invoke", trace, request.capability or "", request_id)
+        trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
         hops = _hop_budget(hop_budget, request.max_hop)
         task = TaskEntry(
             task_id=request_id,
@@ -112,9 +117,10 @@ class InvokeService:
                 )
                 if isinstance(claimed, Answer):
                     self.metrics.idempotent_replays.inc()
+                    self.tracer.end(span, "replayed")
                     return claimed
                 fence = claimed
-            answer, error = await self._answer(task, trace, policy, started)
+            answer, error = await self._answer(task, trace, policy, started, span)
         except ReachError as exc:
             answer, error = _error_answer(exc, request_id, trace), exc
             route = exc.details.get("route")
@@ -130,17 +136,23 @@ class InvokeService:
                 keep=is_final(error) or answer.status == 202,
                 ttl_s=policy.delivery.idempotency_ttl_s,
             )
-        self.metrics.request_seconds.observe(self.clock.monotonic() - started)
+        self.metrics.request_seconds_of(span.name).observe(self.clock.monotonic() - started)
+        self.tracer.end(span, error.code if error is not None else None)
         return answer
 
     async def run_task(self, task: TaskEntry) -> Answer:
         """Execute a queued or suspended task now (called by the task board)."""
         trace = TraceContext(task.trace_id)
+        span = self.tracer.start("task", trace, task.request.capability or "", task.task_id)
         policy = self.routing.policy()
         try:
-            answer, _ = await self._answer(task, trace, policy, self.clock.monotonic(), queued=True)
+            answer, _ = await self._answer(
+                task, trace.under(span.span_id), policy, span.started, span, queued=True
+            )
         except ReachError as exc:
+            self.tracer.end(span, exc.code)
             return _error_answer(exc, task.task_id, trace)
+        self.tracer.end(span)
         return answer
 
     async def expire_task(self, task: TaskEntry) -> Answer:
@@ -148,6 +160,10 @@ class InvokeService:
         capability = task.request.capability
         remembered = (
             await self.answers.recall(capability, task.request.payload) if capability else None
+        )
+        self.tracer.end(
+            self.tracer.start("task", TraceContext(task.trace_id), capability or "", task.task_id),
+            "no_instance" if remembered is None else "degraded",
         )
         if remembered is None:
             self.metrics.requests.labels(capability or "", "error").inc()
@@ -177,17 +193,25 @@ class InvokeService:
         trace: TraceContext,
         policy: RoutingPolicy,
         started: float,
+        span: Span,
         *,
         queued: bool = False,
     ) -> tuple[Answer, ReachError | None]:
+        """The answer once routed; sets `span`'s capability, agent and outcome on the way."""
         request = task.request
         decision = await self.routing.route(
-            request, request_id=task.task_id, trace_id=trace.trace_id, kind="invoke"
+            request,
+            request_id=task.task_id,
+            trace_id=trace.trace_id,
+            kind="invoke",
+            parent_span_id=trace.parent_span_id,
         )
+        span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
             timeout_class = _timeout_class(policy, request, decision, self.routing)
             if not queued and (request.mode == "async" or timeout_class.asynchronous):
+                span.status = "queued"
                 return await self.tasks.accept(task, "queued"), None
             deadline = started + _deadline_s(task.deadline_ms, policy, timeout_class)
             delivery = Delivery(
@@ -213,6 +237,7 @@ class InvokeService:
             self.metrics.fallbacks.labels("suspended").inc()
             self.metrics.requests.labels(capability, "suspended").inc()
             log.info("request_suspended", request_id=task.task_id, capability=capability)
+            span.status = "suspended"
             answer = await self.tasks.accept(task, "suspended", suspend_s=policy.delivery.suspend_s)
             return answer, None
         except ReachError as exc:
@@ -228,6 +253,7 @@ class InvokeService:
                 decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
             )
         self.metrics.requests.labels(decision.capability or "", status).inc()
+        span.status, span.agent_id = status, delivered.instance.id
         result = InvokeResult(
             request_id=task.task_id,
             trace_id=trace.trace_id,

@@ -2,7 +2,8 @@
 
 Targets: `off`, `stdout`, `stderr`, or a file path (rotated by size). Records are
 serialized on the caller's thread with orjson (a few µs) and written by a
-`QueueListener` thread, so a slow disk never stalls routing.
+`QueueListener` thread, so a slow disk never stalls routing. Whatever the target,
+the newest decisions also stay in memory for `GET /v1/decisions` and the dashboard.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import logging
 import queue
 import sys
+from collections import deque
+from dataclasses import dataclass
 from logging.handlers import QueueHandler, QueueListener, RotatingFileHandler
 from pathlib import Path
 from typing import Literal
@@ -21,6 +24,18 @@ from agent_reach.model.decisions import RouteDecision
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # rotate at 50 MB
 DEFAULT_BACKUPS = 5  # keep 5 rotated files: 300 MB at most
+DEFAULT_RECENT = 256  # decisions kept in memory: the dashboard lists 100; each one held costs
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~3x on the hot path
+class RecentDecision:
+    """One decision as the dashboard lists it."""
+
+    time: float
+    kind: Literal["route", "invoke"]
+    request_id: str
+    trace_id: str
+    decision: RouteDecision
 
 
 class DecisionLog:
@@ -33,8 +48,10 @@ class DecisionLog:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         backups: int = DEFAULT_BACKUPS,
+        recent: int = DEFAULT_RECENT,
     ) -> None:
         self.clock = clock
+        self._recent: deque[RecentDecision] = deque(maxlen=recent)
         self._listener: QueueListener | None = None
         self._logger: logging.Logger | None = None
         if target == "off":
@@ -74,11 +91,13 @@ class DecisionLog:
         The user's text is not logged (it may hold personal data); the request_id
         joins the record to the caller's own logs.
         """
+        now = self.clock.wall()
+        self._recent.append(RecentDecision(now, kind, request_id, trace_id, decision))
         if self._logger is None:
             return
         line = orjson.dumps(
             {
-                "time": self.clock.wall(),
+                "time": now,
                 "kind": kind,
                 "request_id": request_id,
                 "trace_id": trace_id,
@@ -93,6 +112,21 @@ class DecisionLog:
         )
         self._logger.info(line.decode())
 
+    def recent(
+        self, limit: int, *, trace_id: str | None = None, agent_id: str | None = None
+    ) -> list[RecentDecision]:
+        """The newest decisions first; only those of `trace_id`, or weighing `agent_id`."""
+        found: list[RecentDecision] = []
+        for entry in reversed(self._recent):
+            if trace_id is not None and entry.trace_id != trace_id:
+                continue
+            if agent_id is not None and not _involves(entry.decision, agent_id):
+                continue
+            found.append(entry)
+            if len(found) >= limit:
+                break
+        return found
+
     def close(self) -> None:
         """Write what is queued and stop the writer thread."""
         if self._listener is not None:
@@ -101,3 +135,7 @@ class DecisionLog:
                 handler.close()
             self._listener = None
             self._logger = None
+
+
+def _involves(decision: RouteDecision, agent_id: str) -> bool:
+    return decision.agent_id == agent_id or any(c.agent_id == agent_id for c in decision.candidates)

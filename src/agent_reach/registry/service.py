@@ -59,9 +59,9 @@ class Registry:
                 await task
         self._tasks = []
 
-    async def register(self, spec: AgentSpec) -> Instance:
+    async def register(self, spec: AgentSpec, owner: str | None = None) -> Instance:
         """Store the instance and start its lease; a known id is replaced in place."""
-        record = InstanceRecord(spec=spec, registered_at=self.clock.wall())
+        record = InstanceRecord(spec=spec, registered_at=self.clock.wall(), owner=owner)
         await self.store.put(record, self.node_id)
         instance = self.index.upsert(record, self.clock.monotonic() + spec.ttl)
         log.info("agent_registered", agent_id=spec.id, capabilities=spec.capabilities)
@@ -106,6 +106,11 @@ class Registry:
         """Every known instance with its status and this coordinator's stats."""
         now = self.clock.monotonic()
         return [view_of(instance, now) for instance in self.index.by_id.values()]
+
+    def owner_of(self, agent_id: str) -> str | None:
+        """Who registered the instance (None when unknown or registered without a key)."""
+        instance = self.index.by_id.get(agent_id)
+        return instance.record.owner if instance else None
 
     def get(self, agent_id: str) -> InstanceView:
         instance = self.index.by_id.get(agent_id)

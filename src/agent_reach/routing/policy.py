@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_reach.model.access import AccessPolicy, QuotaRule
+
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
 
@@ -84,6 +86,8 @@ class RoutingPolicy(BaseModel):
     )
     match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
     delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
+    access: AccessPolicy = Field(default_factory=AccessPolicy)
+    quotas: list[QuotaRule] = Field(default_factory=list)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

@@ -9,6 +9,8 @@ from agent_reach.clock import Clock
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.decision_log import DecisionLog
+from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
@@ -27,6 +29,9 @@ class RoutingService:
         affinity: AffinityTable,
         matching: MatchingPipeline,
         decision_log: DecisionLog,
+        *,
+        tracer: Tracer,
+        metrics: Metrics,
     ) -> None:
         self.index = index
         self.policy = policy
@@ -34,6 +39,8 @@ class RoutingService:
         self.affinity = affinity
         self.matching = matching
         self.decision_log = decision_log
+        self.tracer = tracer
+        self.metrics = metrics
 
     async def route(
         self,
@@ -42,8 +49,10 @@ class RoutingService:
         request_id: str,
         trace_id: str,
         kind: Literal["route", "invoke"] = "route",
+        parent_span_id: str | None = None,
     ) -> RouteDecision:
-        """The explained decision for one request, logged; nothing is invoked."""
+        """The explained decision for one request, logged and traced; nothing is invoked."""
+        started = self.clock.monotonic()
         policy = self.policy()
         if request.capability:
             matches = exact_match(request.capability)
@@ -60,4 +69,15 @@ class RoutingService:
             from_text=request.capability is None,
         )
         self.decision_log.record(decision, kind=kind, request_id=request_id, trace_id=trace_id)
+        self.metrics.route_seconds.observe(self.clock.monotonic() - started)
+        self.tracer.record(
+            "route",
+            decision.capability or request.capability or "",
+            trace_id=trace_id,
+            parent_id=parent_span_id,
+            started=started,
+            status="ok" if decision.agent_id else decision.rule,
+            agent_id=decision.agent_id,
+            note=decision.rule,
+        )
         return decision

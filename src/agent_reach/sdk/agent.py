@@ -21,10 +21,12 @@ import random
 import socket
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+import httpx
+import orjson
 import structlog
 import uvicorn
 from pydantic import TypeAdapter, ValidationError
@@ -33,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_reach.errors import CallerError, NotFound, ReachError
+from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError, error_from_body
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import DEFAULT_TTL_S, AgentSpec, TransportSpec, normalize_capability
 from agent_reach.sdk.client import ReachClient
@@ -48,6 +50,10 @@ HEARTBEATS_PER_TTL = 3  # DESIGN.md: renew at ttl/3, so two lost heartbeats do n
 REGISTER_BACKOFF_FIRST_S = 0.1
 REGISTER_BACKOFF_MAX_S = 5.0
 BACKLOG = 2048  # uvicorn's default listen backlog
+# A context call is one store read or write on the coordinator (milliseconds); after 5 s,
+# the longest synchronous timeout class (`reasoning`), the delivery has failed anyway.
+CONTEXT_TIMEOUT_S = 5.0
+MERGE_PATCH = "application/merge-patch+json"  # RFC 7386, section 4
 _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 - recognised, never bound here
 _DELIVERY = TypeAdapter(Delivery)
 
@@ -69,7 +75,8 @@ class AgentRequest:
     `hop` is the hop budget left for calls the handler makes onward; `client` is a
     `ReachClient` bound to the coordinator that passes `hop` and the trace on by
     itself, so ``await request.client.invoke("other.capability", payload=...)`` is
-    counted as the next hop of the same trace.
+    counted as the next hop of the same trace. ``await request.context_data()`` is
+    the agent's projection of the request's context, fetched only when asked for.
     """
 
     request_id: str
@@ -79,6 +86,76 @@ class AgentRequest:
     trace_id: str
     hop: int
     client: ReachClient
+    _context: _ContextLink | None = field(default=None, repr=False, compare=False)
+
+    async def context_data(self) -> dict[str, Any]:
+        """This agent's projection of the request's context; {} when it carries none.
+
+        Fetched from the coordinator with the delivery's token on the first call (only
+        the `context_fields` the agent registered are in it), then cached; the next call
+        after `update_context` fetches it again.
+        """
+        return {} if self._context is None else await self._context.load()
+
+    @property
+    def context_version(self) -> int | None:
+        """The context's version as last read or written here; None before that."""
+        return None if self._context is None else self._context.version
+
+    async def update_context(self, patch: dict[str, Any], *, if_version: int | None = None) -> int:
+        """Merge `patch` (RFC 7386) into the context and return the new version.
+
+        Only the agent's `context_fields` may be written (else `ValidationFailed`,
+        `field_not_writable`). With `if_version`, the write happens only while the
+        context is still at that version, else `Conflict` (`version_conflict`).
+        """
+        if self._context is None:
+            raise InvalidRequest("this request carries no context", code="no_context")
+        return await self._context.update(patch, if_version)
+
+
+class _ContextLink:
+    """One delivery's context: its URL and token, and the projection once fetched."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str, token: str) -> None:
+        self._http = http
+        self._url = url
+        self._auth = {"authorization": f"Bearer {token}"}
+        self._lock = asyncio.Lock()
+        self._data: dict[str, Any] | None = None
+        self.version: int | None = None
+
+    async def load(self) -> dict[str, Any]:
+        async with self._lock:  # concurrent first calls share one fetch
+            if self._data is None:
+                answer = await self._call("GET", self._auth)
+                self._data, self.version = answer["document"], answer["version"]
+            return self._data
+
+    async def update(self, patch: dict[str, Any], if_version: int | None) -> int:
+        headers = {**self._auth, "content-type": MERGE_PATCH}
+        if if_version is not None:
+            headers["if-match"] = str(if_version)
+        answer = await self._call("PATCH", headers, orjson.dumps(patch))
+        self._data, self.version = None, int(answer["version"])
+        return self.version
+
+    async def _call(self, method: str, headers: dict[str, str], body: bytes = b"") -> Any:
+        """The JSON answer; the `agent_reach.errors` class of an error answer."""
+        try:
+            response = await self._http.request(method, self._url, headers=headers, content=body)
+        except httpx.TransportError as exc:
+            raise ReachError(
+                f"could not reach the context at {self._url}: {str(exc) or type(exc).__name__}",
+                code="coordinator_unreachable",
+            ) from None
+        try:
+            answer = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            answer = None
+        if not response.is_success:
+            raise error_from_body(response.status_code, answer)
+        return answer
 
 
 class _RunOnce:
@@ -155,6 +232,7 @@ class Agent:
         self._default: Callable[[AgentRequest], Awaitable[Any]] | None = None
         self._runs = _RunOnce(REMEMBERED_REQUESTS)
         self._client: ReachClient | None = None
+        self._context_http: httpx.AsyncClient | None = None
         self._is_registered = False
         self.app = Starlette(
             routes=[
@@ -239,8 +317,12 @@ class Agent:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         spec = self.spec()
-        async with ReachClient(self.coordinator_url, api_key=self.api_key) as client:
-            self._client = client
+        async with (
+            ReachClient(self.coordinator_url, api_key=self.api_key) as client,
+            # Context URLs in deliveries are relative to the coordinator unless it says otherwise.
+            httpx.AsyncClient(base_url=self.coordinator_url, timeout=CONTEXT_TIMEOUT_S) as http,
+        ):
+            self._client, self._context_http = client, http
             # One attempt before serving, so a started agent is registered whenever the
             # coordinator is up; a refusal (4xx) fails startup instead of running unseen.
             await self._try_register(client, spec)
@@ -252,7 +334,7 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError):
                     await keeper
                 await self._deregister(client)
-                self._client = None
+                self._client = self._context_http = None
 
     async def _keep_lease(self, client: ReachClient, spec: AgentSpec) -> None:
         """Register if not yet, heartbeat every ttl/3, register again whenever the lease is lost."""
@@ -309,7 +391,7 @@ class Agent:
             delivery = _DELIVERY.validate_json(await request.body())
         except ValidationError as exc:
             return _error(400, "invalid_delivery", f"the body is not a valid delivery: {exc}")
-        if self._client is None:
+        if self._client is None or self._context_http is None:
             return _error(503, "agent_not_started", "the agent's lifespan has not started")
         handler = self._handlers.get(delivery.capability, self._default)
         if handler is None:
@@ -324,6 +406,7 @@ class Agent:
             client=self._client.for_handler(
                 hop=delivery.hop, traceparent=request.headers.get("traceparent")
             ),
+            _context=_context_link(self._context_http, delivery.context),
         )
         try:
             body = await self._runs.run(delivery.request_id, partial(_run, handler, agent_request))
@@ -350,6 +433,16 @@ async def _run(handler: Callable[[AgentRequest], Awaitable[Any]], request: Agent
             capability=request.capability,
         )
         raise
+
+
+def _context_link(http: httpx.AsyncClient, block: dict[str, Any] | None) -> _ContextLink | None:
+    """The link to a delivery's ``{"id", "token", "url"}`` block, when it has one."""
+    if block is None:
+        return None
+    url, token = block.get("url"), block.get("token")
+    if not isinstance(url, str) or not isinstance(token, str):
+        return None
+    return _ContextLink(http, url, token)
 
 
 def _as_async(fn: Callable[[AgentRequest], Any]) -> Callable[[AgentRequest], Awaitable[Any]]:

@@ -15,7 +15,17 @@ from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
 from agent_reach.server.openapi import add_invoke_operation
-from agent_reach.server.routes import agents, health, routing, tasks
+from agent_reach.server.routes import (
+    agents,
+    contexts,
+    decisions,
+    health,
+    queues,
+    routing,
+    tasks,
+    traces,
+)
+from agent_reach.server.routes.dashboard import mount_dashboard
 from agent_reach.server.runtime import Runtime, open_runtime
 
 
@@ -42,8 +52,9 @@ class CoordinatorApp:
             redoc_url=None,
         )
         install_error_handlers(self.api)
-        for module in (agents, routing, tasks, health):
+        for module in (agents, routing, tasks, health, traces, decisions, queues, contexts):
             self.api.include_router(module.router)
+        mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)
 

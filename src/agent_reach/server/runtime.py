@@ -15,6 +15,7 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
+from agent_reach.context.service import ContextService
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
@@ -25,6 +26,9 @@ from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.otel import OtlpExport
+from agent_reach.observability.trace_store import TraceStore
+from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.service import Registry
@@ -51,6 +55,8 @@ class Runtime:
     dead_letters: DeadLetters
     policy: PolicySource
     metrics: Metrics
+    tracer: Tracer
+    contexts: ContextService
 
 
 @asynccontextmanager
@@ -60,6 +66,12 @@ async def open_runtime(
     """Open backends and clients, start the background loops; close all of it on exit."""
     node_id = uuid.uuid4().hex[:12]
     metrics = Metrics()
+    export = (
+        OtlpExport(settings.otlp_endpoint, clock, service_name="agent-reach", node_id=node_id)
+        if settings.otlp_endpoint
+        else None
+    )
+    tracer = Tracer(TraceStore(settings.trace_store_size, clock), clock, export)
     backends = await open_backends(settings, clock)
     transports = open_transports()
     decision_log = DecisionLog(settings.decision_log, clock)
@@ -79,6 +91,8 @@ async def open_runtime(
         AffinityTable(),
         MatchingPipeline(registry.index, clock, settings),
         decision_log,
+        tracer=tracer,
+        metrics=metrics,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
@@ -86,9 +100,10 @@ async def open_runtime(
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers)
+    contexts = await ContextService.open(backends.contexts, clock, settings)
     invoke = InvokeService(
         routing=routing,
-        attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics),
+        attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
         guard=IdempotencyGuard(backends.idempotency, clock),
         tasks=tasks,
         dead_letters=dead_letters,
@@ -97,6 +112,7 @@ async def open_runtime(
         budget=budget,
         clock=clock,
         metrics=metrics,
+        tracer=tracer,
     )
     runtime = Runtime(
         settings=settings,
@@ -112,6 +128,8 @@ async def open_runtime(
         dead_letters=dead_letters,
         policy=policy,
         metrics=metrics,
+        tracer=tracer,
+        contexts=contexts,
     )
     await registry.start()
     loops = [
@@ -119,6 +137,7 @@ async def open_runtime(
         asyncio.create_task(health.run(), name="health-monitor"),
         asyncio.create_task(tasks.run(invoke.run_task, invoke.expire_task), name="task-board"),
         asyncio.create_task(answers.run(), name="answer-memory"),
+        asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
     ]
     try:
         yield runtime
@@ -132,6 +151,8 @@ async def open_runtime(
         await transports.aclose()
         await backends.aclose()
         decision_log.close()
+        if export is not None:
+            await asyncio.to_thread(export.close)
 
 
 def runtime_of(request: Request) -> Runtime:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent_reach.backends.bundle import Backends
+from agent_reach.backends.memory.contexts import MemoryContextStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
@@ -26,4 +27,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         answers=MemoryAnswerCache(clock),
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
+        contexts=MemoryContextStore(clock),
     )

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.redis.apikeys import RedisKeyStore
+from agent_reach.backends.redis.contexts import RedisContextStore
 from agent_reach.backends.redis.errors import store_unavailable
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
@@ -88,6 +89,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         answers=RedisAnswerCache(client, prefix),
         keys=RedisKeyStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
+        contexts=RedisContextStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )

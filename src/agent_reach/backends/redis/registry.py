@@ -163,7 +163,11 @@ class RedisRegistryStore:
 
 def encode_record(record: InstanceRecord) -> dict[str, Any]:
     """The JSON form stored in ``agent:<id>`` and sent with `put` events."""
-    return {"spec": record.spec.model_dump(mode="json"), "registered_at": record.registered_at}
+    return {
+        "spec": record.spec.model_dump(mode="json"),
+        "registered_at": record.registered_at,
+        "owner": record.owner,
+    }
 
 
 def decode_record(document: dict[str, Any]) -> InstanceRecord:
@@ -171,6 +175,7 @@ def decode_record(document: dict[str, Any]) -> InstanceRecord:
     return InstanceRecord(
         spec=AgentSpec.model_validate(document["spec"]),
         registered_at=float(document["registered_at"]),
+        owner=document.get("owner"),
     )
 
 

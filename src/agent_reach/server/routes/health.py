@@ -7,8 +7,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from agent_reach.errors import StoreUnavailable
-from agent_reach.invoke.tasks import SUSPENDED, WORK
 from agent_reach.server.responses import json_response
+from agent_reach.server.routes.queues import queue_depths
 from agent_reach.server.runtime import runtime_of
 
 router = APIRouter(tags=["health"])
@@ -34,9 +34,8 @@ async def metrics(request: Request) -> Response:
     for state, count in counts.items():
         gauges.instances.labels(state).set(count)
     try:
-        for queue in (WORK, SUSPENDED):
-            gauges.queue_depth.labels(queue).set(await runtime.tasks.depth(queue))
-        gauges.queue_depth.labels("deadletters").set(await runtime.dead_letters.count())
+        for queue, depth in (await queue_depths(runtime)).items():
+            gauges.queue_depth.labels(queue).set(depth)
     except StoreUnavailable:
         pass  # the scrape still shows everything this process knows by itself
     return Response(gauges.render(), media_type=CONTENT_TYPE_LATEST)

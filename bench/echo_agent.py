@@ -1,0 +1,81 @@
+"""A fast echo agent for benchmarks: bare asyncio Protocol + httptools, nothing else.
+
+`POST <any path>` answers 200 with a small fixed JSON body, `GET /health` answers
+200; connections stay open as long as the client keeps them alive. Run it as
+`python bench/echo_agent.py --port 9040`. Uses uvloop when it is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import httptools
+
+_RESULT = b'{"result":{"echo":"pong","ok":true}}'
+_OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+    len(_RESULT),
+    _RESULT,
+)
+_HEALTHY = b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'
+_NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+_BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class EchoProtocol(asyncio.Protocol):
+    """One client connection; answers each request as soon as it is complete."""
+
+    transport: asyncio.Transport  # set by connection_made, before any data
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpRequestParser(self)
+        self.url = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.transport.write(_BAD_REQUEST)
+            self.transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self.url = url
+
+    def on_message_complete(self) -> None:
+        method = self.parser.get_method()
+        if method == b"POST":
+            answer = _OK
+        elif method == b"GET" and self.url == b"/health":
+            answer = _HEALTHY
+        else:
+            answer = _NOT_FOUND
+        self.transport.write(answer)
+        if not self.parser.should_keep_alive():
+            self.transport.close()
+
+
+async def serve(host: str, port: int) -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(EchoProtocol, host, port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9040)
+    args = parser.parse_args()
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(serve(args.host, args.port))
+    else:
+        uvloop.run(serve(args.host, args.port))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,466 @@
+"""What one hop through the coordinator costs, next to a direct call and nginx.
+
+    .venv/bin/python bench/overhead.py [--duration 10] [--concurrency 1,16,64] [--json out.json]
+
+Starts the echo agent (`bench/echo_agent.py`), nginx as a keep-alive reverse
+proxy to it, and the coordinator (`python -m agent_reach serve`, in-memory
+registry) with the echo agent registered; then drives each target with
+`wrk -t1` and a 148-byte JSON POST at each concurrency, all in one run:
+
+  (a) direct   POST agent/invoke
+  (b) nginx    POST nginx/invoke -> agent
+  (c) coord    POST coordinator/v1/invoke {"capability": "echo", ...} -> agent
+
+wrk runs on CPU 0, every server on CPU 1 (as in shared/PERFORMANCE.md).
+Prints a table with req/s, p50/p99 and server CPU per request, the ratios
+c/a and c/b, the p50 the coordinator adds, and the goals (+0.3 ms p50 at c=1;
+>= 20% of nginx's req/s with p99 < 20 ms at c=64); `--json` writes it all.
+Needs Debian's nginx and wrk: `apt-get install -y nginx wrk`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import platform
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+NGINX = "/usr/sbin/nginx"
+INSTALL_HINT = "apt-get install -y nginx wrk"
+DEFAULT_COORDINATOR_CMD = "{python} -m agent_reach serve --host 127.0.0.1 --port {port}"
+# The goals of shared/PERFORMANCE.md for this 2-core machine.
+GOAL_ADDED_P50_MS_AT_C1 = 0.3
+GOAL_NGINX_SHARE_AT_C64 = 0.20
+GOAL_P99_MS_AT_C64 = 20.0
+STARTUP_TIMEOUT_S = 20.0
+WRK_CPU, SERVER_CPU = "0", "1"
+AGENT_ID = "echo-1"
+CAPABILITY = "echo"
+# 148 bytes, the size used in shared/PERFORMANCE.md; the same bytes go to every target.
+BODY = json.dumps(
+    {
+        "capability": CAPABILITY,
+        "payload": {
+            "order_id": "A-1029384",
+            "user": "u-88231",
+            "items": [{"sku": "SKU-778", "qty": 2}],
+            "note": "is my parcel lost? it is late",
+        },
+    },
+    separators=(",", ":"),
+)
+WRK_SCRIPT = """\
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = %s
+
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "WRK_JSON {\\"requests\\":%%d,\\"duration_us\\":%%d,\\"errors\\":%%d,"
+      .. "\\"bad_status\\":%%d,\\"p50_us\\":%%.1f,\\"p99_us\\":%%.1f,\\"max_us\\":%%.1f}\\n",
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+"""
+NGINX_CONF = """\
+daemon off;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {tmp}/client_body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  keepalive_requests 100000000;
+  upstream agent {{
+    server 127.0.0.1:{agent_port};
+    keepalive 256;
+    keepalive_requests 100000000;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://agent;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }}
+  }}
+}}
+"""
+
+
+Process = subprocess.Popen[bytes]
+
+
+class BenchError(Exception):
+    """A precondition failed; the message says what to do."""
+
+
+@dataclass
+class Result:
+    target: str
+    concurrency: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    errors: int
+    bad_status: int
+    cpu_us_per_req: float
+
+
+@dataclass
+class Ratio:
+    """The coordinator against the direct call and nginx at one concurrency."""
+
+    concurrency: int
+    coordinator_over_direct: float
+    coordinator_over_nginx: float
+    added_p50_ms: float
+    coordinator_p99_ms: float
+    goal_met: bool | None  # None where no goal is set for this concurrency
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    pid: int  # the server under test; its whole process tree is charged
+
+
+def main() -> None:
+    args = parse_args()
+    for tool in (NGINX, "wrk", "taskset"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is missing; install it with: {INSTALL_HINT}")
+    console = Console()
+    try:
+        results = run(args, console)
+    except BenchError as exc:
+        sys.exit(f"error: {exc}")
+    summary = summarize(results)
+    render(console, results, summary)
+    if args.json:
+        report = {
+            "config": {
+                "duration_s": args.duration,
+                "concurrency": args.concurrency,
+                "repeat": args.repeat,
+                "body_bytes": len(BODY),
+                "coordinator_cmd": args.coordinator_cmd,
+            },
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "results": [asdict(r) for r in results],
+            "summary": [asdict(s) for s in summary],
+        }
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        console.print(f"wrote {args.json}")
+
+
+def run(args: argparse.Namespace, console: Console) -> list[Result]:
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ar-bench-")))
+        targets, script = stack.enter_context(servers(args, tmp))
+        return measure(args, targets, script, console)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Coordinator overhead vs a direct call and nginx, measured with wrk."
+    )
+    parser.add_argument("--duration", type=int, default=10, help="whole seconds per point")
+    parser.add_argument(
+        "--concurrency",
+        type=lambda s: [int(c) for c in s.split(",")],
+        default=[1, 16, 64],
+        help="comma-separated connection counts (default 1,16,64)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per point; medians are kept")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="whole seconds of load per target first"
+    )
+    parser.add_argument("--json", help="write the results to this file")
+    # Any server can stand in for the coordinator: {python}, {port} and {repo} are filled in.
+    parser.add_argument(
+        "--coordinator-cmd", default=DEFAULT_COORDINATOR_CMD, help=argparse.SUPPRESS
+    )
+    return parser.parse_args()
+
+
+@contextlib.contextmanager
+def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target], Path]]:
+    """Start agent, nginx and coordinator pinned to SERVER_CPU; stop them on exit."""
+    procs: list[Process] = []
+
+    def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Process:
+        with (tmp / f"{name}.log").open("wb") as log:
+            proc = subprocess.Popen(
+                ["taskset", "-c", SERVER_CPU, *cmd], stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+        procs.append(proc)
+        return proc
+
+    try:
+        agent_port, nginx_port, coord_port = free_ports(3)
+        echo_agent = str(REPO / "bench" / "echo_agent.py")
+        agent = start("agent", [sys.executable, echo_agent, "--port", str(agent_port)])
+        wait_healthy("echo agent", agent, agent_port, "/health", tmp / "agent.log")
+
+        conf = tmp / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(tmp=tmp, agent_port=agent_port, port=nginx_port))
+        error_log = str(tmp / "nginx-error.log")
+        nginx = start("nginx", [NGINX, "-p", str(tmp), "-e", error_log, "-c", str(conf)])
+        wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log")
+
+        env = dict(os.environ, AR_REGISTRY_BACKEND="memory")
+        # The checkout's own source first, so an uninstalled tree is benchmarked as it is.
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO / "src"), env.get("PYTHONPATH")])
+        )
+        if "AR_AUTH" in env:
+            env["AR_AUTH"] = "off"
+        cmd = args.coordinator_cmd.format(python=sys.executable, port=coord_port, repo=REPO)
+        coord = start("coordinator", shlex.split(cmd), env)
+        wait_healthy("coordinator", coord, coord_port, "/healthz", tmp / "coordinator.log", cmd)
+        register_agent(coord_port, agent_port)
+
+        script = tmp / "post.lua"
+        script.write_text(WRK_SCRIPT % json.dumps(BODY))
+        yield (
+            [
+                Target("direct", f"http://127.0.0.1:{agent_port}/invoke", agent.pid),
+                Target("nginx", f"http://127.0.0.1:{nginx_port}/invoke", nginx.pid),
+                Target("coordinator", f"http://127.0.0.1:{coord_port}/v1/invoke", coord.pid),
+            ],
+            script,
+        )
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def http_call(port: int, method: str, path: str, body: str | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def wait_healthy(name: str, proc: Process, port: int, path: str, log: Path, cmd: str = "") -> None:
+    """Poll GET `path` until it answers 200; fail with the process's last output otherwise."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            if http_call(port, "GET", path)[0] == 200:
+                return
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        what = f"exited with code {proc.returncode} before answering GET {path}"
+    else:
+        what = f"did not answer GET {path} with 200 within {STARTUP_TIMEOUT_S:g} s"
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    command = f"command: {cmd}\n" if cmd else ""
+    raise BenchError(f"{name} on 127.0.0.1:{port} {what}.\n{command}last output:\n{tail}")
+
+
+def register_agent(coord_port: int, agent_port: int) -> None:
+    registration = {
+        "id": AGENT_ID,
+        "capabilities": [CAPABILITY],
+        "transport": {"type": "http", "endpoint": f"http://127.0.0.1:{agent_port}/invoke"},
+        "ttl": 3600,
+    }
+    status, body = http_call(coord_port, "POST", "/v1/agents", json.dumps(registration))
+    if not 200 <= status < 300:
+        raise BenchError(f"registering the echo agent answered {status}: {body[:500]!r}")
+    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY)
+    if not 200 <= status < 300:
+        raise BenchError(f"a first POST /v1/invoke answered {status}: {body[:500]!r}")
+
+
+def measure(
+    args: argparse.Namespace, targets: list[Target], script: Path, console: Console
+) -> list[Result]:
+    top = max(args.concurrency)
+    for target in targets:
+        if args.warmup > 0:
+            run_wrk(target, top, args.warmup, script)
+    results = []
+    for concurrency in args.concurrency:
+        for target in targets:
+            runs = [run_wrk(target, concurrency, args.duration, script) for _ in range(args.repeat)]
+            result = median_result(runs)
+            console.print(
+                f"c={concurrency:<3} {target.name:<12} {result.rps:>10,.0f} req/s  "
+                f"p50 {result.p50_ms:.3f} ms  p99 {result.p99_ms:.3f} ms"
+            )
+            results.append(result)
+    return results
+
+
+def run_wrk(target: Target, concurrency: int, duration_s: int, script: Path) -> Result:
+    cmd = ["taskset", "-c", WRK_CPU, "wrk", "-t1", f"-c{concurrency}", f"-d{duration_s}s"]
+    cmd += ["--timeout", "5s", "-s", str(script), target.url]
+    cpu_before = tree_cpu_s(target.pid)
+    completed = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    cpu_used = tree_cpu_s(target.pid) - cpu_before
+    line = next((x for x in completed.stdout.splitlines() if x.startswith("WRK_JSON ")), None)
+    if completed.returncode != 0 or line is None:
+        raise BenchError(f"wrk failed on {target.url}:\n{completed.stdout}{completed.stderr}")
+    data = json.loads(line.removeprefix("WRK_JSON "))
+    requests = max(data["requests"], 1)
+    return Result(
+        target=target.name,
+        concurrency=concurrency,
+        rps=data["requests"] / (data["duration_us"] / 1e6),
+        p50_ms=data["p50_us"] / 1000,
+        p99_ms=data["p99_us"] / 1000,
+        max_ms=data["max_us"] / 1000,
+        errors=data["errors"],
+        bad_status=data["bad_status"],
+        cpu_us_per_req=cpu_used * 1e6 / requests,
+    )
+
+
+def median_result(runs: list[Result]) -> Result:
+    def med(field: str) -> float:
+        return float(statistics.median(getattr(run, field) for run in runs))
+
+    first = runs[0]
+    return Result(
+        target=first.target,
+        concurrency=first.concurrency,
+        rps=med("rps"),
+        p50_ms=med("p50_ms"),
+        p99_ms=med("p99_ms"),
+        max_ms=med("max_ms"),
+        errors=sum(run.errors for run in runs),
+        bad_status=sum(run.bad_status for run in runs),
+        cpu_us_per_req=med("cpu_us_per_req"),
+    )
+
+
+def tree_cpu_s(root: int) -> float:
+    """User+system CPU seconds of `root` and its descendants, from /proc."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    total, frontier = 0, [root]
+    while frontier:
+        pid = frontier.pop()
+        total += ticks.get(pid, 0)
+        frontier.extend(child for child, parent in parents.items() if parent == pid)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def summarize(results: list[Result]) -> list[Ratio]:
+    """Per concurrency: c/a and c/b throughput, added p50, and the goals that apply."""
+    by_key = {(r.target, r.concurrency): r for r in results}
+    rows = []
+    for concurrency in sorted({r.concurrency for r in results}):
+        direct = by_key[("direct", concurrency)]
+        nginx = by_key[("nginx", concurrency)]
+        coord = by_key[("coordinator", concurrency)]
+        added_p50 = coord.p50_ms - direct.p50_ms
+        share = coord.rps / nginx.rps
+        goal: bool | None = None
+        if concurrency == 1:
+            goal = added_p50 <= GOAL_ADDED_P50_MS_AT_C1
+        elif concurrency == 64:
+            goal = share >= GOAL_NGINX_SHARE_AT_C64 and coord.p99_ms < GOAL_P99_MS_AT_C64
+        rows.append(
+            Ratio(concurrency, coord.rps / direct.rps, share, added_p50, coord.p99_ms, goal)
+        )
+    return rows
+
+
+def render(console: Console, results: list[Result], summary: list[Ratio]) -> None:
+    table = Table(title=f"one hop, {len(BODY)}-byte JSON POST, wrk -t1 on CPU 0, servers on CPU 1")
+    for column in ("c", "target", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "errors"):
+        table.add_column(column, justify="left" if column == "target" else "right")
+    for r in results:
+        errors = f"{r.errors} + {r.bad_status} HTTP>=400" if r.errors or r.bad_status else "0"
+        table.add_row(
+            str(r.concurrency),
+            r.target,
+            f"{r.rps:,.0f}",
+            f"{r.p50_ms:.3f}",
+            f"{r.p99_ms:.3f}",
+            f"{r.cpu_us_per_req:.0f}",
+            errors,
+        )
+    console.print(table)
+    ratios = Table(title="coordinator (c) against direct (a) and nginx (b)")
+    for column in ("c", "c/a req/s", "c/b req/s", "added p50 ms (c-a)", "c p99 ms", "goal"):
+        ratios.add_column(column, justify="right")
+    for row in summary:
+        ratios.add_row(
+            str(row.concurrency),
+            f"{row.coordinator_over_direct:.2f}",
+            f"{row.coordinator_over_nginx:.2f}",
+            f"{row.added_p50_ms:+.3f}",
+            f"{row.coordinator_p99_ms:.2f}",
+            {None: "-", True: "met", False: "MISSED"}[row.goal_met],
+        )
+    console.print(ratios)
+    console.print(
+        f"goals: c=1 adds at most {GOAL_ADDED_P50_MS_AT_C1} ms p50; c=64 reaches "
+        f"{GOAL_NGINX_SHARE_AT_C64:.0%} of nginx's req/s with p99 < {GOAL_P99_MS_AT_C64:g} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""The bounded in-process trace store behind `GET /v1/traces`.
+
+Traces are kept in arrival order (of their first finished span); past `size`
+traces the oldest is evicted, and a trace keeps at most `MAX_SPANS_PER_TRACE`
+spans, so a caller that reuses one `traceparent` forever cannot grow it without
+bound. Only the event loop touches it: adding a span is a dict lookup and a list
+append, with no lock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_reach.clock import Clock
+
+if TYPE_CHECKING:
+    from agent_reach.observability.tracing import Span
+
+# Five hops of fan-out with retries stay far below this; a runaway trace stops here.
+MAX_SPANS_PER_TRACE = 512
+
+
+@dataclass(slots=True)
+class TraceSummary:
+    """One trace at a glance: its first root hop's capability and outcome, and its extent.
+
+    `status` is the first failing root's status, else the first root's; `retries`
+    counts attempts after the first of their request.
+    """
+
+    trace_id: str
+    start_s: float
+    duration_ms: float
+    kind: str
+    capability: str
+    status: str
+    is_error: bool
+    agent_id: str | None
+    request_id: str | None
+    spans: int
+    attempts: int
+    retries: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """What `GET /v1/traces` asks for; unset fields match everything.
+
+    `status="error"` matches every failed trace; any other status matches exactly.
+    """
+
+    capability: str | None = None
+    status: str | None = None
+    min_ms: float | None = None
+    agent_id: str | None = None
+
+
+class TraceStore:
+    """trace id -> its spans, the newest `size` traces."""
+
+    def __init__(self, size: int, clock: Clock) -> None:
+        self.size = size
+        self.clock = clock
+        self.dropped_spans = 0
+        self._traces: OrderedDict[str, list[Span]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._traces)
+
+    def add(self, span: Span) -> None:
+        """Append a finished span to its trace, evicting the oldest trace when full."""
+        spans = self._traces.get(span.trace_id)
+        if spans is None:
+            self._traces[span.trace_id] = [span]
+            if len(self._traces) > self.size:
+                self._traces.popitem(last=False)
+        elif len(spans) < MAX_SPANS_PER_TRACE:
+            spans.append(span)
+        else:
+            self.dropped_spans += 1
+
+    def get(self, trace_id: str) -> dict[str, Any] | None:
+        """The trace's summary and every span in start order, with wall-clock times."""
+        spans = self._traces.get(trace_id)
+        if spans is None:
+            return None
+        offset_s = self._wall_offset_s()
+        ordered = sorted(spans, key=_start_order)
+        first = ordered[0].started
+        return {
+            "trace_id": trace_id,
+            "summary": _summarize(trace_id, spans, offset_s),
+            "spans": [
+                {
+                    "span_id": s.span_id,
+                    "parent_id": s.parent_id,
+                    "kind": s.kind,
+                    "name": s.name,
+                    "start_s": s.started + offset_s,
+                    "offset_ms": round((s.started - first) * 1000, 3),
+                    "duration_ms": round(s.duration_ms, 3),
+                    "status": s.status,
+                    "is_error": s.is_error,
+                    "agent_id": s.agent_id,
+                    "attempt": s.attempt,
+                    "note": s.note,
+                }
+                for s in ordered
+            ],
+        }
+
+    def recent(self, where: TraceFilter, limit: int) -> list[TraceSummary]:
+        """Summaries of the newest traces that match `where`, newest first."""
+        offset_s = self._wall_offset_s()
+        found: list[TraceSummary] = []
+        for trace_id in reversed(self._traces):
+            spans = self._traces[trace_id]
+            if where.capability is not None and all(s.name != where.capability for s in spans):
+                continue
+            if where.agent_id is not None and all(s.agent_id != where.agent_id for s in spans):
+                continue
+            summary = _summarize(trace_id, spans, offset_s)
+            if where.min_ms is not None and summary.duration_ms < where.min_ms:
+                continue
+            if where.status is not None and not (
+                summary.status == where.status or (where.status == "error" and summary.is_error)
+            ):
+                continue
+            found.append(summary)
+            if len(found) >= limit:
+                break
+        return found
+
+    def _wall_offset_s(self) -> float:
+        return self.clock.wall() - self.clock.monotonic()
+
+
+def _start_order(span: Span) -> tuple[float, float]:
+    """By start; on a tie (a coarse clock) the longer span first, as a parent encloses its child."""
+    return span.started, -span.duration_ms
+
+
+def _summarize(trace_id: str, spans: list[Span], offset_s: float) -> TraceSummary:
+    ids = {s.span_id for s in spans}
+    roots = sorted((s for s in spans if s.parent_id not in ids), key=lambda s: s.started) or spans
+    root = next((s for s in roots if s.is_error), roots[0])
+    start = min(s.started for s in spans)
+    end = max(s.started + s.duration_ms / 1000 for s in spans)
+    capability = roots[0].name or next((s.name for s in spans if s.kind == "route"), "")
+    attempts = [s for s in spans if s.kind == "attempt"]
+    return TraceSummary(
+        trace_id=trace_id,
+        start_s=start + offset_s,
+        duration_ms=round((end - start) * 1000, 3),
+        kind=roots[0].kind,
+        capability=capability,
+        status=root.status,
+        is_error=root.is_error,
+        agent_id=roots[0].agent_id,
+        request_id=roots[0].note if roots[0].kind in ("invoke", "task") else None,
+        spans=len(spans),
+        attempts=len(attempts),
+        retries=sum(1 for s in attempts if s.attempt > 1),
+    )

@@ -1,0 +1,127 @@
+"""Spans for every hop of a request: the invoke, its route decision, each attempt.
+
+A span is one slotted record (and its span id) appended to its trace in the
+in-process `TraceStore`: no lock and no OpenTelemetry object on the hot path. When an exporter is configured (`AR_OTLP_ENDPOINT`) the same record is also
+queued for it; conversion to OpenTelemetry happens on the exporter's own thread.
+
+Span ids are the ones that travel: an attempt's span id is the parent in the
+`traceparent` the agent receives, so calls the agent makes through Agent-Reach
+with that header join the same trace under the attempt that caused them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from agent_reach.clock import Clock
+from agent_reach.observability.trace_store import TraceStore
+from agent_reach.observability.tracecontext import TraceContext, new_span_id
+
+SpanKind = Literal["invoke", "task", "route", "attempt", "context"]
+
+# Outcomes that are not failures: the request was answered, parked, or handed on.
+SUCCESS_STATUSES = frozenset({"ok", "fallback", "degraded", "queued", "suspended", "replayed"})
+
+
+@dataclass(slots=True)
+class Span:
+    """One hop: what ran (`kind`, `name`: a capability or context id), who, when, how it ended.
+
+    `started` is the process's monotonic clock in seconds (views turn it into wall
+    time); `attempt` is the attempt number for `attempt` spans, else 0; `note` says
+    why the hop happened or how: the request id of an invoke, the routing rule, or
+    how an attempt after the first was chosen (`resend`, `next_instance`, `generic`).
+    """
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    started: float
+    duration_ms: float = 0.0
+    status: str = ""
+    agent_id: str | None = None
+    attempt: int = 0
+    note: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.status not in SUCCESS_STATUSES
+
+
+SpanExport = Callable[[Span], None]
+
+
+class Tracer:
+    """Times spans and keeps them; hands each finished span to `export` when one is set."""
+
+    def __init__(self, store: TraceStore, clock: Clock, export: SpanExport | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.export = export
+
+    def start(
+        self, kind: SpanKind, trace: TraceContext, name: str, note: str | None = None
+    ) -> Span:
+        """An open span in `trace`, child of `trace.parent_span_id`, timed from now.
+
+        Pass ``trace.under(span.span_id)`` to what the span calls, and `end` it once.
+        """
+        return Span(
+            trace.trace_id,
+            new_span_id(),
+            trace.parent_span_id,
+            kind,
+            name,
+            self.clock.monotonic(),
+            note=note,
+        )
+
+    def end(self, span: Span, status: str | None = None) -> None:
+        """Close `span` now with `status` (else the status already set, else `ok`) and keep it."""
+        span.duration_ms = (self.clock.monotonic() - span.started) * 1000
+        span.status = status or span.status or "ok"
+        self._keep(span)
+
+    def record(
+        self,
+        kind: SpanKind,
+        name: str,
+        *,
+        trace_id: str,
+        parent_id: str | None,
+        started: float,
+        status: str,
+        span_id: str | None = None,
+        agent_id: str | None = None,
+        attempt: int = 0,
+        note: str | None = None,
+    ) -> None:
+        """Keep a span that ends now and began at monotonic `started`.
+
+        The hook for hops that time themselves: route decisions, attempts, context
+        reads (``kind="context"``, `name` the context id).
+        """
+        self._keep(
+            Span(
+                trace_id,
+                span_id or new_span_id(),
+                parent_id,
+                kind,
+                name,
+                started,
+                (self.clock.monotonic() - started) * 1000,
+                status,
+                agent_id,
+                attempt,
+                note,
+            )
+        )
+
+    def _keep(self, span: Span) -> None:
+        self.store.add(span)
+        if self.export is not None:
+            self.export(span)

@@ -1,0 +1,143 @@
+"""The security service: authenticate a key, authorize an action, admit under quota.
+
+Keys are looked up by id and verified against their digest in constant time; a
+verified record is cached for at most `KEY_CACHE_S`, so a revocation reaches every
+coordinator within that time. Access rules and quotas come from the policy in force
+(hot-reloaded). With `AR_AUTH=off` every caller is an anonymous admin: for a local
+demo only, and the coordinator says so loudly at startup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+
+from agent_reach.backends.protocols import KeyStore, QuotaStore
+from agent_reach.clock import Clock
+from agent_reach.errors import Forbidden, QuotaExceeded, Unauthorized
+from agent_reach.model.access import AccessRule
+from agent_reach.model.agents import TransportSpec
+from agent_reach.model.keys import KeyRecord, Principal
+from agent_reach.observability.metrics import Metrics
+from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.security.access import capability_matches, decide_access, principal_matches
+from agent_reach.security.endpoints import EndpointGuard
+from agent_reach.security.keys import matches, split_key
+
+log = structlog.get_logger("agent_reach.security")
+
+KEY_CACHE_S = 1.0  # issue 6: a revocation is effective on every coordinator within 1 s
+KEY_CACHE_MAX = 10_000  # distinct key ids cached; more flush the cache
+ANONYMOUS = Principal("anonymous", "anonymous", "default", "admin")
+_SAME_ANSWER = "a valid API key is required (Authorization: Bearer <key>)"
+
+
+class SecurityService:
+    """Answers "who is this" and "may they" for the server's routes and the fast path."""
+
+    def __init__(
+        self,
+        keys: KeyStore,
+        quotas: QuotaStore,
+        policy: Callable[[], RoutingPolicy],
+        clock: Clock,
+        metrics: Metrics,
+        *,
+        enabled: bool,
+        guard: EndpointGuard,
+    ) -> None:
+        self.guard = guard
+        self.keys = keys
+        self.quotas = quotas
+        self.policy = policy
+        self.clock = clock
+        self.metrics = metrics
+        self.enabled = enabled
+        self._cache: dict[str, tuple[KeyRecord | None, float]] = {}
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of a `Bearer` key; `Unauthorized` (the same answer) for any bad key."""
+        if not self.enabled:
+            return ANONYMOUS
+        scheme, _, key = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise Unauthorized(_SAME_ANSWER)
+        key_id, secret = split_key(key.strip())
+        record = await self._record(key_id)
+        if record is None or record.revoked or not matches(record, secret):
+            raise Unauthorized(_SAME_ANSWER)
+        return record.principal_of()
+
+    def authorize_invoke(self, principal: Principal, capability: str) -> None:
+        """`Forbidden` unless a rule lets the principal invoke the capability."""
+        self._authorize(self.policy().access.invoke, principal, capability, "invoke")
+
+    def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
+        """Agents (and admins) may register only the capabilities their rules grant."""
+        if principal.role == "caller":
+            raise Forbidden("a caller key may not register agents")
+        for capability in capabilities:
+            self._authorize(self.policy().access.registration, principal, capability, "register")
+
+    def authorize_owner(self, principal: Principal, owner: str | None, agent_id: str) -> None:
+        """Only the principal that registered an instance (or an admin) may change it."""
+        if principal.role == "admin" or owner == principal.name:
+            return
+        raise Forbidden(f"agent {agent_id!r} belongs to another principal")
+
+    async def check_endpoints(self, transport: TransportSpec) -> None:
+        """Refuse endpoints outside the allowed networks (checked again at every dial)."""
+        await self.guard.check_url(transport.endpoint)
+        if transport.health_endpoint:
+            await self.guard.check_url(transport.health_endpoint, "health_endpoint")
+
+    @staticmethod
+    def require_admin(principal: Principal) -> None:
+        if principal.role != "admin":
+            raise Forbidden("this needs an admin key")
+
+    async def admit(self, principal: Principal, capability: str) -> None:
+        """Take a token from every bucket covering the pair; `QuotaExceeded` when one is empty."""
+        for index, rule in enumerate(self.policy().quotas):
+            if not _covers(rule.principals, rule.capabilities, principal, capability):
+                continue
+            scope = capability if rule.scope == "pair" else "*"
+            wait_s = await self.quotas.take(
+                f"{index}:{principal.name}:{scope}", rule.rate_per_s, rule.burst
+            )
+            if wait_s > 0:
+                self.metrics.quota_denials.labels(capability).inc()
+                raise QuotaExceeded(
+                    f"quota for {capability!r} used up; try again in {wait_s:.3f} s",
+                    retry_after_s=round(wait_s, 3),
+                )
+
+    async def _record(self, key_id: str) -> KeyRecord | None:
+        now = self.clock.monotonic()
+        cached = self._cache.get(key_id)
+        if cached is not None and now - cached[1] < KEY_CACHE_S:
+            return cached[0]
+        record = await self.keys.get(key_id)
+        if len(self._cache) >= KEY_CACHE_MAX:
+            self._cache.clear()
+        self._cache[key_id] = (record, now)
+        return record
+
+    def _authorize(
+        self, rules: list[AccessRule], principal: Principal, capability: str, action: str
+    ) -> None:
+        decision = decide_access(rules, principal, capability)
+        if not decision.allowed:
+            log.info(
+                "access_denied", principal=principal.name, action=action, capability=capability
+            )
+            raise Forbidden(f"{principal.name!r} may not {action} {capability!r}")
+
+
+def _covers(
+    principals: list[str], capabilities: list[str], principal: Principal, capability: str
+) -> bool:
+    return any(principal_matches(p, principal) for p in principals) and any(
+        capability_matches(c, capability) for c in capabilities
+    )

@@ -1,0 +1,29 @@
+"""FastAPI dependencies: who is calling (every route but /healthz and the static UI)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+
+from agent_reach.model.keys import Principal
+from agent_reach.server.runtime import runtime_of
+
+
+async def authenticated(
+    request: Request, authorization: Annotated[str | None, Header()] = None
+) -> Principal:
+    """The caller's principal, or 401 `unauthorized` (the same answer for every bad key)."""
+    return await runtime_of(request).security.authenticate(authorization)
+
+
+async def admin(
+    principal: Annotated[Principal, Depends(authenticated)], request: Request
+) -> Principal:
+    """An admin principal, or 403 `forbidden`."""
+    runtime_of(request).security.require_admin(principal)
+    return principal
+
+
+Caller = Annotated[Principal, Depends(authenticated)]
+Admin = Annotated[Principal, Depends(admin)]

@@ -1,0 +1,66 @@
+// Recent routing decisions: the choice and rule at a glance, candidates and factor scores on open.
+import { getJSON } from "../api.js";
+import { agentLink, badge, clockTime, empty, h, sync, table, traceLink } from "../dom.js";
+
+const LIMIT = 100;
+
+export function mount(root) {
+  const list = h("div", { id: "decisions" });
+  const none = empty("No routing decision yet: they appear here as requests arrive.");
+  root.append(
+    h("div", { class: "toolbar" }, h("h2", {}, "Routing decisions"),
+      h("span", { class: "hint" }, `newest ${LIMIT} on this coordinator · open one for its candidates`)),
+    list, none,
+  );
+  return {
+    intervalMs: 1000,
+    async refresh() {
+      const { decisions } = await getJSON("/v1/decisions", { limit: LIMIT });
+      none.hidden = decisions.length > 0;
+      sync(list, decisions.map((entry) => ({
+        key: `${entry.request_id}/${entry.time}`, sig: "", build: () => decisionItem(entry),
+      })));
+    },
+  };
+}
+
+export function decisionItem(entry, { open = false } = {}) {
+  const d = entry.decision;
+  return h("details", { class: "decision", open },
+    h("summary", {},
+      h("span", { class: "mono" }, clockTime(entry.time)),
+      h("span", { class: "muted" }, entry.kind),
+      h("span", { class: "mono" }, d.capability ?? "–"),
+      h("span", {}, "→ ", agentLink(d.agent_id)),
+      h("span", {}, badge(d.rule), d.refused_by ? h("span", { class: "muted" }, ` (${d.refused_by})`) : null),
+      h("span", { class: "mono muted" }, d.margin === null ? "" : `margin ${d.margin.toFixed(3)}`),
+      h("span", { class: "muted" }, `${d.candidates.length} candidate${d.candidates.length === 1 ? "" : "s"}`),
+      traceLink(entry.trace_id, "trace")),
+    h("div", { class: "inner" }, candidatesTable(d),
+      h("p", { class: "hint" }, `policy ${d.policy_version} · request ${entry.request_id}`)),
+  );
+}
+
+// Every candidate with each factor (weight in the header) and its score; the choice highlighted.
+function candidatesTable(d) {
+  const weights = d.weights ?? {};
+  const extra = new Set(d.candidates.flatMap((c) => Object.keys(c.factors)));
+  for (const name of Object.keys(weights)) extra.delete(name);
+  const factors = [...Object.keys(weights), ...[...extra].sort()];
+  if (!d.candidates.length) return empty("No candidate: no live instance offers a matching capability.");
+  return table(
+    [[""], ["capability"], ["agent"],
+      ...factors.map((f) => [weights[f] === undefined ? f : `${f} ×${weights[f].toFixed(2)}`, 1]),
+      ["score", 1]],
+    d.candidates.map((c) => {
+      const chosen = c.agent_id === d.agent_id && c.capability === d.capability;
+      return h("tr", { class: chosen ? "chosen" : null },
+        h("td", {}, chosen ? "→" : ""),
+        h("td", { class: "mono" }, c.capability),
+        h("td", {}, agentLink(c.agent_id)),
+        factors.map((f) => h("td", { class: "num" }, c.factors[f] === undefined ? "–" : c.factors[f].toFixed(3))),
+        h("td", { class: "num" }, h("b", {}, c.score.toFixed(3))));
+    }),
+    { cls: "candidates" },
+  );
+}

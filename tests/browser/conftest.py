@@ -1,0 +1,127 @@
+"""Headless Chromium (Debian's `chromium` package) driven by Playwright, against a real coordinator.
+
+Playwright never downloads a browser here: it launches `/usr/bin/chromium`, which
+`scripts/test.sh` installs with apt-get when it is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from agent_reach.config import Settings
+from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+# `quick` re-sends a timed-out request once, so a slow agent makes a visible retry.
+POLICY = """
+[timeout_classes.quick]
+timeout_s = 0.3
+retries = 1
+
+[delivery]
+backoff_s = [0.05]
+suspend_s = 30
+"""
+
+StartAgent = Callable[..., tuple[FakeAgent, ServerThread]]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/test.sh or apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page; the test fails if the page logs an error or opens a dialog."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    yield page
+    context.close()
+    assert problems == [], f"the page reported errors: {problems}"
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[str]:
+    """A coordinator with the retrying `quick` class and 200 ms health probes."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    settings = Settings(decision_log="off", policy_file=policy, probe_interval_s=0.2)
+    with run_coordinator(settings) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def http(coordinator: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=coordinator, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture
+def start_agent(http: httpx.Client) -> Iterator[StartAgent]:
+    """Serve a FakeAgent and register it: `start_agent("a-1", ["echo"], status=200, weight=2)`.
+
+    FakeAgent knobs (`status`, `delay_s`...) go to the agent, the rest to the registration.
+    """
+    servers: list[ServerThread] = []
+    knobs = {"status", "delay_s", "answer", "healthy"}
+
+    def start(
+        agent_id: str, capabilities: list[str], **options: object
+    ) -> tuple[FakeAgent, ServerThread]:
+        agent = FakeAgent(name=agent_id, **{k: v for k, v in options.items() if k in knobs})  # type: ignore[arg-type]
+        server = ServerThread(agent).start()
+        servers.append(server)
+        registration = {k: v for k, v in options.items() if k not in knobs}
+        response = http.post(
+            "/v1/agents",
+            json={
+                "id": agent_id,
+                "capabilities": capabilities,
+                "transport": {"endpoint": f"{server.url}/invoke"},
+                **registration,
+            },
+        )
+        assert response.status_code == 201, response.text
+        return agent, server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def screenshot(page: Page) -> Callable[[str], None]:
+    """`screenshot("trace")` keeps what the page shows now under test-artifacts/screenshots/."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(name: str) -> None:
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+    return save
