@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -10,6 +11,10 @@ import pytest
 import redis
 
 from agent_reach.testing.redis_server import RedisServer, find_redis_url
+
+# Coordinators in tests run without API keys unless a test turns security on itself
+# (tests/security does); child processes (tests/reliability) inherit this.
+os.environ.setdefault("AR_AUTH", "off")
 
 REDIS_MISSING = (
     "the Redis tests need a real Redis: install it (apt-get install redis-server, "

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_reach.errors import InvalidRequest
+from agent_reach.security.endpoints import DEFAULT_ALLOWED
 
 DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
@@ -100,6 +102,16 @@ class Settings(BaseSettings):
     context_segment_items: int = Field(DEFAULT_CONTEXT_SEGMENT_ITEMS, ge=1)
     context_segment_bytes: int = Field(DEFAULT_CONTEXT_SEGMENT_BYTES, ge=256)
     context_max_segments: int = Field(DEFAULT_CONTEXT_MAX_SEGMENTS, ge=1)
+    auth: Literal["on", "off"] = Field(
+        "on", description="API keys required; `off` is for a local demo only and says so"
+    )
+    admin_key: SecretStr | None = Field(
+        None, description="the first admin key (AR_ADMIN_KEY); stored only as a digest"
+    )
+    endpoint_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ALLOWED),
+        description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
+    )
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
@@ -108,6 +120,17 @@ class Settings(BaseSettings):
                 "AR_CLUSTER_MODE needs a shared backend: set AR_REGISTRY_BACKEND=redis"
             )
         return self
+
+    @field_validator("endpoint_allow", mode="before")
+    @classmethod
+    def _networks(cls, value: object) -> object:
+        networks = value.split(",") if isinstance(value, str) else value
+        if not isinstance(networks, list):
+            return networks
+        try:
+            return [str(ipaddress.ip_network(str(n).strip(), strict=False)) for n in networks]
+        except ValueError as exc:
+            raise ValueError(f"AR_ENDPOINT_ALLOW: {exc}") from exc
 
     @field_validator("context_secret")
     @classmethod

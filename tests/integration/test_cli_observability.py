@@ -88,5 +88,5 @@ def test_top_once_shows_per_capability_traffic(coordinator: str) -> None:
     assert float(requests_per_s) > 0 and float(errors_per_s) == 0
     assert int(total) > 0 and int(errors) == 0
     assert 0 < float(p50) <= float(p99)
-    _, missing_errors_per_s, missing_total, missing_errors, _, _ = rows["nobody.offers"]
+    _, missing_errors_per_s, missing_total, missing_errors, _, _ = rows["(unknown)"]
     assert float(missing_errors_per_s) > 0 and int(missing_errors) == int(missing_total) > 0

@@ -228,7 +228,7 @@ def test_metrics_count_requests_latencies_retries_fallbacks_and_states(http, reg
         return metric(after, name, **labels) - metric(before, name, **labels)
 
     assert grew("agent_reach_requests_total", capability="echo", status="fallback") == 1
-    assert grew("agent_reach_requests_total", capability="nobody.offers", status="error") == 1
+    assert grew("agent_reach_requests_total", capability="(unknown)", status="error") == 1
     assert grew("agent_reach_request_seconds_count", capability="echo") == 1
     assert grew("agent_reach_route_seconds_count") == 2
     assert grew("agent_reach_attempt_seconds_count", outcome="agent_error") == 1

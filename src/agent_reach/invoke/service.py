@@ -34,12 +34,14 @@ from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
+from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Span, Tracer
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
+from agent_reach.security.service import ANONYMOUS, SecurityService
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -61,6 +63,7 @@ class InvokeService:
         clock: Clock,
         metrics: Metrics,
         tracer: Tracer,
+        security: SecurityService,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -73,6 +76,7 @@ class InvokeService:
         self.clock = clock
         self.metrics = metrics
         self.tracer = tracer
+        self.security = security
 
     async def handle(
         self,
@@ -81,8 +85,13 @@ class InvokeService:
         *,
         hop_budget: int | None = None,
         deadline_ms: int | None = None,
+        principal: Principal = ANONYMOUS,
     ) -> Answer:
-        """The answer for one request at the edge (sync answer, 202 task, or error)."""
+        """The answer for one request at the edge (sync answer, 202 task, or error).
+
+        `principal` must be allowed to invoke the capability (checked before anything
+        else for a named capability, after routing for text) and within its quotas.
+        """
         started = self.clock.monotonic()
         request_id = request.request_id or uuid.uuid4().hex
         span = self.tracer.start("invoke", trace, request.capability or "", request_id)
@@ -107,6 +116,8 @@ class InvokeService:
                     "the request passed through too many agents (hop budget spent)",
                     request_id=request_id,
                 )
+            if request.capability is not None:
+                self.security.authorize_invoke(principal, request.capability)
             if request.request_id is not None:
                 claimed = await self.guard.claim(
                     request,
@@ -120,12 +131,13 @@ class InvokeService:
                     self.tracer.end(span, "replayed")
                     return claimed
                 fence = claimed
-            answer, error = await self._answer(task, trace, policy, started, span)
+            answer, error = await self._answer(task, trace, policy, started, span, principal)
         except ReachError as exc:
             answer, error = _error_answer(exc, request_id, trace), exc
             route = exc.details.get("route")
             capability = route.capability if isinstance(route, RouteDecision) else None
-            self.metrics.requests.labels(capability or request.capability or "", "error").inc()
+            label = self._label(capability or request.capability)
+            self.metrics.requests.labels(label, "error").inc()
         finally:
             self.budget.end_request()
         if fence is not None:
@@ -136,7 +148,9 @@ class InvokeService:
                 keep=is_final(error) or answer.status == 202,
                 ttl_s=policy.delivery.idempotency_ttl_s,
             )
-        self.metrics.request_seconds_of(span.name).observe(self.clock.monotonic() - started)
+        self.metrics.request_seconds_of(self._label(span.name)).observe(
+            self.clock.monotonic() - started
+        )
         self.tracer.end(span, error.code if error is not None else None)
         return answer
 
@@ -147,7 +161,7 @@ class InvokeService:
         policy = self.routing.policy()
         try:
             answer, _ = await self._answer(
-                task, trace.under(span.span_id), policy, span.started, span, queued=True
+                task, trace.under(span.span_id), policy, span.started, span, None
             )
         except ReachError as exc:
             self.tracer.end(span, exc.code)
@@ -194,10 +208,14 @@ class InvokeService:
         policy: RoutingPolicy,
         started: float,
         span: Span,
-        *,
-        queued: bool = False,
+        principal: Principal | None,
     ) -> tuple[Answer, ReachError | None]:
-        """The answer once routed; sets `span`'s capability, agent and outcome on the way."""
+        """The answer once routed; sets `span`'s capability, agent and outcome on the way.
+
+        `principal` is None for a queued or suspended task running later: it was admitted
+        when it was accepted, and is not held up by quotas again.
+        """
+        queued = principal is None
         request = task.request
         decision = await self.routing.route(
             request,
@@ -209,6 +227,10 @@ class InvokeService:
         span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
+            if principal is not None and decision.capability is not None:
+                if request.capability is None:
+                    self.security.authorize_invoke(principal, decision.capability)
+                await self.security.admit(principal, decision.capability)
             timeout_class = _timeout_class(policy, request, decision, self.routing)
             if not queued and (request.mode == "async" or timeout_class.asynchronous):
                 span.status = "queued"
@@ -264,6 +286,11 @@ class InvokeService:
             attempts=delivered.attempts,
         )
         return Answer.of(200, result), None
+
+    def _label(self, capability: str | None) -> str:
+        """A metric label: registered capabilities by name, anything else as one value
+        (callers' typos must not grow the metrics without bound)."""
+        return capability if capability in self.routing.index.by_capability else "(unknown)"
 
     @staticmethod
     def _check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:

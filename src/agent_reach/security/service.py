@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 import structlog
 
+from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import KeyStore, QuotaStore
 from agent_reach.clock import Clock
+from agent_reach.config import Settings
 from agent_reach.errors import Forbidden, QuotaExceeded, Unauthorized
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
@@ -23,7 +25,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.access import capability_matches, decide_access, principal_matches
 from agent_reach.security.endpoints import EndpointGuard
-from agent_reach.security.keys import matches, split_key
+from agent_reach.security.keys import bootstrap_record, matches, split_key
 
 log = structlog.get_logger("agent_reach.security")
 
@@ -140,4 +142,37 @@ def _covers(
 ) -> bool:
     return any(principal_matches(p, principal) for p in principals) and any(
         capability_matches(c, capability) for c in capabilities
+    )
+
+
+async def open_security(
+    settings: Settings,
+    backends: Backends,
+    policy: Callable[[], RoutingPolicy],
+    clock: Clock,
+    metrics: Metrics,
+) -> SecurityService:
+    """The security service; stores the `AR_ADMIN_KEY` digest and forgets the key itself."""
+    enabled = settings.auth == "on"
+    if not enabled:
+        log.warning(
+            "security_disabled",
+            message="AR_AUTH=off: every caller is an anonymous admin; use this for a local "
+            "demo only, never on a network",
+        )
+    if settings.admin_key is not None:
+        await backends.keys.put(
+            bootstrap_record(settings.admin_key.get_secret_value(), clock.wall())
+        )
+        settings.admin_key = None  # the digest is stored; the key leaves this process's memory
+    elif enabled and not await backends.keys.list():
+        log.warning("no_keys", message="security is on and no key exists: set AR_ADMIN_KEY")
+    return SecurityService(
+        backends.keys,
+        backends.quotas,
+        policy,
+        clock,
+        metrics,
+        enabled=enabled,
+        guard=EndpointGuard(settings.endpoint_allow),
     )

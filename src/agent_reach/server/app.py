@@ -20,6 +20,7 @@ from agent_reach.server.routes import (
     contexts,
     decisions,
     health,
+    keys,
     queues,
     routing,
     tasks,
@@ -52,7 +53,7 @@ class CoordinatorApp:
             redoc_url=None,
         )
         install_error_handlers(self.api)
-        for module in (agents, routing, tasks, health, traces, decisions, queues, contexts):
+        for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)

@@ -47,13 +47,16 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
 async def handle_invoke(
     scope: Scope, receive: Any, send: Any, service: InvokeService, limit: int
 ) -> None:
-    """Validate, invoke, answer; bad input becomes its error body and status."""
+    """Authenticate, validate, invoke, answer; bad input becomes its error body and status."""
+    authorization: list[str] = []
     traceparent: str | None = None
     hop_header: bytes | None = None
     deadline_header: bytes | None = None
     declared: int | None = None
     for name, value in scope["headers"]:
-        if name == b"traceparent":
+        if name == b"authorization":
+            authorization.append(value.decode("latin-1"))
+        elif name == b"traceparent":
             traceparent = value.decode("latin-1")
         elif name == b"x-reach-hop":
             hop_header = value
@@ -63,6 +66,9 @@ async def handle_invoke(
             declared = int(value)
     trace = continue_trace(traceparent)
     try:
+        if len(authorization) > 1:
+            raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
+        principal = await service.security.authenticate(authorization[0] if authorization else None)
         body = await read_body(receive, limit, declared)
         try:
             request = InvokeRequest.model_validate_json(body)
@@ -74,7 +80,9 @@ async def handle_invoke(
         exc.details.setdefault("trace_id", trace.trace_id)
         await _send(send, exc.status, dump_json(exc.to_body()), trace.trace_id)
         return
-    answer = await service.handle(request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms)
+    answer = await service.handle(
+        request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
+    )
     await _send(send, answer.status, answer.body, trace.trace_id)
 
 

@@ -36,6 +36,7 @@ from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
+from agent_reach.security.service import SecurityService, open_security
 
 
 @dataclass(slots=True)
@@ -57,6 +58,7 @@ class Runtime:
     metrics: Metrics
     tracer: Tracer
     contexts: ContextService
+    security: SecurityService
 
 
 @asynccontextmanager
@@ -101,6 +103,7 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers)
     contexts = await ContextService.open(backends.contexts, clock, settings)
+    security = await open_security(settings, backends, policy, clock, metrics)
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
@@ -113,6 +116,7 @@ async def open_runtime(
         clock=clock,
         metrics=metrics,
         tracer=tracer,
+        security=security,
     )
     runtime = Runtime(
         settings=settings,
@@ -130,6 +134,7 @@ async def open_runtime(
         metrics=metrics,
         tracer=tracer,
         contexts=contexts,
+        security=security,
     )
     await registry.start()
     loops = [

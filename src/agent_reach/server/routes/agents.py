@@ -1,4 +1,9 @@
-"""Agents: register, heartbeat, deregister, list."""
+"""Agents: register, heartbeat, deregister, list.
+
+Registering needs an agent (or admin) key whose rules grant every capability named;
+an instance may then be renewed, replaced or removed only by the principal that
+registered it (or an admin). Listing needs any valid key.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from starlette.responses import Response
 
 from agent_reach.errors import ValidationFailed
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
+from agent_reach.model.keys import Principal
+from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -17,30 +24,39 @@ AgentIdPath = Annotated[str, Path(pattern=AGENT_ID_PATTERN)]
 
 
 @router.post("", status_code=201, response_model=InstanceView)
-async def register(spec: AgentSpec, request: Request) -> Response:
+async def register(spec: AgentSpec, request: Request, principal: Caller) -> Response:
     """Register (or re-register) an instance and start its lease."""
     runtime = runtime_of(request)
+    security = runtime.security
+    security.authorize_register(principal, spec.capabilities)
+    if spec.id in runtime.registry.index.by_id:
+        security.authorize_owner(principal, runtime.registry.owner_of(spec.id), spec.id)
     runtime.transports.check(spec.transport)
+    await security.check_endpoints(spec.transport)
     classes = runtime.policy().timeout_classes
     if spec.timeout_class not in classes:
         raise ValidationFailed(
             f"unknown timeout class {spec.timeout_class!r}: use one of {sorted(classes)}",
             field="timeout_class",
         )
-    await runtime.registry.register(spec)
+    owner = principal.name if security.enabled else None
+    await runtime.registry.register(spec, owner)
     return json_response(runtime.registry.get(spec.id), 201)
 
 
 @router.post("/{agent_id}/heartbeat")
-async def heartbeat(agent_id: AgentIdPath, request: Request) -> Response:
+async def heartbeat(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
     """Renew the lease; 404 `unknown_agent` tells the agent to register again."""
-    ttl_s = await runtime_of(request).registry.heartbeat(agent_id)
+    runtime = runtime_of(request)
+    _check_owner(request, principal, agent_id)
+    ttl_s = await runtime.registry.heartbeat(agent_id)
     return json_response({"id": agent_id, "ttl": ttl_s})
 
 
 @router.delete("/{agent_id}", status_code=204)
-async def deregister(agent_id: AgentIdPath, request: Request) -> Response:
+async def deregister(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
     """Take the instance out of the pool at once."""
+    _check_owner(request, principal, agent_id)
     await runtime_of(request).registry.deregister(agent_id)
     return Response(status_code=204)
 
@@ -48,6 +64,7 @@ async def deregister(agent_id: AgentIdPath, request: Request) -> Response:
 @router.get("", response_model=dict[str, list[InstanceView]])
 async def list_agents(
     request: Request,
+    _: Caller,
     capability: str | None = None,
     status: Annotated[HealthStatus | None, Query()] = None,
 ) -> Response:
@@ -62,5 +79,14 @@ async def list_agents(
 
 
 @router.get("/{agent_id}", response_model=InstanceView)
-async def get_agent(agent_id: AgentIdPath, request: Request) -> Response:
+async def get_agent(agent_id: AgentIdPath, request: Request, _: Caller) -> Response:
     return json_response(runtime_of(request).registry.get(agent_id))
+
+
+def _check_owner(request: Request, principal: Principal, agent_id: str) -> None:
+    """Unknown ids pass through, so the registry answers its own 404."""
+    registry = runtime_of(request).registry
+    if agent_id in registry.index.by_id:
+        runtime_of(request).security.authorize_owner(
+            principal, registry.owner_of(agent_id), agent_id
+        )

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
-router = APIRouter(prefix="/v1/decisions", tags=["observability"])
+router = APIRouter(
+    prefix="/v1/decisions", tags=["observability"], dependencies=[Depends(authenticated)]
+)
 
 
 @router.get("")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from agent_reach.errors import StoreUnavailable
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.routes.queues import queue_depths
 from agent_reach.server.runtime import runtime_of
@@ -23,7 +24,7 @@ async def healthz(request: Request) -> Response:
     )
 
 
-@router.get("/metrics")
+@router.get("/metrics", dependencies=[Depends(authenticated)])
 async def metrics(request: Request) -> Response:
     """Prometheus text format; gauges are read from the registry and queues at scrape time."""
     runtime = runtime_of(request)

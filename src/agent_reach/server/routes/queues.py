@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from agent_reach.invoke.tasks import SUSPENDED, WORK
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import Runtime, runtime_of
 
-router = APIRouter(prefix="/v1/queues", tags=["tasks"])
+router = APIRouter(prefix="/v1/queues", tags=["tasks"], dependencies=[Depends(authenticated)])
 
 
 async def queue_depths(runtime: Runtime) -> dict[str, int]:

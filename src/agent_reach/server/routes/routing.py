@@ -5,15 +5,16 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
-router = APIRouter(prefix="/v1", tags=["routing"])
+router = APIRouter(prefix="/v1", tags=["routing"], dependencies=[Depends(authenticated)])
 
 
 @router.get("/capabilities")
@@ -24,9 +25,17 @@ async def capabilities(request: Request) -> Response:
 
 @router.post("/route")
 async def route(
-    body: RouteRequest, request: Request, traceparent: Annotated[str | None, Header()] = None
+    body: RouteRequest,
+    request: Request,
+    principal: Caller,
+    traceparent: Annotated[str | None, Header()] = None,
 ) -> Response:
-    """The routing decision, fully explained; `agent_id` is null when nothing fits."""
+    """The routing decision, fully explained; `agent_id` is null when nothing fits.
+
+    Naming a capability needs the right to invoke it; text may be routed by any key.
+    """
+    if body.capability is not None:
+        runtime_of(request).security.authorize_invoke(principal, body.capability)
     trace = continue_trace(traceparent)
     decision = await runtime_of(request).routing.route(
         body, request_id=body.request_id or uuid.uuid4().hex, trace_id=trace.trace_id

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.model.invocations import REQUEST_ID_PATTERN
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
-router = APIRouter(prefix="/v1", tags=["tasks"])
+router = APIRouter(prefix="/v1", tags=["tasks"], dependencies=[Depends(authenticated)])
 
 
 @router.get("/tasks/{task_id}")

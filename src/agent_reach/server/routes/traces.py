@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.errors import NotFound
 from agent_reach.observability.trace_store import TraceFilter
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
-router = APIRouter(prefix="/v1/traces", tags=["observability"])
+router = APIRouter(
+    prefix="/v1/traces", tags=["observability"], dependencies=[Depends(authenticated)]
+)
 TraceIdPath = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
 
 

@@ -1,5 +1,5 @@
 // The dashboard shell: hash routes to views, polls the active view, shows the connection.
-import { ApiError, getJSON } from "./api.js";
+import { ApiError, getJSON, setKey } from "./api.js";
 import { h } from "./dom.js";
 import * as agent from "./views/agent.js";
 import * as decisions from "./views/decisions.js";
@@ -58,7 +58,10 @@ async function tick(gen) {
       connection.textContent = `live · node ${health.node} · ${health.backend}`;
     } catch (error) {
       if (gen !== generation) return;
-      if (error instanceof ApiError) {
+      if (error instanceof ApiError && error.status === 401) {
+        errorBox.replaceChildren(keyForm());
+        errorBox.hidden = false;
+      } else if (error instanceof ApiError) {
         errorBox.textContent = `${error.code}: ${error.message}`;
         errorBox.hidden = false;
       } else {
@@ -69,6 +72,18 @@ async function tick(gen) {
   }
   const wait = document.hidden ? HIDDEN_RECHECK_MS : active.view.intervalMs;
   if (gen === generation && wait) timer = setTimeout(() => tick(gen), wait);
+}
+
+// Security is on: ask for an API key (any role can read), then look again.
+function keyForm() {
+  const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
+  const form = h("form", { class: "key-form" }, "This coordinator needs an API key: ", input, h("button", { type: "submit" }, "Use key"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    setKey(input.value);
+    show();
+  });
+  return form;
 }
 
 window.addEventListener("hashchange", show);
