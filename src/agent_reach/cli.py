@@ -8,10 +8,11 @@ their code and exit 1; no command ever prints a traceback for them.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar, cast
 
 import httpx
 import orjson
@@ -29,11 +30,14 @@ from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings, load_mapping
 from agent_reach.demo import run_demo
 from agent_reach.errors import InvalidRequest, ReachError, error_from_body
-from agent_reach.model.agents import AgentSpec, InstanceView
+from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
 from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.keys import Principal, Role
 from agent_reach.observability.logging import configure_logging
 from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
+from agent_reach.routing.policy_source import PolicySource
 from agent_reach.sdk.client import SyncReachClient
+from agent_reach.security.access import capability_matches, decide_access, principal_matches
 from agent_reach.server.app import create_app
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
@@ -53,10 +57,18 @@ agents_app = typer.Typer(
     help="Register, list and deregister agent instances.", no_args_is_help=True
 )
 app.add_typer(agents_app, name="agents")
+keys_app = typer.Typer(help="Create, list and revoke API keys (needs an admin key).")
+app.add_typer(keys_app, name="keys", no_args_is_help=True)
+acl_app = typer.Typer(help="Explain access decisions of a policy file.")
+app.add_typer(acl_app, name="acl", no_args_is_help=True)
 
 CoordinatorUrl = Annotated[
     str,
     typer.Option("--coordinator", envvar="AR_COORDINATOR_URL", help="Base URL of the coordinator."),
+]
+ApiKey = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="AR_API_KEY", help="API key (Bearer); env AR_API_KEY."),
 ]
 
 
@@ -98,6 +110,7 @@ def serve(
     else:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_level, json=settings.log_json)
+    os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -122,10 +135,11 @@ def register_agent(
         ),
     ],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
 ) -> None:
     """Register an agent instance described in FILE."""
     spec = AgentSpec.from_legacy(load_mapping(file))
-    with SyncReachClient(coordinator) as client:
+    with SyncReachClient(coordinator, api_key=api_key) as client:
         view = client.register(spec)
     console = Console()
     console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
@@ -134,9 +148,11 @@ def register_agent(
 
 @agents_app.command("list")
 @reporting_errors
-def list_agents(coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL) -> None:
+def list_agents(
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
+) -> None:
     """List instances with status, load, success rate and median latency."""
-    with SyncReachClient(coordinator) as client:
+    with SyncReachClient(coordinator, api_key=api_key) as client:
         views = client.agents()
     Console().print(instances_table(views))
 
@@ -146,9 +162,10 @@ def list_agents(coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL) -> None:
 def deregister_agent(
     agent_id: Annotated[str, typer.Argument(metavar="ID", help="Instance id.")],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
 ) -> None:
     """Take an instance out of the pool at once."""
-    with SyncReachClient(coordinator) as client:
+    with SyncReachClient(coordinator, api_key=api_key) as client:
         client.deregister(agent_id)
     Console().print(f"deregistered [bold]{escape(agent_id)}[/]")
 
@@ -159,13 +176,14 @@ def invoke(
     capability: Annotated[str, typer.Argument(help="Capability tag, e.g. inventory.check.")],
     payload: Annotated[str, typer.Option(help="The payload as JSON.")] = "null",
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
 ) -> None:
     """Route a request to the best live instance of CAPABILITY and print its answer."""
     try:
         body = orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"--payload is not valid JSON: {exc}", code="invalid_json") from None
-    with SyncReachClient(coordinator) as client:
+    with SyncReachClient(coordinator, api_key=api_key) as client:
         answer = client.invoke(capability, payload=body)
     console = Console()
     console.print(
@@ -178,12 +196,16 @@ def invoke(
 @app.command()
 @reporting_errors
 def route(
-    capability: Annotated[str, typer.Option(help="Capability tag to route.")],
+    text: Annotated[str | None, typer.Argument(help="User text to route by meaning.")] = None,
+    capability: Annotated[str | None, typer.Option(help="Capability tag to route.")] = None,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
 ) -> None:
-    """Explain the routing decision for a capability; nothing is invoked."""
-    with SyncReachClient(coordinator) as client:
-        decision = client.route(capability)
+    """Explain the routing decision for TEXT or a --capability; nothing is invoked."""
+    if (text is None) == (capability is None):
+        raise InvalidRequest("give TEXT or --capability (one of them)", code="invalid_arguments")
+    with SyncReachClient(coordinator, api_key=api_key) as client:
+        decision = client.route(capability, text=text)
     Console().print(decision_table(decision))
 
 
@@ -199,9 +221,10 @@ def demo() -> None:
 def trace(
     trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="32 hex digits.")],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
 ) -> None:
     """Print a trace's hops as a tree with timings: route, attempts, nested calls."""
-    document = orjson.loads(_get(coordinator, f"/v1/traces/{trace_id}"))
+    document = orjson.loads(_call(coordinator, api_key, "GET", f"/v1/traces/{trace_id}"))
     Console().print(trace_tree(document))
 
 
@@ -211,22 +234,121 @@ def top(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between refreshes.")] = 1.0,
     once: Annotated[bool, typer.Option(help="Print one frame (one interval) and exit.")] = False,
+    api_key: ApiKey = None,
 ) -> None:
     """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops)."""
-    before = _scrape(coordinator)
+    _scrape = functools.partial(_scrape_metrics, coordinator, api_key)
+    before = _scrape()
     if once:
         time.sleep(interval)
-        Console().print(traffic_table(traffic(before, _scrape(coordinator)), coordinator))
+        Console().print(traffic_table(traffic(before, _scrape()), coordinator))
         return
     with Live(traffic_table([], coordinator), auto_refresh=False) as live:
         try:
             while True:
                 time.sleep(interval)
-                after = _scrape(coordinator)
+                after = _scrape()
                 live.update(traffic_table(traffic(before, after), coordinator), refresh=True)
                 before = after
         except KeyboardInterrupt:
             pass
+
+
+@keys_app.command("create")
+@reporting_errors
+def create_key(
+    principal: Annotated[str, typer.Option(help="Who the key is for, e.g. order-bot.")],
+    domain: Annotated[str, typer.Option(help="The principal's domain, e.g. customer-service.")],
+    role: Annotated[str, typer.Option(help="agent, caller or admin.")] = "caller",
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Create an API key; it is printed once and never stored in plaintext."""
+    body = {"principal": principal, "domain": domain, "role": role}
+    created = orjson.loads(_call(coordinator, api_key, "POST", "/v1/keys", body))
+    console = Console()
+    console.print(
+        f"key for [bold]{escape(created['principal'])}[/] ({created['role']}, "
+        f"domain {escape(created['domain'])}), id {created['key_id']} — shown once, keep it:"
+    )
+    console.print(created["key"], soft_wrap=True, highlight=False)
+
+
+@keys_app.command("list")
+@reporting_errors
+def list_keys(
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
+) -> None:
+    """Key ids with their principals (never the keys)."""
+    table = Table(title="API keys", title_justify="left")
+    for column in ("key id", "principal", "domain", "role", "revoked"):
+        table.add_column(column, no_wrap=True)
+    for key in orjson.loads(_call(coordinator, api_key, "GET", "/v1/keys"))["keys"]:
+        table.add_row(
+            key["key_id"],
+            key["principal"],
+            key["domain"],
+            key["role"],
+            "[red]yes[/]" if key["revoked"] else "no",
+        )
+    Console().print(table)
+
+
+@keys_app.command("revoke")
+@reporting_errors
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(metavar="KEY_ID")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Revoke a key: every coordinator refuses it within a second."""
+    _call(coordinator, api_key, "DELETE", f"/v1/keys/{key_id}")
+    Console().print(f"revoked [bold]{escape(key_id)}[/]")
+
+
+@acl_app.command("check")
+@reporting_errors
+def acl_check(
+    principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="The principal's name.")],
+    capability: Annotated[str, typer.Argument(metavar="CAPABILITY")],
+    domain: Annotated[str, typer.Option(help="The principal's domain.")] = "default",
+    role: Annotated[str, typer.Option(help="agent, caller or admin.")] = "caller",
+    policy: Annotated[
+        Path | None,
+        typer.Option(envvar="AR_POLICY_FILE", exists=True, dir_okay=False, help="Policy file."),
+    ] = None,
+) -> None:
+    """Explain whether PRINCIPAL may invoke and register CAPABILITY, and its quotas."""
+    rules = PolicySource(SYSTEM_CLOCK, policy).current
+    who = Principal("-", principal.lower(), domain.lower(), _role(role))
+    tag = normalize_capability(capability)
+    console = Console()
+    for action, action_rules in (
+        ("invoke", rules.access.invoke),
+        ("register", rules.access.registration),
+    ):
+        decision = decide_access(action_rules, who, tag)
+        verdict = "[bold green]allowed[/]" if decision.allowed else "[bold red]denied[/]"
+        why = escape(decision.reason)
+        if decision.rule is not None:
+            why += (
+                f": principals {decision.rule.principals} capabilities {decision.rule.capabilities}"
+            )
+        console.print(f"{action} {escape(tag)}: {verdict} — {why}", soft_wrap=True)
+    for rule in rules.quotas:
+        if any(principal_matches(p, who) for p in rule.principals) and any(
+            capability_matches(c, tag) for c in rule.capabilities
+        ):
+            console.print(
+                f"quota: {rule.rate_per_s:g}/s, burst {rule.burst}, per {rule.scope}",
+                soft_wrap=True,
+            )
+
+
+def _role(role: str) -> Role:
+    if role not in ("agent", "caller", "admin"):
+        raise InvalidRequest("--role must be agent, caller or admin", code="invalid_arguments")
+    return cast(Role, role)
 
 
 def trace_tree(document: dict[str, Any]) -> Tree:
@@ -289,11 +411,12 @@ def _status_text(status: str, is_error: bool) -> Text:
     return Text(status, style="bold red" if is_error else "bold green")
 
 
-def _get(coordinator: str, path: str) -> bytes:
-    """GET a coordinator path; error answers raise their `ReachError` class."""
+def _call(coordinator: str, api_key: str | None, method: str, path: str, body: Any = None) -> bytes:
+    """One call to the coordinator; error answers raise their `ReachError` class."""
     url = coordinator.rstrip("/") + path
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = httpx.get(url, timeout=10)
+        response = httpx.request(method, url, json=body, headers=headers, timeout=10)
     except httpx.TransportError as exc:
         raise ReachError(
             f"could not reach the coordinator at {coordinator}: {exc}",
@@ -308,8 +431,8 @@ def _get(coordinator: str, path: str) -> bytes:
     return response.content
 
 
-def _scrape(coordinator: str) -> Scrape:
-    text = _get(coordinator, "/metrics").decode()
+def _scrape_metrics(coordinator: str, api_key: str | None) -> Scrape:
+    text = _call(coordinator, api_key, "GET", "/metrics").decode()
     return parse_scrape(text, SYSTEM_CLOCK.monotonic())
 
 
@@ -343,6 +466,8 @@ def decision_table(decision: RouteDecision) -> Table:
     )
     chosen = decision.agent_id or "none"
     caption = f"rule [bold]{decision.rule}[/] · policy {decision.policy_version}"
+    if decision.refused_by is not None:
+        caption += f" (refused by {decision.refused_by})"
     if decision.margin is not None:
         caption += f" · margin {decision.margin:.3f}"
     table = Table(
@@ -354,6 +479,7 @@ def decision_table(decision: RouteDecision) -> Table:
     table.add_column("", no_wrap=True)
     table.add_column("capability", no_wrap=True)
     table.add_column("agent", no_wrap=True)
+    table.add_column("matchers", no_wrap=True)
     for name in factors:
         weight = weights.get(name)
         header = name if weight is None else f"{name}\n×{weight:.2f}"
@@ -368,6 +494,7 @@ def decision_table(decision: RouteDecision) -> Table:
             "→" if is_chosen else "",
             candidate.capability,
             candidate.agent_id,
+            " ".join(f"{name} {score:.2f}" for name, score in candidate.match.items()),
             *(_optional(candidate.factors.get(name), "{:.3f}") for name in factors),
             f"{candidate.score:.3f}",
             style="bold green" if is_chosen else None,

@@ -31,6 +31,7 @@ and the SDK maps such a body back to the same class with `error_from_body`.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 
@@ -47,6 +48,11 @@ class ReachError(Exception):
         if code is not None:
             self.code = code  # type: ignore[misc]
         self.details = details
+
+    def retry_after(self) -> str | None:
+        """The `Retry-After` header value (whole seconds) when the error says when to retry."""
+        seconds = self.details.get("retry_after_s")
+        return None if seconds is None else str(max(1, math.ceil(float(seconds))))
 
     def to_body(self) -> dict[str, Any]:
         """The wire form: ``{"error": {"code", "message", **details}}``."""

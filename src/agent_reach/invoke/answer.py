@@ -17,6 +17,7 @@ class Answer:
     status: int
     body: bytes
     replayed: bool = False
+    retry_after: str | None = None  # the Retry-After header, for 429 and 503
 
     @classmethod
     def of(cls, status: int, document: Any) -> Answer:
@@ -24,4 +25,4 @@ class Answer:
 
     @classmethod
     def of_error(cls, exc: ReachError) -> Answer:
-        return cls(exc.status, orjson.dumps(exc.to_body()))
+        return cls(exc.status, orjson.dumps(exc.to_body()), retry_after=exc.retry_after())

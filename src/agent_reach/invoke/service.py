@@ -298,7 +298,9 @@ class InvokeService:
             return
         details: dict[str, Any] = {"request_id": request_id, "route": decision}
         if decision.rule == "no_instance":
-            raise NoInstance("no live instance offers the capability right now", **details)
+            raise NoInstance(
+                "no live instance offers the capability right now", retry_after_s=1, **details
+            )
         if decision.rule == "margin":
             raise Ambiguous("the text fits several capabilities too equally to choose", **details)
         if request.capability is None:

@@ -78,12 +78,12 @@ async def handle_invoke(
         deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
-        await _send(send, exc.status, dump_json(exc.to_body()), trace.trace_id)
+        await _send(send, exc.status, dump_json(exc.to_body()), trace.trace_id, exc.retry_after())
         return
     answer = await service.handle(
         request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
     )
-    await _send(send, answer.status, answer.body, trace.trace_id)
+    await _send(send, answer.status, answer.body, trace.trace_id, answer.retry_after)
 
 
 def _count(header: bytes | None, name: str, code: str) -> int | None:
@@ -96,12 +96,11 @@ def _count(header: bytes | None, name: str, code: str) -> int | None:
     return int(value)
 
 
-async def _send(send: Any, status: int, body: bytes, trace_id: str) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())],
-        }
-    )
+async def _send(
+    send: Any, status: int, body: bytes, trace_id: str, retry_after: str | None = None
+) -> None:
+    headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", retry_after.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
