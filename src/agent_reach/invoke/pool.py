@@ -26,7 +26,7 @@ import asyncio
 import re
 import ssl
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -48,6 +48,9 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 _NO_BODY_METHODS = frozenset({"GET", "HEAD"})
 _POOL_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
 _checked_names: set[str] = set()
+
+
+Resolve = Callable[[str], Awaitable[str]]
 
 
 class PoolError(Exception):
@@ -387,9 +390,12 @@ class _Origin:
         limit = min(budget, self.pool.connect_timeout_s)
         try:
             async with asyncio.timeout(limit):
+                address = (
+                    self.host if self.pool.resolve is None else await self.pool.resolve(self.host)
+                )
                 _, conn = await self.loop.create_connection(
                     lambda: _Connection(self),
-                    self.host,
+                    address,
                     self.port,
                     ssl=self.ssl,
                     server_hostname=self.host if self.ssl is not None else None,
@@ -436,7 +442,11 @@ class HttpPool:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        resolve: Resolve | None = None,
     ) -> None:
+        """`resolve`, when given, picks the address each new connection dials (and may
+        refuse with `ConnectFailed`): the hook for an allow list checked at dial time."""
+        self.resolve = resolve
         self.max_connections = max_connections_per_origin
         self.connect_timeout_s = connect_timeout_s
         self.max_response_bytes = max_response_bytes

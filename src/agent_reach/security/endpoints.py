@@ -83,6 +83,23 @@ class EndpointGuard:
                     field=field,
                 )
 
+    async def dial_address(self, host: str) -> str:
+        """The address a new connection to `host` must dial, checked now (DNS may have
+        changed since registration); a partly disallowed answer is refused whole.
+
+        Raises `ConnectionRefusedError`, so the client reports an unreachable agent.
+        """
+        try:
+            addresses = await self.resolve(host)
+        except EndpointRefused as exc:
+            raise ConnectionRefusedError(exc.message) from None
+        refused = [a for a in addresses if not self.is_allowed(a)]
+        if refused:
+            raise ConnectionRefusedError(
+                f"{host} resolves to {refused[0]}, outside the allowed networks"
+            )
+        return addresses[0]
+
     @staticmethod
     async def resolve(host: str) -> list[str]:
         """Every address the host resolves to; an unresolvable host is refused."""

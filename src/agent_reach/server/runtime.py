@@ -75,7 +75,8 @@ async def open_runtime(
     )
     tracer = Tracer(TraceStore(settings.trace_store_size, clock), clock, export)
     backends = await open_backends(settings, clock)
-    transports = open_transports()
+    security = await open_security(settings, backends, policy, clock, metrics)
+    transports = open_transports(security.guard.dial_address)
     decision_log = DecisionLog(settings.decision_log, clock)
     registry = Registry(
         backends.registry, clock, node_id=node_id, resync_s=settings.registry_resync_s
@@ -103,7 +104,6 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers)
     contexts = await ContextService.open(backends.contexts, clock, settings)
-    security = await open_security(settings, backends, policy, clock, metrics)
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_reach.errors import ValidationFailed
-from agent_reach.invoke.pool import HttpPool
+from agent_reach.invoke.pool import HttpPool, Resolve
 from agent_reach.invoke.transports.http import HttpTransport
 from agent_reach.invoke.transports.protocol import Transport
 from agent_reach.model.agents import TransportSpec
@@ -33,9 +33,13 @@ class Transports:
             await transport.aclose()
 
 
-def open_transports() -> Transports:
-    """Every built-in transport, sharing one pooled HTTP client."""
-    return Transports({"http": HttpTransport(HttpPool())})
+def open_transports(resolve: Resolve | None = None) -> Transports:
+    """Every built-in transport, sharing one pooled HTTP client.
+
+    `resolve` picks (and may refuse) the address of every new connection: the dial-time
+    half of the endpoint guard.
+    """
+    return Transports({"http": HttpTransport(HttpPool(resolve=resolve))})
 
 
 __all__ = ["Transport", "Transports", "open_transports"]
