@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from agent_reach import Agent, AgentRequest, ReachError, Settings
 from agent_reach.context.service import ContextService
@@ -37,6 +39,7 @@ MAX_BYTES = 4096
 MAX_FIELDS = 40
 BIG = "x" * MAX_BYTES  # over the document limit, and over a segment's bytes as one item
 WIDE = {str(n): n for n in range(MAX_FIELDS)}  # with the document's own fields, too many
+ADMIN_KEY = "context-test-admin-key-0123456789"
 
 
 @dataclass
@@ -64,6 +67,13 @@ class Coordinator:
         return self.app.runtime.registry.index.by_id[agent_id].spec
 
 
+@contextmanager
+def running(settings: Settings) -> Iterator[Coordinator]:
+    app = create_app(settings)
+    with ServerThread(app) as server:
+        yield Coordinator(server.url, app, server)
+
+
 @pytest.fixture
 def reach(settings: Settings) -> Iterator[Coordinator]:
     limited = settings.model_copy(
@@ -75,9 +85,8 @@ def reach(settings: Settings) -> Iterator[Coordinator]:
             "context_max_fields": MAX_FIELDS,
         }
     )
-    app = create_app(limited)
-    with ServerThread(app) as server:
-        yield Coordinator(server.url, app, server)
+    with running(limited) as coordinator:
+        yield coordinator
 
 
 @pytest.fixture
@@ -444,3 +453,23 @@ def test_an_sdk_agent_gets_nothing_outside_its_projection(
     assert no_context == {"seen": {}, "cached": True, "version": None, "written": None}
     assert document(api, context_id) == DOCUMENT
     assert document(api, other_id) == {"product": {"sku": "OTHER"}, "secret": 1}
+
+
+def test_with_api_keys_on_callers_need_a_key_and_a_token_opens_only_its_projection(
+    settings: Settings,
+) -> None:
+    secured = settings.model_copy(update={"auth": "on", "admin_key": SecretStr(ADMIN_KEY)})
+    keyed = bearer(ADMIN_KEY)
+    with running(secured) as reach, httpx.Client(base_url=reach.url) as api:
+        refused = api.post("/v1/contexts", json={"document": DOCUMENT})
+        created = api.post("/v1/contexts", json={"document": DOCUMENT}, headers=keyed)
+        block = block_for(reach, created.json()["context_id"], spec("product"), "req-1")
+        token = bearer(block["token"])
+
+        assert error(refused) == (401, "unauthorized")
+        assert error(api.get(block["url"])) == (401, "unauthorized")
+        assert api.get(block["url"], headers=token).json()["document"] == {
+            "product": DOCUMENT["product"]
+        }
+        assert error(api.delete(block["url"], headers=token)) == (401, "unauthorized")
+        assert api.get(block["url"], headers=keyed).json()["document"] == DOCUMENT

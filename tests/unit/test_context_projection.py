@@ -13,7 +13,7 @@ from agent_reach.context.limits import count_fields
 from agent_reach.context.patch import merge_patch, touched_paths
 from agent_reach.context.projection import covers, narrow, parse_fields, project
 from agent_reach.context.tokens import TOKEN_PREFIX, Grant, TokenSigner
-from agent_reach.errors import NotFound, ValidationFailed
+from agent_reach.errors import NotFound, Unauthorized, ValidationFailed
 
 SECRET = b"k" * 32
 DOCUMENT: dict[str, Any] = {
@@ -173,9 +173,9 @@ def test_a_token_expires_after_its_ttl(signer: TokenSigner, clock: ManualClock) 
 
     clock.advance(1)
 
-    with pytest.raises(NotFound) as caught:
+    with pytest.raises(Unauthorized) as caught:
         signer.verify(token)
-    assert caught.value.code == "token_expired"
+    assert (caught.value.status, caught.value.code) == (401, "token_expired")
 
 
 def _tamper_payload(token: str) -> str:

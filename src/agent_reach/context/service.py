@@ -47,16 +47,9 @@ MAX_MERGE_ROUNDS = 16
 class ContextService:
     """Contexts for the HTTP API, and the context block of each delivery."""
 
-    def __init__(
-        self,
-        store: ContextStore,
-        signer: TokenSigner,
-        clock: Clock,
-        settings: Settings,
-    ) -> None:
+    def __init__(self, store: ContextStore, signer: TokenSigner, settings: Settings) -> None:
         self.store = store
         self.signer = signer
-        self.clock = clock
         self.limits = ContextLimits.from_settings(settings)
         self.ttl_s = settings.ttl_default
         self.token_ttl_s = settings.context_token_ttl_s
@@ -67,7 +60,7 @@ class ContextService:
     @classmethod
     async def open(cls, store: ContextStore, clock: Clock, settings: Settings) -> ContextService:
         """The service with the cluster's token secret loaded (one store call at most)."""
-        return cls(store, TokenSigner(await load_secret(settings, store), clock), clock, settings)
+        return cls(store, TokenSigner(await load_secret(settings, store), clock), settings)
 
     async def create(self, document: dict[str, Any], ttl_s: float | None = None) -> ContextView:
         """A new context holding `document`, living `ttl_s` (default `AR_TTL_DEFAULT`)."""

@@ -21,7 +21,7 @@ from agent_reach.backends.protocols import ContextStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.documents import unknown_context
-from agent_reach.errors import NotFound
+from agent_reach.errors import Unauthorized
 
 TOKEN_PREFIX = "ctx1."  # noqa: S105 - a format marker, not a secret
 SECRET_BYTES = 32  # an HMAC-SHA256 key as long as the hash (RFC 2104, section 3)
@@ -61,8 +61,8 @@ class TokenSigner:
         """The grant a genuine, unexpired token carries.
 
         A malformed or forged token is `unknown_context` (404), like a context that does
-        not exist; an expired genuine one is `token_expired` (404), so its holder knows
-        to ask for a fresh delivery rather than give the context up.
+        not exist; an expired genuine one is `token_expired` (401), so its holder knows
+        the context may well still be there, for a fresh token to open.
         """
         payload, _, signature = token.removeprefix(TOKEN_PREFIX).partition(".")
         if not token.startswith(TOKEN_PREFIX) or not hmac.compare_digest(
@@ -71,7 +71,7 @@ class TokenSigner:
             raise unknown_context()
         claims = orjson.loads(_b64decode(payload))  # signed by us: well-formed
         if claims["e"] <= self._clock.wall():
-            raise NotFound("the context token has expired", code="token_expired")
+            raise Unauthorized("the context token has expired", code="token_expired")
         return Grant(claims["c"], tuple(claims["r"]), tuple(claims["w"]))
 
     def _signature(self, payload: str) -> str:

@@ -2,8 +2,9 @@
 
 Two ways in, kept apart. An agent presents the token of its delivery (``Authorization:
 Bearer ctx1...`` or ``X-Reach-Context-Token``) to read and write: it opens one context,
-and only the fields it names. Everyone else is on the caller path, `caller_grant`,
-which is where the security area checks API keys; creating and deleting are only there.
+and only the fields it names, with no API key. Everyone else is on the caller path,
+`caller_grant`, which needs an API key (when keys are on) and opens every context;
+creating and deleting are only there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agent_reach.context.documents import CONTEXT_ID_PATTERN, ContextView
 from agent_reach.context.projection import parse_fields
 from agent_reach.context.tokens import CALLER_GRANT, TOKEN_PREFIX, Grant
 from agent_reach.errors import InvalidRequest, ValidationFailed
+from agent_reach.server.auth import authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -43,7 +45,7 @@ class CreateContext(BaseModel):
 class AppendItems(BaseModel):
     """Items to add at the end of a named list (conversation turns, events...)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(alias="list", min_length=1, max_length=64)
     items: list[Any] = Field(min_length=1)
@@ -65,7 +67,8 @@ class ContextPatch(BaseModel):
 
 
 async def caller_grant(request: Request) -> Grant:
-    """The caller path: for now every caller may do everything (API keys will go here)."""
+    """The caller path: any valid API key opens every context; 401 `unauthorized` without."""
+    await authenticated(request, request.headers.get("authorization"))
     return CALLER_GRANT
 
 
