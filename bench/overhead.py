@@ -234,13 +234,18 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         nginx = start("nginx", [NGINX, "-p", str(tmp), "-e", error_log, "-c", str(conf)])
         wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log")
 
-        env = dict(os.environ, AR_REGISTRY_BACKEND="memory")
+        # The embedded default with security off (keys are not what this measures) and the
+        # decision log written to a file, as a deployment would keep it.
+        env = dict(
+            os.environ,
+            AR_REGISTRY_BACKEND="memory",
+            AR_AUTH="off",
+            AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
+        )
         # The checkout's own source first, so an uninstalled tree is benchmarked as it is.
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(REPO / "src"), env.get("PYTHONPATH")])
         )
-        if "AR_AUTH" in env:
-            env["AR_AUTH"] = "off"
         cmd = args.coordinator_cmd.format(python=sys.executable, port=coord_port, repo=REPO)
         coord = start("coordinator", shlex.split(cmd), env)
         wait_healthy("coordinator", coord, coord_port, "/healthz", tmp / "coordinator.log", cmd)

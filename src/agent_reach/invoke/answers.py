@@ -1,15 +1,15 @@
 """Earlier answers by capability and payload, for the last stage of the fallback chain.
 
-Remembering is off the request path: answers go into a bounded queue that one
-writer drains, so a slow store never slows a successful request (and under
-overload the oldest wishes to remember are simply dropped).
+Remembering is off the request path: answers wait in a bounded buffer that a
+writer drains every `FLUSH_S` (no task wake-up per request), so a slow store never
+slows a successful request; under overload the oldest are dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
+from collections import deque
 from typing import Any
 
 import orjson
@@ -20,7 +20,8 @@ from agent_reach.errors import StoreUnavailable
 
 log = structlog.get_logger("agent_reach.answers")
 
-PENDING_MAX = 10_000  # answers waiting to be written; more are dropped, not queued
+PENDING_MAX = 10_000  # answers waiting to be written; the oldest are dropped past this
+FLUSH_S = 0.1  # answers are written within this long
 
 
 def answer_key(capability: str, payload: Any) -> str:
@@ -34,13 +35,11 @@ class AnswerMemory:
 
     def __init__(self, cache: AnswerCache) -> None:
         self.cache = cache
-        self._pending: asyncio.Queue[tuple[str, bytes, float]] = asyncio.Queue(PENDING_MAX)
+        self._pending: deque[tuple[str, Any, Any, float]] = deque(maxlen=PENDING_MAX)
 
     def remember(self, capability: str, payload: Any, result: Any, ttl_s: float) -> None:
-        """Queue the answer for writing; never waits."""
-        # Under overload the answer is dropped: the degraded fallback may serve an older one.
-        with contextlib.suppress(asyncio.QueueFull):
-            self._pending.put_nowait((answer_key(capability, payload), orjson.dumps(result), ttl_s))
+        """Buffer the answer for writing; never waits (the key and bytes are made later)."""
+        self._pending.append((capability, payload, result, ttl_s))
 
     async def recall(self, capability: str, payload: Any) -> Any | None:
         """The last remembered answer, decoded, or None."""
@@ -50,8 +49,14 @@ class AnswerMemory:
     async def run(self) -> None:
         """Write queued answers until cancelled."""
         while True:
-            key, body, ttl_s = await self._pending.get()
-            try:
-                await self.cache.put(key, body, ttl_s)
-            except StoreUnavailable:
-                log.warning("answer_not_remembered")
+            await asyncio.sleep(FLUSH_S)
+            latest: dict[str, tuple[Any, float]] = {}  # one write per key: the newest wins
+            while self._pending:
+                capability, payload, result, ttl_s = self._pending.popleft()
+                latest[answer_key(capability, payload)] = (result, ttl_s)
+            for key, (result, ttl_s) in latest.items():
+                try:
+                    await self.cache.put(key, orjson.dumps(result), ttl_s)
+                except StoreUnavailable:
+                    log.warning("answer_not_remembered")
+                    break

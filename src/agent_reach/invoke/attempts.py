@@ -197,7 +197,7 @@ class AttemptLoop:
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
-        self.metrics.attempt_seconds.labels("ok").observe(elapsed_ms / 1000)
+        self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
         self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via)
         chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
         return Delivered(result, instance, chain.attempts)

@@ -9,7 +9,6 @@ replayed later; when their time runs out, a remembered answer is served as
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import structlog
@@ -24,6 +23,7 @@ from agent_reach.errors import (
     ReachError,
     ValidationFailed,
 )
+from agent_reach.ids import new_request_id
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
@@ -93,7 +93,7 @@ class InvokeService:
         else for a named capability, after routing for text) and within its quotas.
         """
         started = self.clock.monotonic()
-        request_id = request.request_id or uuid.uuid4().hex
+        request_id = request.request_id or new_request_id()
         span = self.tracer.start("invoke", trace, request.capability or "", request_id)
         trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
         hops = _hop_budget(hop_budget, request.max_hop)
@@ -122,7 +122,7 @@ class InvokeService:
                 claimed = await self.guard.claim(
                     request,
                     request_id,
-                    lease_s=max(policy.deadline_s(c) for c in policy.timeout_classes.values()),
+                    lease_s=policy.longest_deadline_s,
                     deadline=started + _wait_limit_s(deadline_ms, policy),
                     wait=request.on_duplicate == "wait",
                 )
@@ -274,7 +274,7 @@ class InvokeService:
             self.answers.remember(
                 decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
             )
-        self.metrics.requests.labels(decision.capability or "", status).inc()
+        self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
         span.status, span.agent_id = status, delivered.instance.id
         result = InvokeResult(
             request_id=task.task_id,
@@ -334,14 +334,15 @@ def _deadline_s(
 
 def _wait_limit_s(deadline_ms: int | None, policy: RoutingPolicy) -> float:
     """How long a duplicate waits for the first: the caller's deadline, else the longest class."""
-    longest = max(policy.deadline_s(c) for c in policy.timeout_classes.values())
+    longest = policy.longest_deadline_s
     return longest if deadline_ms is None else deadline_ms / 1000
 
 
 def _hop_budget(from_header: int | None, from_body: int | None) -> int:
     """The smaller of the budget an agent passed on and the one the body asks for."""
-    given = [b for b in (from_header, from_body) if b is not None]
-    return min(given) if given else DEFAULT_MAX_HOP
+    if from_header is None:
+        return DEFAULT_MAX_HOP if from_body is None else from_body
+    return from_header if from_body is None else min(from_header, from_body)
 
 
 def _error_answer(exc: ReachError, request_id: str, trace: TraceContext) -> Answer:

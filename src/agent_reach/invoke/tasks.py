@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import structlog
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from agent_reach.backends.protocols import QueueStore, TaskStore
 from agent_reach.clock import Clock
@@ -38,7 +39,8 @@ REPLAY_CHECK_S = 1.0  # parked requests are looked at least this often
 MAX_RUNNING = 256  # asynchronous tasks one coordinator runs at once
 
 
-class TaskEntry(BaseModel):
+@dataclass(slots=True)  # a dataclass, not a model: one is made for every request
+class TaskEntry:
     """What travels in a queue: the request and what it needs to run anywhere."""
 
     task_id: str
@@ -47,6 +49,9 @@ class TaskEntry(BaseModel):
     hop_budget: int
     deadline_ms: int | None = None
     expires_at: float = 0.0  # wall time a suspended entry gives up
+
+
+_ENTRY = TypeAdapter(TaskEntry)
 
 
 Runner = Callable[[TaskEntry], Awaitable[Answer]]
@@ -79,7 +84,7 @@ class TaskBoard:
         now = self.clock.wall()
         queue = WORK if status == "queued" else SUSPENDED
         if queue == SUSPENDED:
-            task = task.model_copy(update={"expires_at": now + suspend_s})
+            task = dataclasses.replace(task, expires_at=now + suspend_s)
         document = {
             "task_id": task.task_id,
             "request_id": task.task_id,
@@ -91,7 +96,7 @@ class TaskBoard:
         if queue == SUSPENDED:
             document["suspended_until"] = task.expires_at
         await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
-        await self.queues.push(queue, task.model_dump_json().encode())
+        await self.queues.push(queue, _ENTRY.dump_json(task))
         return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})
 
     async def get(self, task_id: str) -> dict[str, Any]:
@@ -218,7 +223,7 @@ class TaskBoard:
             await asyncio.sleep(PULL_BLOCK_S)
             return []
         self._held.update((queue, entry_id) for entry_id, _ in raw)
-        return [(entry_id, TaskEntry.model_validate_json(payload)) for entry_id, payload in raw]
+        return [(entry_id, _ENTRY.validate_json(payload)) for entry_id, payload in raw]
 
     async def _touch_forever(self) -> None:
         """Keep every entry this coordinator holds (running or parked) from going stale."""

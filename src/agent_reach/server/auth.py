@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from agent_reach.errors import InvalidRequest
 from agent_reach.model.keys import Principal
 from agent_reach.server.runtime import runtime_of
 
@@ -13,7 +14,10 @@ from agent_reach.server.runtime import runtime_of
 async def authenticated(
     request: Request, authorization: Annotated[str | None, Header()] = None
 ) -> Principal:
-    """The caller's principal, or 401 `unauthorized` (the same answer for every bad key)."""
+    """The caller's principal, or 401 `unauthorized` (the same answer for every bad key);
+    400 `duplicate_authorization` for two Authorization headers, as on `/v1/invoke`."""
+    if len(request.headers.getlist("authorization")) > 1:
+        raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
     return await runtime_of(request).security.authenticate(authorization)
 
 

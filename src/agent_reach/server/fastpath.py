@@ -17,6 +17,7 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.errors import invalid_body
+from agent_reach.server.limits import check_headers
 from agent_reach.server.responses import dump_json
 
 Scope = dict[str, Any]
@@ -53,7 +54,9 @@ async def handle_invoke(
     hop_header: bytes | None = None
     deadline_header: bytes | None = None
     declared: int | None = None
+    header_bytes = 0
     for name, value in scope["headers"]:
+        header_bytes += len(name) + len(value)
         if name == b"authorization":
             authorization.append(value.decode("latin-1"))
         elif name == b"traceparent":
@@ -66,6 +69,7 @@ async def handle_invoke(
             declared = int(value)
     trace = continue_trace(traceparent)
     try:
+        check_headers(len(scope["headers"]), header_bytes)
         if len(authorization) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
         principal = await service.security.authenticate(authorization[0] if authorization else None)

@@ -1,15 +1,42 @@
-"""Request body size limit for the control plane, counted on the bytes actually read."""
+"""Request limits: header count and size, and the body size counted on the bytes read.
+
+`BodyLimit` guards the control plane; the invoke fast path applies the same
+`check_headers` in its own header loop and reads its body with its own counter.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.errors import PayloadTooLarge
+from agent_reach.errors import CallerError, PayloadTooLarge, ReachError
 from agent_reach.server.responses import dump_json
+
+MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
+# RELIABILITY.md S3 refuses a 16 KB header; nginx's default buffers hold 4 x 8 KiB.
+MAX_HEADER_BYTES = 16 * 1024
+
+
+class HeadersTooLarge(CallerError):
+    """Too many request headers, or too many bytes of them (431, RFC 6585)."""
+
+    status = 431
+    code = "headers_too_large"
+
+
+def check_headers(count: int, size: int) -> None:
+    """`HeadersTooLarge` for more than `MAX_HEADERS` headers or `MAX_HEADER_BYTES` of
+    names and values together."""
+    if count > MAX_HEADERS or size > MAX_HEADER_BYTES:
+        raise HeadersTooLarge(
+            f"send at most {MAX_HEADERS} headers and {MAX_HEADER_BYTES} bytes of them",
+            max_headers=MAX_HEADERS,
+            max_header_bytes=MAX_HEADER_BYTES,
+        )
 
 
 class BodyLimit:
-    """Refuse bodies over `limit` bytes: at once when Content-Length says so, else mid-read."""
+    """Refuse oversized headers at once, and bodies over `limit` bytes: at once when
+    Content-Length says so, else as soon as the bytes read pass it."""
 
     def __init__(self, app: Any, limit: int) -> None:
         self.app = app
@@ -20,32 +47,49 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self.limit
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > limit:
-                await _refuse(send, limit)
-                return
+        headers = scope["headers"]
+        try:
+            check_headers(len(headers), sum(len(n) + len(v) for n, v in headers))
+            for name, value in headers:
+                if name == b"content-length" and value.isdigit() and int(value) > limit:
+                    raise PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+        except ReachError as exc:
+            await _refuse(send, exc)
+            return
         received = 0
+        started = refused = False
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if refused:
+                return  # the 413 went out; whatever the app answers to its failed read is moot
+            started = started or message["type"] == "http.response.start"
+            await send(message)
 
         async def counted_receive() -> dict[str, Any]:
-            nonlocal received
+            # Refuse here rather than leave it to the app: FastAPI turns any error while
+            # reading a body into its own 400.
+            nonlocal received, refused
             message: dict[str, Any] = await receive()
             received += len(message.get("body", b""))
             if received > limit:
-                raise PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+                error = PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+                if not (started or refused):
+                    await _refuse(send, error)
+                refused = True
+                raise error
             return message
 
-        await self.app(scope, counted_receive, send)
+        await self.app(scope, counted_receive, guarded_send)
 
 
-async def _refuse(send: Any, limit: int) -> None:
-    body = dump_json(
-        PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit).to_body()
-    )
+async def _refuse(send: Any, error: ReachError) -> None:
+    """Answer `error` and close: the rest of the request is never read."""
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": error.status,
             "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
         }
     )
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": dump_json(error.to_body())})

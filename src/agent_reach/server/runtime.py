@@ -142,6 +142,7 @@ async def open_runtime(
         asyncio.create_task(health.run(), name="health-monitor"),
         asyncio.create_task(tasks.run(invoke.run_task, invoke.expire_task), name="task-board"),
         asyncio.create_task(answers.run(), name="answer-memory"),
+        asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
     ]
     try:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
+from agent_reach.ids import new_request_id
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.auth import Caller, authenticated
@@ -38,7 +38,7 @@ async def route(
         runtime_of(request).security.authorize_invoke(principal, body.capability)
     trace = continue_trace(traceparent)
     decision = await runtime_of(request).routing.route(
-        body, request_id=body.request_id or uuid.uuid4().hex, trace_id=trace.trace_id
+        body, request_id=body.request_id or new_request_id(), trace_id=trace.trace_id
     )
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
 
