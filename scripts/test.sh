@@ -12,4 +12,5 @@ if [ ! -x /usr/bin/chromium ]; then  # the browser tests drive Debian's chromium
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
 fi
 .venv/bin/ruff check src tests bench
+.venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

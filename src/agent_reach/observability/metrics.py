@@ -90,7 +90,7 @@ class Metrics:
         found = self._children.get(key)
         if found is None:
             found = self._children[key] = metric.labels(*labels)
-        return found  # type: ignore[no-any-return]
+        return found
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

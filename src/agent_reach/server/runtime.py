@@ -154,6 +154,7 @@ async def open_runtime(
             with contextlib.suppress(asyncio.CancelledError):
                 await loop
         await registry.stop()
+        await routing.matching.aclose()
         await transports.aclose()
         await backends.aclose()
         decision_log.close()

