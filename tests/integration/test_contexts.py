@@ -473,3 +473,30 @@ def test_with_api_keys_on_callers_need_a_key_and_a_token_opens_only_its_projecti
         }
         assert error(api.delete(block["url"], headers=token)) == (401, "unauthorized")
         assert api.get(block["url"], headers=keyed).json()["document"] == DOCUMENT
+
+
+def test_an_invoke_with_a_context_id_hands_the_agent_its_projection(
+    reach: Coordinator, api: httpx.Client, product_agent: tuple[Agent, str, list[Any]]
+) -> None:
+    _, _, outcomes = product_agent
+    context_id = create(api)
+
+    answer = api.post(
+        "/v1/invoke",
+        json={
+            "capability": "product.query",
+            "context_id": context_id,
+            "payload": {"patch": {"product": {"checked": True}}},
+        },
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["seen"] == {"product": DOCUMENT["product"]}
+    assert outcomes[-1]["cached"] is True and outcomes[-1]["written"] == 2
+    assert document(api, context_id)["product"]["checked"] is True
+    assert reach.app.runtime is not None
+    assert reach.app.runtime.contexts.references.context_ids() == set()  # released after
+    unknown = api.post(
+        "/v1/invoke", json={"capability": "product.query", "context_id": "ctx-" + "0" * 32}
+    )
+    assert error(unknown) == (404, "unknown_context")

@@ -18,6 +18,8 @@ Every attempt after one that reached an agent needs a slot in the retry budget.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +59,9 @@ class _Chain:
     reached_agent: bool = False
 
 
+ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
+
+
 class AttemptLoop:
     """Runs the attempts of one request; stateless between requests."""
 
@@ -87,8 +92,12 @@ class AttemptLoop:
         timeout_class: TimeoutClassPolicy,
         deadline: float,
         policy: DeliveryPolicy,
+        context_of: ContextOf | None = None,
     ) -> Delivered:
         """Deliver to the first instance that succeeds; raise the failure that ended it.
+
+        `context_of`, for requests with a context, gives each instance its own context
+        block (a token scoped to that instance's `context_fields`).
 
         `NoInstance` (with the attempts) when every instance failed definitely — nothing
         is known to have acted, so the caller may suspend the request; `AgentTimeout`
@@ -114,7 +123,9 @@ class AttemptLoop:
                 kind = "resend" if instance.id in chain.tried else "next_instance"
                 self.metrics.retries.labels(kind).inc()
             try:
-                return await self._attempt(instance, delivery, trace, chain, left_s, timeout_class)
+                return await self._attempt(
+                    instance, delivery, trace, chain, left_s, timeout_class, context_of
+                )
             except AgentFailed as exc:
                 last_error = exc
             finally:
@@ -156,8 +167,11 @@ class AttemptLoop:
         chain: _Chain,
         left_s: float,
         timeout_class: TimeoutClassPolicy,
+        context_of: ContextOf | None,
     ) -> Delivered:
         spec = instance.spec
+        if context_of is not None:
+            delivery = dataclasses.replace(delivery, context=await context_of(instance))
         transport = self.transports.get(spec.transport.type)
         span_id, traceparent = trace.child_traceparent()
         window = instance.stats

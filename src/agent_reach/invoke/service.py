@@ -14,6 +14,7 @@ from typing import Any
 import structlog
 
 from agent_reach.clock import Clock
+from agent_reach.context.service import ContextService
 from agent_reach.errors import (
     Ambiguous,
     HopLimit,
@@ -26,7 +27,7 @@ from agent_reach.errors import (
 from agent_reach.ids import new_request_id
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
-from agent_reach.invoke.attempts import AttemptLoop
+from agent_reach.invoke.attempts import AttemptLoop, Delivered
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
@@ -38,6 +39,7 @@ from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Span, Tracer
+from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
@@ -64,6 +66,7 @@ class InvokeService:
         metrics: Metrics,
         tracer: Tracer,
         security: SecurityService,
+        contexts: ContextService,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -77,6 +80,7 @@ class InvokeService:
         self.metrics = metrics
         self.tracer = tracer
         self.security = security
+        self.contexts = contexts
 
     async def handle(
         self,
@@ -243,13 +247,8 @@ class InvokeService:
                 trace_id=trace.trace_id,
                 hop=task.hop_budget - 1,
             )
-            delivered = await self.attempts.run(
-                decision,
-                delivery,
-                trace,
-                timeout_class=timeout_class,
-                deadline=deadline,
-                policy=policy.delivery,
+            delivered = await self._deliver(
+                decision, delivery, trace, timeout_class, deadline, policy, request.context_id
             )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
@@ -286,6 +285,47 @@ class InvokeService:
             attempts=delivered.attempts,
         )
         return Answer.of(200, result), None
+
+    async def _deliver(
+        self,
+        decision: RouteDecision,
+        delivery: Delivery,
+        trace: TraceContext,
+        timeout_class: TimeoutClassPolicy,
+        deadline: float,
+        policy: RoutingPolicy,
+        context_id: str | None,
+    ) -> Delivered:
+        """The attempts; with a context, each instance gets its own scoped token, and the
+        context stays referenced (it cannot expire) until the attempts are over."""
+        if context_id is None:
+            return await self.attempts.run(
+                decision,
+                delivery,
+                trace,
+                timeout_class=timeout_class,
+                deadline=deadline,
+                policy=policy.delivery,
+            )
+        request_id = delivery.request_id
+
+        async def context_of(instance: Instance) -> dict[str, Any] | None:
+            return await self.contexts.delivery_context(
+                context_id, instance.spec, request_id=request_id
+            )
+
+        try:
+            return await self.attempts.run(
+                decision,
+                delivery,
+                trace,
+                timeout_class=timeout_class,
+                deadline=deadline,
+                policy=policy.delivery,
+                context_of=context_of,
+            )
+        finally:
+            await self.contexts.release(request_id)
 
     def _label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

@@ -117,6 +117,7 @@ async def open_runtime(
         metrics=metrics,
         tracer=tracer,
         security=security,
+        contexts=contexts,
     )
     runtime = Runtime(
         settings=settings,
