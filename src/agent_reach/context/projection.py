@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent_reach.errors import ValidationFailed
+from agent_reach.model.agents import FIELD_PATH_PATTERN
 
 # One key per step: no dots (the separator), commas (the list separator of ?fields=) or
 # control characters; anything else, Chinese included, is a key as written.
-FIELD_PATH = re.compile(r"[^\x00-\x1f\x7f.,]+(?:\.[^\x00-\x1f\x7f.,]+)*")
+FIELD_PATH = re.compile(FIELD_PATH_PATTERN)
 MAX_PATH_CHARS = 256
 MAX_FIELDS = 64  # as many paths as an agent may declare in `context_fields`
 

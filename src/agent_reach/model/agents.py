@@ -19,6 +19,8 @@ DEFAULT_TTL_S = 60.0  # DESIGN.md registration example: a 60 s lease, renewed at
 DEFAULT_CAPACITY = 64  # concurrent deliveries an instance takes before its load factor reaches 0
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 CAPABILITY_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,127}$"
+# A context field path (`product`, `user.intent`): keys joined by dots, no commas or controls.
+FIELD_PATH_PATTERN = r"^[^\x00-\x1f\x7f.,]+(\.[^\x00-\x1f\x7f.,]+)*$"
 
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
 
@@ -75,7 +77,10 @@ class AgentSpec(BaseModel):
     capacity: int = Field(DEFAULT_CAPACITY, ge=1, le=100_000)
     domain: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
     generic: bool = False
-    context_fields: Annotated[list[str], Field(max_length=64)] = []
+    context_fields: Annotated[
+        list[Annotated[str, StringConstraints(max_length=256, pattern=FIELD_PATH_PATTERN)]],
+        Field(max_length=64),
+    ] = []
     skills: Annotated[list[SkillSpec], Field(max_length=256)] = []
 
     @field_validator("capabilities")
