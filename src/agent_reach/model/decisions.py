@@ -8,7 +8,7 @@ from typing import Literal
 Rule = Literal["exact", "best", "margin", "no_match", "generic", "no_instance"]
 
 
-@dataclass(slots=True)
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
 class Candidate:
     """One instance considered for a capability, with each factor in [0, 1]."""
 
@@ -19,7 +19,7 @@ class Candidate:
     match: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
 class RouteDecision:
     """The router's answer: the choice (or null), why, and every candidate it weighed.
 

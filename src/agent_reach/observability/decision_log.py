@@ -61,6 +61,7 @@ class DecisionLog:
         self._recent: deque[RecentDecision] = deque(maxlen=recent)
         self._pending: deque[RecentDecision] = deque(maxlen=MAX_PENDING)
         self._sink: _Sink | None = None if target == "off" else _Sink(target, max_bytes, backups)
+        self._writing: asyncio.Future[None] | None = None
 
     @property
     def is_on(self) -> bool:
@@ -91,7 +92,10 @@ class DecisionLog:
         while True:
             await asyncio.sleep(FLUSH_S)
             if self._pending:
-                await asyncio.to_thread(self._sink.write, self._take())
+                self._writing = asyncio.ensure_future(
+                    asyncio.to_thread(self._sink.write, self._take())
+                )
+                await asyncio.shield(self._writing)  # cancelled or not, the batch is written
 
     def recent(
         self, limit: int, *, trace_id: str | None = None, agent_id: str | None = None
@@ -108,8 +112,10 @@ class DecisionLog:
                 break
         return found
 
-    def close(self) -> None:
-        """Write what is pending and close the target."""
+    async def aclose(self) -> None:
+        """Finish the write in progress, write what is pending, close the target."""
+        if self._writing is not None:
+            await self._writing
         if self._sink is not None:
             self._sink.write(self._take())
             self._sink.close()

@@ -138,6 +138,11 @@ class RoutingPolicy(BaseModel):
         return timeout_class.timeout_s * (timeout_class.retries + 1) + pauses
 
     @cached_property
+    def weight_items(self) -> tuple[tuple[str, float], ...]:
+        """The effective weights as pairs, for the scoring loop."""
+        return tuple(self.effective_weights.items())
+
+    @cached_property
     def version(self) -> str:
         """A short digest of the policy's content: equal content, equal version."""
         digest = hashlib.sha256(

@@ -74,7 +74,7 @@ class _Decider:
 
     def score(self, matches: list[CapabilityMatch]) -> list[Candidate]:
         """Every live instance of the matched capabilities, best first."""
-        weights = self.policy.effective_weights
+        weights = self.policy.weight_items
         candidates: list[Candidate] = []
         for match in matches:
             for instance in self.index.instances_of(match.capability):
@@ -87,7 +87,8 @@ class _Decider:
                 candidates.append(
                     Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
                 )
-        candidates.sort(key=_by_score, reverse=True)
+        if len(candidates) > 1:
+            candidates.sort(key=_by_score, reverse=True)
         return candidates
 
     def refuse(self, reason: Rule, candidates: list[Candidate], try_generic: bool) -> RouteDecision:
@@ -129,8 +130,9 @@ def _by_score(candidate: Candidate) -> float:
 def _pick(ranked: list[Candidate]) -> Candidate:
     """The best candidate; exact ties are shared at random so equal instances share load."""
     best = ranked[0]
-    ties = [c for c in ranked if best.score - c.score <= TIE_EPSILON]
-    return random.choice(ties) if len(ties) > 1 else best
+    if len(ranked) == 1 or best.score - ranked[1].score > TIE_EPSILON:
+        return best
+    return random.choice([c for c in ranked if best.score - c.score <= TIE_EPSILON])
 
 
 def _margin(ranked: list[Candidate]) -> float | None:

@@ -23,6 +23,11 @@ def factors_of(instance: Instance, *, match: float, is_warm: bool) -> dict[str, 
     }
 
 
-def weighted_score(factors: dict[str, float], weights: dict[str, float], weight: float) -> float:
+def weighted_score(
+    factors: dict[str, float], weights: tuple[tuple[str, float], ...], weight: float
+) -> float:
     """Σ weight_f × factor_f, scaled by the instance's own weight."""
-    return weight * sum(w * factors[name] for name, w in weights.items())
+    total = 0.0
+    for name, w in weights:
+        total += w * factors[name]
+    return weight * total

@@ -158,7 +158,7 @@ async def open_runtime(
         await routing.matching.aclose()
         await transports.aclose()
         await backends.aclose()
-        decision_log.close()
+        await decision_log.aclose()
         if export is not None:
             await asyncio.to_thread(export.close)
 

@@ -1,0 +1,53 @@
+"""The decision log's file target: batched JSON lines, size rotation, nothing lost at close."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from agent_reach.clock import ManualClock
+from agent_reach.model.decisions import Candidate, RouteDecision
+from agent_reach.observability.decision_log import DecisionLog
+
+
+def decision(n: int) -> RouteDecision:
+    candidate = Candidate("echo", f"a-{n}", 0.8, {"health": 1.0}, {"exact": 1.0})
+    return RouteDecision("echo", f"a-{n}", "exact", [candidate], None, "v1", {"health": 1.0})
+
+
+async def test_every_decision_reaches_the_file_in_order_even_when_closed_mid_flush(tmp_path):
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(str(path), ManualClock())
+    writer = asyncio.create_task(log.run())
+    for n in range(500):
+        log.record(decision(n), kind="invoke", request_id=f"r-{n}", trace_id="t" * 32)
+    await asyncio.sleep(0.25)  # let one flush start
+    for n in range(500, 600):
+        log.record(decision(n), kind="invoke", request_id=f"r-{n}", trace_id="t" * 32)
+    writer.cancel()
+    await log.aclose()
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert [line["request_id"] for line in lines] == [f"r-{n}" for n in range(600)]
+    assert lines[0]["candidates"][0]["factors"] == {"health": 1.0}
+
+
+async def test_a_full_file_is_rotated_and_backups_are_capped(tmp_path):
+    path = tmp_path / "decisions.jsonl"
+    for round_ in range(6):
+        log = DecisionLog(str(path), ManualClock(), max_bytes=2_000, backups=2)
+        for n in range(5):
+            log.record(decision(n), kind="route", request_id=f"{round_}-{n}", trace_id="t" * 32)
+        await log.aclose()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["decisions.jsonl", "decisions.jsonl.1", "decisions.jsonl.2"]
+    assert all(p.stat().st_size <= 2_000 for p in tmp_path.iterdir())
+
+
+def test_recent_decisions_are_kept_even_when_the_log_is_off():
+    log = DecisionLog("off", ManualClock())
+    log.record(decision(1), kind="route", request_id="r-1", trace_id="a" * 32)
+    log.record(decision(2), kind="route", request_id="r-2", trace_id="b" * 32)
+    assert [d.request_id for d in log.recent(10)] == ["r-2", "r-1"]
+    assert [d.request_id for d in log.recent(10, agent_id="a-1")] == ["r-1"]
+    assert not log.is_on
