@@ -1,0 +1,71 @@
+"""R1 kill churn: one of three instances SIGKILLed every 2 s and restarted 1 s later, under load.
+
+"Sent to an instance after it was marked offline" is judged from the coordinator's
+own records: its `instance_marked_offline` / `instance_marked_healthy` log events
+give each instance's offline periods, and every answer lists the instances its
+attempts went to. A request sent after an offline mark and answered before the next
+healthy mark (client clock, same machine) had all its attempts inside that period,
+so an attempt of it to that instance is a violation (`load.dispatched_while_offline`).
+"""
+
+from __future__ import annotations
+
+import random
+
+from agent_reach.testing.load import Load, LoadRun, check
+
+POLICY = """
+[timeout_classes.query]
+timeout_s = 1.0
+"""
+# (req/s, seconds): RELIABILITY.md smoke is 100 req/s (10 s keeps the folder in budget);
+# full is 60 s, at the smoke rate since no step test calibrates this machine.
+SIZES = {"smoke": (100, 10.0), "full": (100, 60.0)}
+KILL_EVERY_S, DOWN_S = 2.0, 1.0
+DEADLINE_S = 2.0
+SETTLE_S = 15.0  # while restarted instances wait for their probe, requests may be suspended
+SEED = 4
+
+
+def test_kill_churn_loses_nothing_and_executes_each_request_once(rig, backend, report, tier):
+    rate, duration_s = SIZES[tier]
+    coordinator = rig.coordinator(policy=POLICY, **backend)
+    agents = [
+        rig.agent(f"churn-{i}", "churn.act", coordinator.url, latency_ms=(2, 8)) for i in range(3)
+    ]
+    rig.start(*agents)
+    rig.wait_healthy(coordinator.url, [a.agent_id for a in agents])
+    load = Load((coordinator.url,), "churn.act", rate, duration_s, DEADLINE_S, settle_s=SETTLE_S)
+    run = LoadRun(load).start()
+    choose = random.Random(SEED).choice
+    timetable = rig.timetable()
+    for step in range(1, int(duration_s / KILL_EVERY_S)):
+        timetable.at(step * KILL_EVERY_S)
+        victim = choose(agents)
+        victim.kill()
+        run.history.mark("killed", agent_id=victim.agent_id)
+        timetable.at(step * KILL_EVERY_S + DOWN_S)
+        run.history.mark("restarting", agent_id=victim.agent_id)
+        victim.start()  # blocks until it serves: the next kill never leaves fewer than two up
+        run.history.mark("restarted", agent_id=victim.agent_id)
+    history = run.join()
+
+    marks = coordinator.health_marks()
+    result = report(
+        check(
+            f"kill_churn-{backend['backend']}",
+            load,
+            history,
+            rig.ledger(),
+            marks=marks,
+            config={"backend": backend["backend"], "policy": POLICY, "seed": SEED},
+            figures={
+                "kills": len(history.named("killed")),
+                "ejections": sum(m.state == "offline" for m in marks),
+            },
+        )
+    )
+    assert result.lost == 0, result.lost_ids
+    assert result.duplicate_executions == 0, result.duplicate_ids
+    assert result.success_pct >= 99.5, result.codes
+    assert result.dispatched_while_offline == 0
