@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     probe_interval_s: float = Field(10.0, gt=0, le=3600)  # DESIGN.md: every 10 s
     probe_timeout_s: float = Field(1.0, gt=0, le=60)
     task_ttl_s: float = Field(86_400.0, gt=0, description="how long finished task answers are kept")
+    task_stale_s: float = Field(
+        30.0, gt=0, le=3600, description="a task untouched this long is taken over from a dead node"
+    )
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     log_level: str = "info"
     log_json: bool = True
@@ -107,6 +110,11 @@ class Settings(BaseSettings):
     )
     admin_key: SecretStr | None = Field(
         None, description="the first admin key (AR_ADMIN_KEY); stored only as a digest"
+    )
+    admin_key_file: Path | None = Field(
+        None,
+        description="a file holding the first admin key (AR_ADMIN_KEY_FILE): unlike a "
+        "variable, it does not stay readable in the process's environment",
     )
     endpoint_allow: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ALLOWED),

@@ -384,3 +384,13 @@ async def test_watch_follows_changes_again_after_redis_restarts(outage: RedisOut
             assert not task.done(), "watch returned instead of reconnecting"
     finally:
         await writer.aclose()
+
+
+async def test_get_reads_one_record_with_its_owner_from_the_store(store: RegistryStore) -> None:
+    record = make_record()
+    owned = InstanceRecord(record.spec, record.registered_at, owner="inventory-team")
+    await store.put(owned, "node-a")
+    assert await store.get("product-assistant-01") == owned
+    assert await store.get("nobody") is None
+    await store.remove("product-assistant-01", "node-a")
+    assert await store.get("product-assistant-01") is None

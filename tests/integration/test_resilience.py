@@ -251,3 +251,22 @@ def test_failed_deliveries_take_an_instance_offline_without_probes(http, registe
     metrics = http.get("/metrics").text
     assert 'agent_reach_fallbacks_total{stage="next_instance"}' in metrics
     assert "agent_reach_retries_total" in metrics
+
+
+def test_a_readmitted_instance_starts_with_a_clean_window(http, register, fake_agents):
+    bad, endpoint = fake_agents(status=503)
+    register("bad-1", endpoint, "echo")
+
+    def view() -> dict:
+        return http.get("/v1/agents/bad-1").json()
+
+    for _ in range(5):
+        invoke(http, suspend=False)
+    wait_until(lambda: view()["status"] == "offline", "5 failed deliveries to eject it")
+    assert view()["stats"]["success_rate"] == 0.0
+    bad.status = 200
+    readmitted = wait_until(
+        lambda: (v := view())["status"] == "healthy" and v, "a passing probe after the pause"
+    )
+    assert readmitted["stats"]["calls"] == 0  # the old failures no longer score it down
+    assert invoke(http).json()["agent_id"] == "bad-1"

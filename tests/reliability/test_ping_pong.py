@@ -54,6 +54,7 @@ def test_ping_pong_stops_at_the_hop_limit_and_is_dead_lettered_once(rig, backend
         )
     )
     assert max(per_request) <= DEFAULT_MAX_HOP
+    assert {(r.status, r.code) for r in history.records} == {(508, "hop_limit")}
     assert [lettered[trace_of.get(r.request_id)] for r in history.records] == [1] * len(per_request)
     assert letters["count"] == len(history.records)
     assert result.amplification == 1.0  # one attempt per request at the edge: no retry

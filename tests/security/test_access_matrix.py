@@ -193,12 +193,6 @@ def test_every_principal_gets_exactly_the_access_the_table_grants(
     assert not wrong, f"cells that differ from the expected table: {wrong}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a text request whose capability has no live instance is suspended before "
-    "the access check (invoke/service.py `_answer`: `_check_routable` raises NoInstance "
-    "first) and replayed by `run_task` with no principal, so nothing checks it",
-)
 def test_text_cannot_reach_a_denied_capability_by_waiting_for_it_to_come_back(
     world: World, start_agent: AgentFactory, report: ReportFactory
 ) -> None:

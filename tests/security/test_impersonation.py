@@ -96,12 +96,6 @@ def test_an_agent_cannot_touch_another_agents_instance_or_grant_itself_capabilit
     attack.assert_nothing_got_through()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: ownership is checked against the coordinator's local index; an instance "
-    "this coordinator has not heard of yet (missed or late pub/sub event, up to "
-    "registry_resync_s) passes the check and the store applies the change",
-)
 def test_ownership_holds_on_a_coordinator_that_has_not_seen_the_instance_yet(
     request: pytest.FixtureRequest, report: ReportFactory, backend: str
 ) -> None:

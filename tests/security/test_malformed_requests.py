@@ -147,11 +147,6 @@ def test_malformed_and_oversized_requests_get_documented_4xx_answers(
 
 
 @pytest.mark.parametrize("backend", ["memory"])  # stateless; each 500 logs a slow traceback
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an integer beyond 64 bits passes validation (payload and context documents "
-    "are `Any`) and orjson then fails to encode it: a 500 instead of a 422",
-)
 def test_integers_beyond_64_bits_are_refused_rather_than_crashing(
     world: World, report: ReportFactory
 ) -> None:

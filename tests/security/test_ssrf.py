@@ -28,8 +28,7 @@ from attack_kit import (
     registration,
 )
 
-REFUSED = "endpoint_not_allowed"
-MALFORMED = "validation_error"  # scheme, credentials, control characters, port: the URL's form
+REFUSED = "endpoint_not_allowed"  # every bad endpoint: a forbidden address or a malformed URL
 
 
 class GuardListener:
@@ -201,7 +200,7 @@ def _registration_cases(
         "tab in the URL": "http://127.77.0.11/\tx",
         "port out of range": "http://127.77.0.11:99999/",
     }
-    cases += [(name, {"endpoint": url}, MALFORMED) for name, url in malformed.items()]
+    cases += [(name, {"endpoint": url}, REFUSED) for name, url in malformed.items()]
     return cases
 
 

@@ -41,3 +41,15 @@ def test_window_matches_a_naive_recomputation(history, size, quantile):
     assert (
         window.latency_ms(quantile) == ordered[min(len(ordered) - 1, int(quantile * len(ordered)))]
     )
+
+
+def test_forget_starts_a_clean_window_but_keeps_in_flight_calls():
+    window = CallWindow()
+    for _ in range(5):
+        window.record(ok=False, latency_ms=2000.0)
+    window.in_flight = 2
+    window.forget()
+    assert (window.calls, window.success_rate, window.latency_ms(0.5)) == (0, None, None)
+    assert window.in_flight == 2
+    window.record(ok=True, latency_ms=3.0)
+    assert window.success_rate == 1.0

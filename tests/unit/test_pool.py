@@ -268,6 +268,25 @@ async def test_stale_reused_connection_is_retried_once_on_a_fresh_one(serve, mak
     assert [(r.conn, r.nth) for r in agent.requests] == [(0, 0), (0, 1), (1, 0)]
 
 
+async def test_a_failed_resend_after_a_silent_close_says_the_peer_may_have_acted(
+    serve, make_pool
+):
+    # The agent took the second request and died without answering; nobody listens now.
+    agent = await serve(lambda r: Reply(close=True) if r.nth == 1 else ok())
+    pool = make_pool()
+    await post(pool, agent)
+
+    def die(received: Received) -> Reply:
+        assert agent._server is not None
+        agent._server.close()  # stop listening: the resend cannot connect
+        return Reply(close=True)
+
+    agent.handler = die
+    with pytest.raises(ConnectionLost) as caught:
+        await post(pool, agent)
+    assert caught.value.sent is True  # not ConnectFailed: the first send did reach it
+
+
 async def test_idle_connection_closed_by_server_is_not_used(serve, make_pool):
     agent = await serve(lambda r: Reply(ok().data, close=True))  # keep-alive answer, then close
     pool = make_pool()

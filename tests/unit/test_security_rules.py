@@ -106,3 +106,25 @@ async def test_the_guard_follows_the_allowed_networks():
     await EndpointGuard().check_url("http://localhost:9000/")  # loopback allowed by default
     assert not EndpointGuard().is_allowed("8.8.8.8")
     assert not EndpointGuard(["0.0.0.0/0"]).is_allowed("169.254.169.254")
+
+
+async def test_the_first_admin_key_may_come_from_a_file(tmp_path):
+    from agent_reach.backends.selection import open_backends
+    from agent_reach.clock import ManualClock
+    from agent_reach.config import Settings
+    from agent_reach.errors import InvalidRequest, Unauthorized
+    from agent_reach.observability.metrics import Metrics
+    from agent_reach.routing.policy import RoutingPolicy
+    from agent_reach.security.service import open_security
+
+    key_file = tmp_path / "admin.key"
+    key_file.write_text("k" * 40 + "\n", encoding="utf-8")
+    settings = Settings(auth="on", admin_key_file=key_file)
+    backends = await open_backends(settings, ManualClock())
+    security = await open_security(settings, backends, RoutingPolicy, ManualClock(), Metrics())
+    assert (await security.authenticate("Bearer " + "k" * 40)).role == "admin"
+    with pytest.raises(Unauthorized):
+        await security.authenticate("Bearer " + "k" * 39)
+    with pytest.raises(InvalidRequest, match="AR_ADMIN_KEY_FILE"):
+        missing = Settings(auth="on", admin_key_file=tmp_path / "nope")
+        await open_security(missing, backends, RoutingPolicy, ManualClock(), Metrics())

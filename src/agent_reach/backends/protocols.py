@@ -76,6 +76,9 @@ class RegistryStore(Protocol):
     async def load(self) -> list[LeasedRecord]:
         """Every retained record with what is left of its lease, in one consistent read."""
 
+    async def get(self, agent_id: str) -> InstanceRecord | None:
+        """One retained record (lease live or not), read from the store itself."""
+
     async def announce_health(self, agent_id: str, health: HealthStatus, origin: str) -> None:
         """Tell every other coordinator that `agent_id` moved to `health` (no state is stored)."""
 

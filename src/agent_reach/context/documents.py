@@ -54,7 +54,11 @@ def check_list_name(name: str) -> str:
 
 
 def encode(value: Any) -> bytes:
-    return orjson.dumps(value)
+    """The stored bytes; 422 for what JSON parsing accepts but cannot be kept (huge ints)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise ValidationFailed(f"the document cannot be stored as JSON: {exc}") from None
 
 
 def assemble(stored: StoredContext) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_reach.clock import Clock
-from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, NoInstance
+from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopLimit, NoInstance
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.transports import Transports
@@ -188,7 +188,8 @@ class AttemptLoop:
                 traceparent=traceparent,
                 timeout_s=min(timeout_class.timeout_s, left_s),
             )
-        except AgentFailed as exc:
+        except (AgentFailed, HopLimit) as exc:
+            # HopLimit: the agent's own onward call ran out of hops; it is final, as it is.
             elapsed_ms = (self.clock.monotonic() - started) * 1000
             window.record(ok=False, latency_ms=elapsed_ms)
             if exc.retryable:
@@ -205,6 +206,8 @@ class AttemptLoop:
                     exc.message,
                 )
             )
+            if isinstance(exc, HopLimit):
+                exc.details["attempts"] = chain.attempts
             raise
         finally:
             window.in_flight -= 1

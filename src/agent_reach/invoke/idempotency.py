@@ -11,12 +11,15 @@ import hashlib
 from typing import Any
 
 import orjson
+import structlog
 
 from agent_reach.backends.protocols import Claim, IdempotencyStore
 from agent_reach.clock import Clock
-from agent_reach.errors import AgentFailed, InProgress, KeyReused, ReachError
+from agent_reach.errors import AgentFailed, InProgress, KeyReused, ReachError, StoreUnavailable
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import InvokeRequest
+
+log = structlog.get_logger("agent_reach.idempotency")
 
 LEASE_GRACE_S = 5.0  # a claim outlives the request's deadline by this much before takeover
 POLL_FIRST_S = 0.005  # a waiting duplicate looks again after 5 ms ...
@@ -69,11 +72,18 @@ class IdempotencyGuard:
     async def finish(
         self, key: str, fence: int, answer: Answer, *, keep: bool, ttl_s: float
     ) -> None:
-        """Store the answer for replays (`keep`), or give the id back (nothing executed)."""
-        if keep:
-            await self.store.complete(key, fence, answer.status, answer.body, ttl_s)
-        else:
-            await self.store.release(key, fence)
+        """Store the answer for replays (`keep`), or give the id back (nothing executed).
+
+        A store outage here is logged, not raised: the caller still gets the answer the
+        agent gave; a repeat of the id may then run again once the claim's lease ends.
+        """
+        try:
+            if keep:
+                await self.store.complete(key, fence, answer.status, answer.body, ttl_s)
+            else:
+                await self.store.release(key, fence)
+        except StoreUnavailable:
+            log.error("idempotency_record_lost", request_id=key, kept=keep)
 
 
 def _replay(claim: Claim) -> Answer:

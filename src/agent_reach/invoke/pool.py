@@ -37,8 +37,9 @@ import httptools
 MAX_CONNECTIONS_PER_ORIGIN = 512
 CONNECT_TIMEOUT_S = 1.0
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-# 30 s: below nginx's 75 s keep-alive default, so we usually close first.
-IDLE_TIMEOUT_S = 30.0
+# 4 s: below uvicorn's 5 s keep-alive timeout (and nginx's 75 s), so we usually close
+# an idle connection before the agent does, and the keep-alive race stays rare.
+IDLE_TIMEOUT_S = 4.0
 # Agent endpoints are few; the bound only stops a caller-built URL stream from growing memory.
 _URL_CACHE_SIZE = 1024
 _NAME_CACHE_SIZE = 1024
@@ -490,7 +491,12 @@ class HttpPool:
             except asyncio.CancelledError:
                 conn.abandon(fut)
                 raise
-            conn = await origin.acquire(deadline)
+            try:
+                conn = await origin.acquire(deadline)
+            except ConnectFailed as exc:  # the first send may have reached the peer after all
+                raise ConnectionLost(
+                    f"resend after a closed keep-alive failed: {exc}", sent=True
+                ) from None
 
     async def aclose(self) -> None:
         """Close every connection; requests in flight fail with ConnectionLost."""

@@ -17,6 +17,7 @@ from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
 from agent_reach.errors import (
     Ambiguous,
+    Forbidden,
     HopLimit,
     NoCapability,
     NoInstance,
@@ -35,7 +36,7 @@ from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
-from agent_reach.model.keys import Principal
+from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Span, Tracer
@@ -43,7 +44,7 @@ from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
-from agent_reach.security.service import ANONYMOUS, SecurityService
+from agent_reach.security.service import SecurityService
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -107,6 +108,7 @@ class InvokeService:
             trace_id=trace.trace_id,
             hop_budget=hops,
             deadline_ms=deadline_ms,
+            principal=principal,
         )
         fence: int | None = None
         policy = self.routing.policy()
@@ -125,7 +127,7 @@ class InvokeService:
             if request.request_id is not None:
                 claimed = await self.guard.claim(
                     request,
-                    request_id,
+                    task.key,
                     lease_s=policy.longest_deadline_s,
                     deadline=started + _wait_limit_s(deadline_ms, policy),
                     wait=request.on_duplicate == "wait",
@@ -135,18 +137,23 @@ class InvokeService:
                     self.tracer.end(span, "replayed")
                     return claimed
                 fence = claimed
-            answer, error = await self._answer(task, trace, policy, started, span, principal)
+                started = self.clock.monotonic()  # a wait for a dead owner used none of it
+            answer, error = await self._answer(task, trace, policy, started, span)
         except ReachError as exc:
             answer, error = _error_answer(exc, request_id, trace), exc
             route = exc.details.get("route")
             capability = route.capability if isinstance(route, RouteDecision) else None
             label = self._label(capability or request.capability)
             self.metrics.requests.labels(label, "error").inc()
+        except Exception:  # a bug, never bad input: logged, and answered as JSON, not a traceback
+            log.exception("invoke_failed", request_id=request_id, trace_id=trace.trace_id)
+            error = ReachError("internal error; the coordinator log has details")
+            answer = _error_answer(error, request_id, trace)
         finally:
             self.budget.end_request()
         if fence is not None:
             await self.guard.finish(
-                request_id,
+                task.key,
                 fence,
                 answer,
                 keep=is_final(error) or answer.status == 202,
@@ -165,7 +172,7 @@ class InvokeService:
         policy = self.routing.policy()
         try:
             answer, _ = await self._answer(
-                task, trace.under(span.span_id), policy, span.started, span, None
+                task, trace.under(span.span_id), policy, span.started, span, queued=True
             )
         except ReachError as exc:
             self.tracer.end(span, exc.code)
@@ -212,14 +219,15 @@ class InvokeService:
         policy: RoutingPolicy,
         started: float,
         span: Span,
-        principal: Principal | None,
+        *,
+        queued: bool = False,
     ) -> tuple[Answer, ReachError | None]:
         """The answer once routed; sets `span`'s capability, agent and outcome on the way.
 
-        `principal` is None for a queued or suspended task running later: it was admitted
-        when it was accepted, and is not held up by quotas again.
+        The task's principal must be allowed the routed capability: checked here for text
+        (the capability is known only now) and for tasks run later (rules may have
+        changed), then the quota is taken for the delivery about to happen.
         """
-        queued = principal is None
         request = task.request
         decision = await self.routing.route(
             request,
@@ -231,10 +239,10 @@ class InvokeService:
         span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
-            if principal is not None and decision.capability is not None:
-                if request.capability is None:
-                    self.security.authorize_invoke(principal, decision.capability)
-                await self.security.admit(principal, decision.capability)
+            if decision.capability is not None:
+                if queued or request.capability is None:
+                    self.security.authorize_invoke(task.principal, decision.capability)
+                await self.security.admit(task.principal, decision.capability)
             timeout_class = _timeout_class(policy, request, decision, self.routing)
             if not queued and (request.mode == "async" or timeout_class.asynchronous):
                 span.status = "queued"
@@ -261,6 +269,8 @@ class InvokeService:
             span.status = "suspended"
             answer = await self.tasks.accept(task, "suspended", suspend_s=policy.delivery.suspend_s)
             return answer, None
+        except Forbidden:
+            raise  # without the route: it would show what the caller may not reach
         except ReachError as exc:
             exc.details.setdefault("route", decision)
             raise

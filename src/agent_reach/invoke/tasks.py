@@ -4,7 +4,7 @@
 `suspended` holds requests no instance could take: a coordinator parks them and
 replays them when an instance of their capability is available again, until their
 time runs out (then a remembered `degraded` answer, or an error). Both are durable
-queues: a coordinator that dies leaves its entries pending, and after `STALE_S`
+queues: a coordinator that dies leaves its entries pending, and after `stale_s`
 another coordinator takes them over.
 """
 
@@ -23,17 +23,22 @@ from pydantic import TypeAdapter
 
 from agent_reach.backends.protocols import QueueStore, TaskStore
 from agent_reach.clock import Clock
-from agent_reach.errors import NoInstance, StoreUnavailable, UnknownTask
+from agent_reach.errors import StoreUnavailable, UnknownTask
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import InvokeRequest, Status
+from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.service import Registry
 
 log = structlog.get_logger("agent_reach.tasks")
 
 WORK, SUSPENDED = "work", "suspended"
-STALE_S = 30.0  # an entry nobody touched this long belongs to a dead coordinator
-TOUCH_S = 5.0  # parked entries are touched this often, well inside STALE_S
+DEFAULT_STALE_S = 30.0  # an entry nobody touched this long belongs to a dead coordinator
+TOUCHES_PER_STALE = 6  # held entries are touched this often within the stale window
+MAX_REPLAYS = 8  # suspended requests replayed at once: a returning instance is not flooded
+# Failures after which a suspended request waits for the next chance instead of ending:
+# nobody took it, or the instance that did was still not able to (timeout, 5xx, gone).
+REPLAY_AGAIN = frozenset({"no_instance", "agent_timeout", "agent_error", "agent_unreachable"})
 PULL_BLOCK_S = 1.0  # a pull waits this long for new entries before looking around again
 REPLAY_CHECK_S = 1.0  # parked requests are looked at least this often
 MAX_RUNNING = 256  # asynchronous tasks one coordinator runs at once
@@ -49,6 +54,12 @@ class TaskEntry:
     hop_budget: int
     deadline_ms: int | None = None
     expires_at: float = 0.0  # wall time a suspended entry gives up
+    principal: Principal = ANONYMOUS  # checked again when the task runs: rules may change
+
+    @property
+    def key(self) -> str:
+        """The task's record key: the request id, under its principal."""
+        return owned_key(self.principal, self.task_id)
 
 
 _ENTRY = TypeAdapter(TaskEntry)
@@ -76,7 +87,9 @@ class TaskBoard:
     metrics: Metrics
     node_id: str
     ttl_s: float
+    stale_s: float = DEFAULT_STALE_S
     _parked: dict[str, _Parked] = field(default_factory=dict)
+    _replays: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_REPLAYS))
     _held: set[tuple[str, str]] = field(default_factory=set)  # (queue, entry id) being worked
 
     async def accept(self, task: TaskEntry, status: Status, *, suspend_s: float = 0.0) -> Answer:
@@ -95,12 +108,13 @@ class TaskBoard:
         }
         if queue == SUSPENDED:
             document["suspended_until"] = task.expires_at
-        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+        await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
         await self.queues.push(queue, _ENTRY.dump_json(task))
         return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})
 
-    async def get(self, task_id: str) -> dict[str, Any]:
-        raw = await self.tasks.get(task_id)
+    async def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """The caller's own task (another principal's id reads as unknown)."""
+        raw = await self.tasks.get(owned_key(principal, task_id))
         if raw is None:
             raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
         document: dict[str, Any] = orjson.loads(raw)
@@ -167,9 +181,11 @@ class TaskBoard:
         return any(i.is_live(now) for i in self.registry.index.instances_of(capability))
 
     async def _replay(self, parked: _Parked, runner: Runner) -> None:
-        answer = await runner(parked.task)
-        if _code(answer) == NoInstance.code:
-            parked.running = False  # still nobody to take it: it stays parked
+        async with self._replays:
+            answer = await runner(parked.task)
+        retryable = answer.status >= 500 and _code(answer) in REPLAY_AGAIN
+        if retryable and self.clock.wall() < parked.task.expires_at:
+            parked.running = False  # not yet: it stays parked for the next chance
             return
         self.metrics.fallbacks.labels("replayed").inc()
         await self._settle(parked, answer)
@@ -189,7 +205,7 @@ class TaskBoard:
         body = orjson.loads(answer.body)
         status = body.get("status", "error") if answer.status < 400 else "error"
         document = {
-            **(await self.get_or_empty(task.task_id)),
+            **(await self.get_or_empty(task.key)),
             "task_id": task.task_id,
             "request_id": task.task_id,
             "trace_id": task.trace_id,
@@ -198,7 +214,7 @@ class TaskBoard:
             "answer": body,
             "updated_at": self.clock.wall(),
         }
-        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+        await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
         await self.queues.ack(queue, entry_id)
         self._held.discard((queue, entry_id))
         log.info("task_finished", task_id=task.task_id, status=status, queue=queue)
@@ -208,16 +224,16 @@ class TaskBoard:
         return {} if raw is None else dict(orjson.loads(raw))
 
     async def _set_status(self, task: TaskEntry, status: Status) -> None:
-        document = await self.get_or_empty(task.task_id)
+        document = await self.get_or_empty(task.key)
         document.update(status=status, updated_at=self.clock.wall())
-        await self.tasks.put(task.task_id, orjson.dumps(document), self.ttl_s)
+        await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
 
     async def _pull(
         self, queue: str, count: int, *, block_s: float = PULL_BLOCK_S
     ) -> list[tuple[str, TaskEntry]]:
         try:
             raw = await self.queues.pull(
-                queue, self.node_id, count=count, block_s=block_s, stale_s=STALE_S
+                queue, self.node_id, count=count, block_s=block_s, stale_s=self.stale_s
             )
         except StoreUnavailable:
             await asyncio.sleep(PULL_BLOCK_S)
@@ -228,7 +244,7 @@ class TaskBoard:
     async def _touch_forever(self) -> None:
         """Keep every entry this coordinator holds (running or parked) from going stale."""
         while True:
-            await asyncio.sleep(TOUCH_S)
+            await asyncio.sleep(self.stale_s / TOUCHES_PER_STALE)
             for queue in (WORK, SUSPENDED):
                 held = [entry_id for q, entry_id in self._held if q == queue]
                 if held:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from agent_reach.model.agents import Capability, TimeoutClass
 from agent_reach.model.decisions import RouteDecision
@@ -36,6 +44,15 @@ class RouteRequest(BaseModel):
 
 class InvokeRequest(RouteRequest):
     """The body of `POST /v1/invoke`."""
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_is_deliverable(cls, payload: Any) -> Any:
+        try:
+            orjson.dumps(payload)  # JSON allows any integer; deliveries carry 64-bit ones
+        except orjson.JSONEncodeError as exc:
+            raise ValueError(f"the payload cannot be delivered as JSON: {exc}") from None
+        return payload
 
     payload: Any = None
     max_hop: int | None = Field(None, ge=0, le=64)

@@ -32,3 +32,13 @@ class KeyRecord:
 
     def principal_of(self) -> Principal:
         return Principal(self.key_id, self.principal, self.domain, self.role)
+
+
+# Who calls when security is off (`AR_AUTH=off`): one anonymous admin.
+ANONYMOUS = Principal("anonymous", "anonymous", "default", "admin")
+
+
+def owned_key(principal: Principal, request_id: str) -> str:
+    """Where a caller's request id is kept: under its principal, so one caller can
+    neither replay nor poll another's requests by guessing or reusing an id."""
+    return request_id if principal == ANONYMOUS else f"{principal.name}/{request_id}"

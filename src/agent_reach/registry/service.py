@@ -107,10 +107,11 @@ class Registry:
         now = self.clock.monotonic()
         return [view_of(instance, now) for instance in self.index.by_id.values()]
 
-    def owner_of(self, agent_id: str) -> str | None:
-        """Who registered the instance (None when unknown or registered without a key)."""
+    async def record_of(self, agent_id: str) -> InstanceRecord | None:
+        """The instance's record, from the store when this coordinator has not seen it yet
+        (an event still on its way): ownership checks must not depend on that timing."""
         instance = self.index.by_id.get(agent_id)
-        return instance.record.owner if instance else None
+        return instance.record if instance is not None else await self.store.get(agent_id)
 
     def get(self, agent_id: str) -> InstanceView:
         instance = self.index.by_id.get(agent_id)

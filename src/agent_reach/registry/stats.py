@@ -34,6 +34,12 @@ class CallWindow:
         self._failures += not ok
         insort(ordered, latency_ms)
 
+    def forget(self) -> None:
+        """Drop the call history (in-flight counts stay): a fresh start after readmission."""
+        self._calls.clear()
+        self._sorted.clear()
+        self._failures = 0
+
     @property
     def calls(self) -> int:
         return len(self._calls)

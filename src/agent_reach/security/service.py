@@ -17,10 +17,10 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import KeyStore, QuotaStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
-from agent_reach.errors import Forbidden, QuotaExceeded, Unauthorized
+from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, Unauthorized
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
-from agent_reach.model.keys import KeyRecord, Principal
+from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.access import capability_matches, decide_access, principal_matches
@@ -31,7 +31,6 @@ log = structlog.get_logger("agent_reach.security")
 
 KEY_CACHE_S = 1.0  # issue 6: a revocation is effective on every coordinator within 1 s
 KEY_CACHE_MAX = 10_000  # distinct key ids cached; more flush the cache
-ANONYMOUS = Principal("anonymous", "anonymous", "default", "admin")
 _SAME_ANSWER = "a valid API key is required (Authorization: Bearer <key>)"
 
 
@@ -96,6 +95,10 @@ class SecurityService:
         if transport.health_endpoint:
             await self.guard.check_url(transport.health_endpoint, "health_endpoint")
 
+    def forget(self, key_id: str) -> None:
+        """Drop a cached key record at once (this coordinator just revoked it)."""
+        self._cache.pop(key_id, None)
+
     @staticmethod
     def require_admin(principal: Principal) -> None:
         if principal.role != "admin":
@@ -150,6 +153,17 @@ def _covers(
     )
 
 
+def _admin_key(settings: Settings) -> str | None:
+    if settings.admin_key is not None:
+        return settings.admin_key.get_secret_value()
+    if settings.admin_key_file is None:
+        return None
+    try:
+        return settings.admin_key_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise InvalidRequest(f"AR_ADMIN_KEY_FILE cannot be read: {exc.strerror}") from None
+
+
 async def open_security(
     settings: Settings,
     backends: Backends,
@@ -165,10 +179,9 @@ async def open_security(
             message="AR_AUTH=off: every caller is an anonymous admin; use this for a local "
             "demo only, never on a network",
         )
-    if settings.admin_key is not None:
-        await backends.keys.put(
-            bootstrap_record(settings.admin_key.get_secret_value(), clock.wall())
-        )
+    admin_key = _admin_key(settings)
+    if admin_key is not None:
+        await backends.keys.put(bootstrap_record(admin_key, clock.wall()))
         settings.admin_key = None  # the digest is stored; the key leaves this process's memory
     elif enabled and not await backends.keys.list():
         log.warning("no_keys", message="security is on and no key exists: set AR_ADMIN_KEY")

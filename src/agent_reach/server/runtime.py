@@ -99,7 +99,14 @@ async def open_runtime(
     )
     budget = RetryBudget()
     tasks = TaskBoard(
-        backends.tasks, backends.queues, registry, clock, metrics, node_id, settings.task_ttl_s
+        backends.tasks,
+        backends.queues,
+        registry,
+        clock,
+        metrics,
+        node_id,
+        settings.task_ttl_s,
+        settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers)

@@ -41,6 +41,10 @@ class MemoryRegistryStore:
     async def remove(self, agent_id: str, origin: str) -> bool:
         return self._entries.pop(agent_id, None) is not None
 
+    async def get(self, agent_id: str) -> InstanceRecord | None:
+        entry = self._entries.get(agent_id)
+        return None if entry is None else entry.record
+
     async def load(self) -> list[LeasedRecord]:
         now = self._clock.monotonic()
         for agent_id in [

@@ -96,6 +96,11 @@ class RedisRegistryStore:
         return bool(deleted)
 
     @translate_errors
+    async def get(self, agent_id: str) -> InstanceRecord | None:
+        raw = await self._client.get(self._key("agent", agent_id))
+        return None if raw is None else decode_record(orjson.loads(raw))
+
+    @translate_errors
     async def load(self) -> list[LeasedRecord]:
         flat = await self._load(keys=[self._listing], args=[self._prefix])
         return [

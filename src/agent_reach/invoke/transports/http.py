@@ -7,27 +7,38 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
+from agent_reach.errors import (
+    AgentFailed,
+    AgentTimeout,
+    AgentUnreachable,
+    HopLimit,
+    ValidationFailed,
+)
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
 
 ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
+REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
 
 
 def check_http_url(url: str, field: str = "endpoint") -> None:
     """An absolute http(s) URL with a host, no credentials, no control characters."""
     if any(ord(ch) < 0x21 or ch == "\x7f" for ch in url):
-        raise ValidationFailed(f"{field} contains whitespace or control characters", field=field)
+        raise ValidationFailed(
+            f"{field} contains whitespace or control characters", code=REFUSED, field=field
+        )
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationFailed(f"{field} must be an absolute http(s) URL", field=field)
+        raise ValidationFailed(
+            f"{field} must be an absolute http(s) URL", code=REFUSED, field=field
+        )
     if parts.username is not None or parts.password is not None:
-        raise ValidationFailed(f"{field} must not carry credentials", field=field)
+        raise ValidationFailed(f"{field} must not carry credentials", code=REFUSED, field=field)
     try:
         parts.port  # noqa: B018 - a bad port raises here
     except ValueError as exc:
-        raise ValidationFailed(f"{field} has an invalid port", field=field) from exc
+        raise ValidationFailed(f"{field} has an invalid port", code=REFUSED, field=field) from exc
 
 
 def health_url(spec: TransportSpec) -> str:
@@ -89,6 +100,10 @@ class HttpTransport:
             ) from None
         except pool.InvalidResponse as exc:
             raise AgentFailed(f"the agent's answer is not valid HTTP: {exc}") from None
+        if response.status == HopLimit.status:
+            raise HopLimit(
+                "an agent down the line ran out of hops (the request is going around in circles)"
+            )
         if not 200 <= response.status < 300:
             failure = AgentFailed(
                 f"the agent answered HTTP {response.status}",

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
+from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.errors import ValidationFailed
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
 from agent_reach.model.keys import Principal
@@ -29,8 +30,7 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     runtime = runtime_of(request)
     security = runtime.security
     security.authorize_register(principal, spec.capabilities)
-    if spec.id in runtime.registry.index.by_id:
-        security.authorize_owner(principal, runtime.registry.owner_of(spec.id), spec.id)
+    existing = await _check_owner(request, principal, spec.id)
     runtime.transports.check(spec.transport)
     await security.check_endpoints(spec.transport)
     classes = runtime.policy().timeout_classes
@@ -39,8 +39,9 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
             f"unknown timeout class {spec.timeout_class!r}: use one of {sorted(classes)}",
             field="timeout_class",
         )
-    owner = principal.name if security.enabled else None
-    await runtime.registry.register(spec, owner)
+    # The first registrant owns the id; an admin re-registering it keeps that owner.
+    owner = existing.owner if existing is not None else principal.name
+    await runtime.registry.register(spec, owner if security.enabled else None)
     return json_response(runtime.registry.get(spec.id), 201)
 
 
@@ -48,7 +49,7 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
 async def heartbeat(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
     """Renew the lease; 404 `unknown_agent` tells the agent to register again."""
     runtime = runtime_of(request)
-    _check_owner(request, principal, agent_id)
+    await _check_owner(request, principal, agent_id)
     ttl_s = await runtime.registry.heartbeat(agent_id)
     return json_response({"id": agent_id, "ttl": ttl_s})
 
@@ -56,7 +57,7 @@ async def heartbeat(agent_id: AgentIdPath, request: Request, principal: Caller) 
 @router.delete("/{agent_id}", status_code=204)
 async def deregister(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
     """Take the instance out of the pool at once."""
-    _check_owner(request, principal, agent_id)
+    await _check_owner(request, principal, agent_id)
     await runtime_of(request).registry.deregister(agent_id)
     return Response(status_code=204)
 
@@ -83,10 +84,13 @@ async def get_agent(agent_id: AgentIdPath, request: Request, _: Caller) -> Respo
     return json_response(runtime_of(request).registry.get(agent_id))
 
 
-def _check_owner(request: Request, principal: Principal, agent_id: str) -> None:
-    """Unknown ids pass through, so the registry answers its own 404."""
-    registry = runtime_of(request).registry
-    if agent_id in registry.index.by_id:
-        runtime_of(request).security.authorize_owner(
-            principal, registry.owner_of(agent_id), agent_id
-        )
+async def _check_owner(
+    request: Request, principal: Principal, agent_id: str
+) -> InstanceRecord | None:
+    """403 unless the principal owns the instance; its record (None when unknown, so the
+    registry answers its own 404)."""
+    runtime = runtime_of(request)
+    record = await runtime.registry.record_of(agent_id)
+    if record is not None:
+        runtime.security.authorize_owner(principal, record.owner, agent_id)
+    return record

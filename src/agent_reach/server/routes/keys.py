@@ -74,6 +74,8 @@ async def revoke_key(
     key_id: Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")], request: Request, _: Admin
 ) -> Response:
     """Revoke at once; every coordinator refuses the key within a second."""
-    if not await runtime_of(request).backends.keys.revoke(key_id):
+    runtime = runtime_of(request)
+    if not await runtime.backends.keys.revoke(key_id):
         raise NotFound(f"no key {key_id!r}", code="unknown_key")
+    runtime.security.forget(key_id)
     return Response(status_code=204)

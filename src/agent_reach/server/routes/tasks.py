@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.model.invocations import REQUEST_ID_PATTERN
-from agent_reach.server.auth import authenticated
+from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -17,10 +17,10 @@ router = APIRouter(prefix="/v1", tags=["tasks"], dependencies=[Depends(authentic
 
 @router.get("/tasks/{task_id}")
 async def get_task(
-    task_id: Annotated[str, Path(pattern=REQUEST_ID_PATTERN)], request: Request
+    task_id: Annotated[str, Path(pattern=REQUEST_ID_PATTERN)], request: Request, principal: Caller
 ) -> Response:
-    """Status of an asynchronous or suspended request, and its answer once finished."""
-    return json_response(await runtime_of(request).tasks.get(task_id))
+    """Status of one of the caller's asynchronous or suspended requests, and its answer."""
+    return json_response(await runtime_of(request).tasks.get(principal, task_id))
 
 
 @router.get("/deadletters")
