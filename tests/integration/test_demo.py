@@ -20,7 +20,9 @@ def inventory_instances(output: str) -> set[str]:
 
 
 def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONIOENCODING": "utf-8"}
+    # Exactly a user's environment: not the suite's AR_AUTH=off (the demo must set it itself).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
+    env.update(COLUMNS="200", PYTHONIOENCODING="utf-8")
     finished = subprocess.run(
         [sys.executable, "-m", "agent_reach", "demo"],
         env=env,
@@ -39,3 +41,4 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
     total = sum(len(step) for step in (*SCRIPT, *SCRIPT_AFTER_STOP))
     assert f"{total}/{total} requests answered" in after
     assert "Traceback" not in finished.stderr
+    assert "security is OFF" in finished.stdout  # said loudly, not only in a log line

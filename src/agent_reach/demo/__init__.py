@@ -46,7 +46,12 @@ def run_demo(console: Console | None = None) -> int:
     """
     console = console or Console()
     configure_logging("warning", json=False)
-    settings = Settings(registry_backend="memory", decision_log="off")  # the tables show them
+    # Security off: a local demo on loopback, without keys to hand around — and said so.
+    settings = Settings(registry_backend="memory", decision_log="off", auth="off")
+    console.print(
+        "[bold yellow]security is OFF for this demo[/] (AR_AUTH=off: no API keys, every "
+        "caller is an admin); `agent-reach serve` runs with it on"
+    )
     with run_coordinator(settings) as (url, _), ExitStack() as stack:
         agents = build_agents(url)
         servers: dict[str, ServerThread] = {}
