@@ -28,7 +28,7 @@ from agent_reach.errors import (
 from agent_reach.ids import new_request_id
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
-from agent_reach.invoke.attempts import AttemptLoop, Delivered
+from agent_reach.invoke.attempts import AttemptLoop, ContextOf, Delivered
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
@@ -308,21 +308,14 @@ class InvokeService:
     ) -> Delivered:
         """The attempts; with a context, each instance gets its own scoped token, and the
         context stays referenced (it cannot expire) until the attempts are over."""
-        if context_id is None:
-            return await self.attempts.run(
-                decision,
-                delivery,
-                trace,
-                timeout_class=timeout_class,
-                deadline=deadline,
-                policy=policy.delivery,
-            )
         request_id = delivery.request_id
+        context_of: ContextOf | None = None
+        if context_id is not None:
 
-        async def context_of(instance: Instance) -> dict[str, Any] | None:
-            return await self.contexts.delivery_context(
-                context_id, instance.spec, request_id=request_id
-            )
+            async def context_of(instance: Instance) -> dict[str, Any] | None:
+                return await self.contexts.delivery_context(
+                    context_id, instance.spec, request_id=request_id
+                )
 
         try:
             return await self.attempts.run(
@@ -335,7 +328,8 @@ class InvokeService:
                 context_of=context_of,
             )
         finally:
-            await self.contexts.release(request_id)
+            if context_id is not None:
+                await self.contexts.release(request_id)
 
     def _label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

@@ -128,10 +128,9 @@ class HealthMonitor:
         self.metrics.health_transitions.labels(after).inc()
         self._announcements.put_nowait((instance.id, after))
         if after == "healthy":
-            if before == "offline":
-                # The failures that ejected it would keep scoring it down forever (it gets no
-                # traffic to outweigh them): a passing probe gives it a clean window.
-                instance.stats.forget()
+            # The failures that marked it would keep scoring it down for good (it gets no
+            # traffic to outweigh them): coming back healthy means a clean window.
+            instance.stats.forget()
             self.registry.availability_changed()
 
     async def _announce_forever(self) -> None:

@@ -23,9 +23,7 @@ import contextlib
 import http.client
 import os
 import random
-import signal
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +38,7 @@ import orjson
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.observability.logging import configure_logging
 from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.testing.processes import ChildProcess
 from agent_reach.testing.redis_server import free_port
 from agent_reach.testing.waiting import wait_until
 
@@ -222,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     build_agent(options).serve(host="127.0.0.1", port=options.port, log_level="warning")
 
 
-class ManagedProcess:
+class ManagedProcess(ChildProcess):
     """One child process serving HTTP on a fixed 127.0.0.1 port, driven by signals.
 
     `start` returns once `ready_path` answers 2xx; `restart` brings it back on the
@@ -239,36 +238,23 @@ class ManagedProcess:
         log_path: Path,
         env: dict[str, str] | None = None,
     ) -> None:
+        super().__init__()
         self.name = name
         self.command = command
         self.port = port
         self.ready_path = ready_path
         self.log_path = log_path
         self.env = env
-        self._process: subprocess.Popen[bytes] | None = None
-        self._is_paused = False
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     def launch(self) -> Self:
         """Spawn the process without waiting for it (start several, then `wait_ready`)."""
-        if self.is_running:
-            return self
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env
-            )
-        self._is_paused = False
+        if not self.is_running:
+            with self.log_path.open("ab") as log:
+                self.spawn(self.command, output=log, env=self.env)
         return self
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Self:
@@ -278,40 +264,6 @@ class ManagedProcess:
 
     def start(self) -> Self:
         return self.launch().wait_ready()
-
-    def kill(self) -> None:
-        """SIGKILL and reap: no shutdown code runs, connections die mid-exchange."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-        if process is not None:
-            process.wait()
-        self._is_paused = False
-
-    def stop(self) -> None:
-        """SIGTERM (graceful shutdown), SIGKILL after a grace period."""
-        process = self._process
-        if process is None or process.poll() is not None:
-            self.kill()
-            return
-        process.terminate()
-        if self._is_paused:
-            process.send_signal(signal.SIGCONT)  # a stopped process acts on SIGTERM once resumed
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=STOP_GRACE_S)
-        self.kill()
-
-    def pause(self) -> None:
-        """SIGSTOP: the kernel still accepts connections, nothing answers."""
-        if self._process is not None:
-            self._process.send_signal(signal.SIGSTOP)
-            self._is_paused = True
-
-    def resume(self) -> None:
-        """SIGCONT."""
-        if self._process is not None:
-            self._process.send_signal(signal.SIGCONT)
-            self._is_paused = False
 
     def restart(self) -> Self:
         """Kill if running, then start again on the same port."""

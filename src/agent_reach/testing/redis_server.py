@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -14,6 +12,7 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 from agent_reach.clock import SYSTEM_CLOCK
+from agent_reach.testing.processes import ChildProcess
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 PROBE_TIMEOUT_S = 0.3  # a local Redis answers PING in well under a millisecond
@@ -49,7 +48,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class RedisServer:
+class RedisServer(ChildProcess):
     """A throwaway `redis-server` on 127.0.0.1: no persistence, its own directory and port.
 
     `stop` then `start` brings it back on the same port, empty; `pause` freezes the
@@ -63,19 +62,14 @@ class RedisServer:
             raise FileNotFoundError(
                 f"{binary!r} not found: install Redis (apt-get install redis-server)"
             )
+        super().__init__()
         self.binary = found
         self.port = free_port()
         self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-redis-"))
-        self._process: subprocess.Popen[bytes] | None = None
-        self._is_paused = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
-
-    @property
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> RedisServer:
         """Start the server and return once it answers PING; `RuntimeError` if it does not."""
@@ -91,45 +85,15 @@ class RedisServer:
             "--dir", str(self.directory),
             "--logfile", str(log_file),
         ]  # fmt: skip
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL)  # noqa: S603
-        self._is_paused = False
+        self.spawn(command)
         deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S
         while not answers_ping("127.0.0.1", self.port):
-            if self._process.poll() is not None or SYSTEM_CLOCK.monotonic() > deadline:
+            if not self.is_running or SYSTEM_CLOCK.monotonic() > deadline:
                 self.stop()
                 log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
                 raise RuntimeError(f"redis-server did not come up on port {self.port}:\n{log}")
             time.sleep(0.01)
         return self
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period; the data is gone."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        if self._is_paused:
-            process.send_signal(
-                signal.SIGCONT
-            )  # a stopped process only acts on SIGTERM once resumed
-            self._is_paused = False
-        try:
-            process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-    def pause(self) -> None:
-        """Freeze the process: connections stay open but nothing answers."""
-        if self._process is not None:
-            self._process.send_signal(signal.SIGSTOP)
-            self._is_paused = True
-
-    def resume(self) -> None:
-        """Let a paused server answer again."""
-        if self._process is not None:
-            self._process.send_signal(signal.SIGCONT)
-            self._is_paused = False
 
     def close(self) -> None:
         """Stop the server and delete its directory."""
