@@ -44,3 +44,9 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
         keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
         if keys:
             client.unlink(*keys)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the browser tests last: Playwright's sync API leaves an event loop set on the
+    main thread, which the async tests that would follow them cannot start under."""
+    items.sort(key=lambda item: item.path.parent.name == "browser")  # stable: order kept

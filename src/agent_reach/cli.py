@@ -18,7 +18,6 @@ from typing import Annotated, Any, ParamSpec, TypeVar, cast
 import httpx
 import orjson
 import typer
-import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
@@ -39,6 +38,7 @@ from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, tra
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.sdk.client import SyncReachClient
 from agent_reach.security.access import capability_matches, decide_access, principal_matches
+from agent_reach.server import edge
 from agent_reach.server.app import create_app
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
@@ -118,17 +118,7 @@ def serve(
     # to ~12 ms (bench/overhead.py).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        proxy_headers=False,  # X-Forwarded-For is not trusted: no proxy is assumed in front
-        log_level=settings.log_level,
-    )
+    edge.run(create_app(settings), settings.host, settings.port)
 
 
 @agents_app.command("register")
@@ -260,6 +250,31 @@ def top(
                 before = after
         except KeyboardInterrupt:
             pass
+
+
+@app.command()
+@reporting_errors
+def deadletters(
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Newest entries to show.")] = 50,
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """List dead-lettered requests (refused for good, never delivered again), newest first."""
+    letters = orjson.loads(_call(coordinator, api_key, "GET", f"/v1/deadletters?limit={limit}"))
+    table = Table(title=f"dead letters ({letters['count']} kept)", title_justify="left")
+    for column in ("time", "reason", "request id", "capability", "hop", "trace id"):
+        table.add_column(column, no_wrap=True)
+    for item in letters["items"]:
+        request = item.get("request", {})
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(item["time"])),
+            item["reason"],
+            item["request_id"],
+            request.get("capability") or "(text)",
+            str(item["hop"]),
+            item["trace_id"],
+        )
+    Console().print(table)
 
 
 @keys_app.command("create")

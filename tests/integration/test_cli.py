@@ -203,3 +203,81 @@ def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
             process.wait(STARTUP_TIMEOUT_S)
     assert health.status_code == 200
     assert health.json()["backend"] == "memory"
+
+
+def test_route_by_text_shows_every_matcher_score(coordinator: str) -> None:
+    result = run("route", "please check the inventory", coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    assert "lexical" in result.output
+    assert "inventory.check" in result.output
+    assert run("route", coordinator=coordinator).exit_code == 1  # text or --capability
+
+
+def test_deadletters_lists_hop_limited_requests(coordinator: str) -> None:
+    httpx.post(
+        f"{coordinator}/v1/invoke",
+        json={"capability": "inventory.check", "request_id": "loop-7"},
+        headers={"x-reach-hop": "0"},
+    )
+
+    result = run("deadletters", coordinator=coordinator)
+
+    assert result.exit_code == 0, result.output
+    [row] = [line for line in result.output.splitlines() if "loop-7" in line]
+    assert "hop_limit" in row and "inventory.check" in row
+
+
+def test_keys_are_created_listed_and_revoked_with_an_admin_key(tmp_path: Path) -> None:
+    admin = "a" * 32
+    settings_env = {"AR_AUTH": "on", "AR_ADMIN_KEY": admin}
+    from agent_reach.config import Settings
+
+    with run_coordinator(Settings(auth="on", admin_key=admin, decision_log="off")) as (url, _):
+        created = CliRunner().invoke(
+            app,
+            [
+                "keys",
+                "create",
+                "--principal",
+                "order-bot",
+                "--domain",
+                "cs",
+                "--coordinator",
+                url,
+                "--api-key",
+                admin,
+            ],
+            env={**WIDE, **settings_env},
+        )
+        assert created.exit_code == 0, created.output
+        key = next(w for w in created.output.split() if w.startswith("ar_"))
+        assert httpx.get(f"{url}/v1/agents", headers={"authorization": f"Bearer {key}"}).is_success
+        listed = run("keys", "list", "--api-key", admin, coordinator=url)
+        assert "order-bot" in listed.output and key not in listed.output
+        key_id = key.split("_")[1]
+        assert run("keys", "revoke", key_id, "--api-key", admin, coordinator=url).exit_code == 0
+        denied = run("keys", "list", "--api-key", key, coordinator=url)
+        assert denied.exit_code == 1 and "unauthorized" in denied.output
+
+
+def test_acl_check_explains_a_decision_from_the_policy_file(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[access.invoke]]\nprincipals = ["domain:cs"]\ncapabilities = ["order.*"]\n\n'
+        '[[quotas]]\nprincipals = ["*"]\nrate_per_s = 5\nburst = 20\n',
+        encoding="utf-8",
+    )
+
+    allowed = run(
+        "acl", "check", "order-bot", "order.status", "--domain", "cs", "--policy", str(policy)
+    )
+    denied = run(
+        "acl", "check", "order-bot", "refund.apply", "--domain", "cs", "--policy", str(policy)
+    )
+
+    assert allowed.exit_code == 0, allowed.output
+    assert "invoke order.status: allowed" in allowed.output
+    assert "register order.status: denied" in allowed.output
+    assert "quota: 5/s, burst 20" in allowed.output
+    assert "invoke refund.apply: denied" in denied.output

@@ -11,7 +11,6 @@ import secrets
 from collections.abc import Callable
 
 import httpx
-import pytest
 from attack_kit import (
     CAPABILITY_1,
     CAPABILITY_2,

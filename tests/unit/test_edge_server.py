@@ -30,17 +30,21 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agent_reach.config import Settings
-from agent_reach.server.edge import EdgeConfig, serve
-from agent_reach.server.edge_asgi import StartupFailed
+from agent_reach.server.edge import EdgeConfig, EdgeServer, serve
+from agent_reach.server.edge_asgi import BODY_HIGH_WATER, StartupFailed
 from agent_reach.server.edge_connection import MAX_HEAD_BYTES
 from agent_reach.server.limits import MAX_HEADERS
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 IO_TIMEOUT_S = 5.0  # a safety net for blocking reads; no test waits for it
 BODY_LIMIT = 4096  # the smallest max_body_bytes Settings allows is 1024
 AGENT_DELAY_S = 0.05  # the agent answers after the coordinator's own /healthz would
 FILE_BYTES = 1200 * 256  # several of StaticFiles' 64 KiB chunks
+# A file far larger than a small receive window: the server's writes back up, so it
+# must wait for the reader (pause_writing) instead of buffering the file.
+LARGE_FILE_BYTES = 16 * 1024 * 256
 INVOKE = b'{"capability": "echo", "payload": {"n": 1}}'
 HEAD_BOUND = 256_000 + MAX_HEAD_BYTES  # one uvloop read, then the edge's own bound
 
@@ -55,9 +59,13 @@ class Reply:
 class RawClient:
     """One connection speaking raw bytes; replies parsed as they come, in order."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, receive_buffer: int | None = None) -> None:
         host, port = url.removeprefix("http://").split(":")
-        self.sock = socket.create_connection((host, int(port)), IO_TIMEOUT_S)
+        self.sock = socket.socket()
+        if receive_buffer is not None:  # set before connecting: it sizes the TCP window
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.sock.settimeout(IO_TIMEOUT_S)
+        self.sock.connect((host, int(port)))
         self.parser = httptools.HttpResponseParser(self)
         self.replies: deque[Reply] = deque()
         self._headers: dict[str, str] = {}
@@ -137,10 +145,22 @@ def coordinator() -> Iterator[str]:
 
 
 @pytest.fixture
-def client(coordinator: str) -> Iterator[RawClient]:
-    raw = RawClient(coordinator)
-    yield raw
-    raw.close()
+def connect() -> Iterator[Callable[..., RawClient]]:
+    """Open raw connections (`connect(url)`), all closed after the test."""
+    clients: list[RawClient] = []
+
+    def open_client(url: str, **options: Any) -> RawClient:
+        clients.append(RawClient(url, **options))
+        return clients[-1]
+
+    yield open_client
+    for raw in clients:
+        raw.close()
+
+
+@pytest.fixture
+def client(coordinator: str, connect: Callable[..., RawClient]) -> RawClient:
+    return connect(coordinator)
 
 
 class Held:
@@ -152,7 +172,8 @@ class Held:
 
 
 def probe_app(files: Path, held: Held) -> Callable[..., Any]:
-    """Echo, a stream without a length, static files, a held request and two failures."""
+    """Echo, a stream without a length, static files, a request that leaves its body
+    unread, a held request and three failures."""
 
     async def echo(request: Request) -> JSONResponse:
         body = await request.body()
@@ -174,6 +195,9 @@ def probe_app(files: Path, held: Held) -> Callable[..., Any]:
 
         return StreamingResponse(parts())
 
+    async def ignore(_: Request) -> PlainTextResponse:
+        return PlainTextResponse("not read")
+
     async def hold(_: Request) -> PlainTextResponse:
         held.entered.set()
         await asyncio.to_thread(held.release.wait, IO_TIMEOUT_S)
@@ -183,6 +207,7 @@ def probe_app(files: Path, held: Held) -> Callable[..., Any]:
         routes=[
             Route("/echo{rest:path}", echo, methods=["GET", "POST"]),
             Route("/stream", stream),
+            Route("/ignore", ignore, methods=["POST"]),
             Route("/held", hold),
             Mount("/files", StaticFiles(directory=files)),
         ]
@@ -193,6 +218,9 @@ def probe_app(files: Path, held: Held) -> Callable[..., Any]:
         if path == "/fail-before-start":
             raise RuntimeError("the app broke before answering")
         if path == "/fail-after-start":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            raise RuntimeError("the app broke before any byte went out")
+        if path == "/fail-halfway":
             start = {"type": "http.response.start", "status": 200}
             await send({**start, "headers": [(b"content-length", b"10")]})
             await send({"type": "http.response.body", "body": b"12345", "more_body": True})
@@ -207,14 +235,21 @@ def held() -> Held:
     return Held()
 
 
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("files")
+    (directory / "big.bin").write_bytes(bytes(range(256)) * (FILE_BYTES // 256))
+    (directory / "large.bin").write_bytes(bytes(range(256)) * (LARGE_FILE_BYTES // 256))
+    return directory
+
+
 @pytest.fixture
-def probe(tmp_path: Path, held: Held) -> Iterator[Callable[..., ServerThread]]:
+def probe(files: Path, held: Held) -> Iterator[Callable[..., ServerThread]]:
     """Start the probe app on the edge server: `probe(EdgeConfig(...))`."""
-    (tmp_path / "big.bin").write_bytes(bytes(range(256)) * (FILE_BYTES // 256))
     servers: list[ServerThread] = []
 
     def start(config: EdgeConfig = EdgeConfig()) -> ServerThread:  # noqa: B008 (frozen)
-        server = ServerThread(probe_app(tmp_path, held), edge=config).start()
+        server = ServerThread(probe_app(files, held), edge=config).start()
         servers.append(server)
         return server
 
@@ -336,15 +371,14 @@ def test_an_answer_already_due_goes_out_before_the_refusal_of_what_follows(clien
     assert client.is_closed()
 
 
-def test_http_1_0_closes_unless_keep_alive_is_asked_for(coordinator):
-    keeps = RawClient(coordinator)
+def test_http_1_0_closes_unless_keep_alive_is_asked_for(coordinator, connect):
+    keeps = connect(coordinator)
     for _ in range(2):
         keeps.send(b"GET /healthz HTTP/1.0\r\nconnection: keep-alive\r\n\r\n")
         answer = keeps.reply()
         assert answer.status == 200
         assert answer.headers["connection"] == "keep-alive"
-    keeps.close()
-    closes = RawClient(coordinator)
+    closes = connect(coordinator)
     closes.send(b"POST /v1/invoke HTTP/1.0\r\ncontent-length: %d\r\n\r\n%s" % (len(INVOKE), INVOKE))
     answer = closes.reply()
     assert answer.status == 200
@@ -355,9 +389,9 @@ def test_http_1_0_closes_unless_keep_alive_is_asked_for(coordinator):
 # The ASGI side
 
 
-def test_the_scope_carries_the_decoded_path_raw_path_query_and_client(probe):
+def test_the_scope_carries_the_decoded_path_raw_path_query_and_client(probe, connect):
     server = probe()
-    client = RawClient(server.url)
+    client = connect(server.url)
     client.send(request("POST", "/echo/a%20b?x=1", b"hello"))
     seen = orjson.loads(client.reply().body)
     assert seen == {
@@ -369,8 +403,8 @@ def test_the_scope_carries_the_decoded_path_raw_path_query_and_client(probe):
     }
 
 
-def test_the_app_reads_a_chunked_body_after_100_continue(probe):
-    client = RawClient(probe().url)
+def test_the_app_reads_a_chunked_body_after_100_continue(probe, connect):
+    client = connect(probe().url)
     head = b"POST /echo HTTP/1.1\r\nhost: edge\r\nexpect: 100-continue\r\n"
     client.send(head + b"transfer-encoding: chunked\r\n\r\n")
     assert client.reply().status == 100
@@ -378,8 +412,8 @@ def test_the_app_reads_a_chunked_body_after_100_continue(probe):
     assert orjson.loads(client.reply().body)["body"] == "one,two"
 
 
-def test_a_response_without_a_length_is_chunked(probe):
-    client = RawClient(probe().url)
+def test_a_response_without_a_length_is_chunked(probe, connect):
+    client = connect(probe().url)
     client.send(request("GET", "/stream") + request("GET", "/echo"))
     streamed = client.reply()
     assert streamed.headers["transfer-encoding"] == "chunked"
@@ -387,8 +421,8 @@ def test_a_response_without_a_length_is_chunked(probe):
     assert client.reply().status == 200
 
 
-def test_http_1_0_gets_a_stream_delimited_by_closing(probe):
-    client = RawClient(probe().url)
+def test_http_1_0_gets_a_stream_delimited_by_closing(probe, connect):
+    client = connect(probe().url)
     client.send(b"GET /stream HTTP/1.0\r\n\r\n")
     raw = client.read_to_end()
     head, _, body = raw.partition(b"\r\n\r\n")
@@ -396,12 +430,12 @@ def test_http_1_0_gets_a_stream_delimited_by_closing(probe):
     assert body == b"part0;part1;part2;"
 
 
-def test_a_static_file_streams_whole_and_head_sends_no_body(probe, tmp_path):
-    client = RawClient(probe().url)
+def test_a_static_file_streams_whole_and_head_sends_no_body(probe, files, connect):
+    client = connect(probe().url)
     client.send(request("GET", "/files/big.bin"))
     answer = client.reply()
     assert answer.headers["content-length"] == str(FILE_BYTES)
-    assert answer.body == (tmp_path / "big.bin").read_bytes()
+    assert answer.body == (files / "big.bin").read_bytes()
     client.send(request("HEAD", "/files/big.bin") + request("GET", "/echo"))
     raw = b""
     while raw.count(b"HTTP/1.1 200 OK") < 2 or not raw.endswith(b"}"):
@@ -411,9 +445,31 @@ def test_a_static_file_streams_whole_and_head_sends_no_body(probe, tmp_path):
     assert rest.startswith(b"HTTP/1.1 200 OK")  # no body bytes between the two
 
 
-def test_an_app_failing_before_it_answers_gives_a_json_500(probe):
-    client = RawClient(probe().url)
-    client.send(request("GET", "/fail-before-start"))
+def test_a_reader_slower_than_the_server_gets_a_large_file_whole(probe, files, connect):
+    server = probe()
+    assert isinstance(server.server, EdgeServer)
+    edge = server.server
+    client = connect(server.url, receive_buffer=4096)
+    client.send(request("GET", "/files/large.bin") + request("GET", "/echo"))
+    wait_until(
+        lambda: any(c.write_paused for c in list(edge.connections)),
+        "the server to wait for its reader",
+    )
+    assert client.reply().body == (files / "large.bin").read_bytes()
+    assert client.reply().status == 200
+
+
+def test_a_large_body_the_app_leaves_unread_is_dropped_and_the_connection_goes_on(probe, connect):
+    client = connect(probe().url)
+    client.send(request("POST", "/ignore", b"x" * (4 * BODY_HIGH_WATER)) + request("GET", "/echo"))
+    assert client.reply().body == b"not read"
+    assert orjson.loads(client.reply().body)["path"] == "/echo"
+
+
+@pytest.mark.parametrize("path", ["/fail-before-start", "/fail-after-start"])
+def test_an_app_failing_before_any_byte_went_out_gives_a_json_500(probe, path, connect):
+    client = connect(probe().url)
+    client.send(request("GET", path))
     answer = client.reply()
     assert answer.status == 500
     assert error_code(answer) == "internal_error"
@@ -421,9 +477,9 @@ def test_an_app_failing_before_it_answers_gives_a_json_500(probe):
     assert client.is_closed()
 
 
-def test_an_app_failing_after_it_started_answering_closes_the_connection(probe):
-    client = RawClient(probe().url)
-    client.send(request("GET", "/fail-after-start"))
+def test_an_app_failing_halfway_through_its_answer_closes_the_connection(probe, connect):
+    client = connect(probe().url)
+    client.send(request("GET", "/fail-halfway"))
     raw = client.read_to_end()
     assert raw.startswith(b"HTTP/1.1 200 OK")
     assert raw.endswith(b"\r\n\r\n12345")
@@ -432,22 +488,22 @@ def test_an_app_failing_after_it_started_answering_closes_the_connection(probe):
 # Timeouts, shutdown, lifespan
 
 
-def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(probe):
-    client = RawClient(probe(EdgeConfig(keep_alive_s=0.2)).url)
+def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(probe, connect):
+    client = connect(probe(EdgeConfig(keep_alive_s=0.2)).url)
     client.send(request("GET", "/echo"))
     assert client.reply().status == 200
     assert client.is_closed()
 
 
-def test_a_head_that_does_not_arrive_in_time_is_dropped(probe):
-    client = RawClient(probe(EdgeConfig(header_timeout_s=0.2)).url)
+def test_a_head_that_does_not_arrive_in_time_is_dropped(probe, connect):
+    client = connect(probe(EdgeConfig(header_timeout_s=0.2)).url)
     client.send(b"GET /echo HTTP/1.1\r\nhost: ed")
     assert client.is_closed()
 
 
-def test_shutdown_finishes_the_request_in_flight_and_closes_idle_connections(probe, held):
+def test_shutdown_finishes_the_request_in_flight_and_closes_idle_connections(probe, held, connect):
     server = probe()
-    idle, busy = RawClient(server.url), RawClient(server.url)
+    idle, busy = connect(server.url), connect(server.url)
     idle.send(request("GET", "/echo"))
     assert idle.reply().status == 200
     busy.send(request("GET", "/held"))

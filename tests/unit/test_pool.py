@@ -268,9 +268,7 @@ async def test_stale_reused_connection_is_retried_once_on_a_fresh_one(serve, mak
     assert [(r.conn, r.nth) for r in agent.requests] == [(0, 0), (0, 1), (1, 0)]
 
 
-async def test_a_failed_resend_after_a_silent_close_says_the_peer_may_have_acted(
-    serve, make_pool
-):
+async def test_a_failed_resend_after_a_silent_close_says_the_peer_may_have_acted(serve, make_pool):
     # The agent took the second request and died without answering; nobody listens now.
     agent = await serve(lambda r: Reply(close=True) if r.nth == 1 else ok())
     pool = make_pool()

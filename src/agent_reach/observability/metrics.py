@@ -21,7 +21,21 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS_S = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
 )  # from half a millisecond (a routing decision) to the long class's 30 s
 
 
@@ -115,11 +129,13 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = HotCounter(
-            "agent_reach_requests", "Invocations by capability and final status",
+            "agent_reach_requests",
+            "Invocations by capability and final status",
             ("capability", "status"),
         )
         self.request_seconds = HotHistogram(
-            "agent_reach_request_seconds", "End-to-end invoke latency by capability",
+            "agent_reach_request_seconds",
+            "End-to-end invoke latency by capability",
             ("capability",),
         )
         self.route_seconds = HotHistogram(
@@ -132,39 +148,62 @@ class Metrics:
             r.register(hot)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.retries = Counter(
-            "agent_reach_retries", "Attempts after the first: a re-send or the next instance",
-            ["kind"], registry=r,
+            "agent_reach_retries",
+            "Attempts after the first: a re-send or the next instance",
+            ["kind"],
+            registry=r,
         )
         self.retry_budget_exhausted = Counter(
-            "agent_reach_retry_budget_exhausted", "Retries refused by the retry budget",
+            "agent_reach_retry_budget_exhausted",
+            "Retries refused by the retry budget",
             registry=r,
         )
         self.fallbacks = Counter(
-            "agent_reach_fallbacks", "Fallback chain stages taken",
-            ["stage"], registry=r,
+            "agent_reach_fallbacks",
+            "Fallback chain stages taken",
+            ["stage"],
+            registry=r,
         )
         self.health_transitions = Counter(
-            "agent_reach_health_transitions", "Instance health state changes",
-            ["state"], registry=r,
+            "agent_reach_health_transitions",
+            "Instance health state changes",
+            ["state"],
+            registry=r,
         )
         self.probes = Counter(
-            "agent_reach_probes", "Active health probes by result", ["result"], registry=r,
+            "agent_reach_probes",
+            "Active health probes by result",
+            ["result"],
+            registry=r,
         )
         self.idempotent_replays = Counter(
-            "agent_reach_idempotent_replays", "Repeated request ids answered from the store",
+            "agent_reach_idempotent_replays",
+            "Repeated request ids answered from the store",
             registry=r,
         )
         self.dead_letters = Counter(
-            "agent_reach_dead_letters", "Requests dead-lettered, by reason", ["reason"], registry=r,
+            "agent_reach_dead_letters",
+            "Requests dead-lettered, by reason",
+            ["reason"],
+            registry=r,
         )
         self.quota_denials = Counter(
-            "agent_reach_quota_denials", "Requests refused by a quota", ["capability"], registry=r,
+            "agent_reach_quota_denials",
+            "Requests refused by a quota",
+            ["capability"],
+            registry=r,
         )
         self.instances = Gauge(
-            "agent_reach_instances", "Registered instances by health state", ["state"], registry=r,
+            "agent_reach_instances",
+            "Registered instances by health state",
+            ["state"],
+            registry=r,
         )
         self.queue_depth = Gauge(
-            "agent_reach_queue_depth", "Entries waiting in a queue", ["queue"], registry=r,
+            "agent_reach_queue_depth",
+            "Entries waiting in a queue",
+            ["queue"],
+            registry=r,
         )
 
     def request_seconds_of(self, capability: str) -> _Bucketed:

@@ -19,6 +19,7 @@ from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 
 MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
 
+
 class RoutingService:
     """Routes over the live registry index with the policy in force at each call."""
 

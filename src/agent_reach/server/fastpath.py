@@ -1,18 +1,23 @@
-"""`POST /v1/invoke` as a bare ASGI handler: the hot path skips the framework.
+"""`POST /v1/invoke` without the framework: one function for the edge server and ASGI.
 
 Measured (bench/overhead.py): FastAPI's routing, dependency solving and response
 encoding cost more than routing and delivery together, so the one endpoint whose
 microseconds matter reads its body, validates it with pydantic-core and answers
-with orjson directly. Everything else goes through FastAPI.
+with orjson directly. `answer_invoke` holds that logic; the edge server
+(`server/edge_connection.py`) calls it with a body it parsed itself, `handle_invoke`
+with a body read from ASGI messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
 from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
+from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
@@ -21,13 +26,23 @@ from agent_reach.server.limits import check_headers
 from agent_reach.server.responses import dump_json
 
 Scope = dict[str, Any]
+Headers = Sequence[tuple[bytes, bytes]]
+# Given the declared Content-Length (None when absent): the whole body, or
+# `PayloadTooLarge` once it is known to pass the limit.
+BodyReader = Callable[[int | None], Awaitable[bytes]]
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
+def body_too_large(limit: int) -> PayloadTooLarge:
+    """The one refusal of a body over `limit` bytes, whoever counted them."""
+    return PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+
+
 async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
-    """The whole body, refusing more than `limit` bytes as soon as that is known."""
+    """The whole body from ASGI messages, refusing more than `limit` bytes as soon as
+    that is known."""
     if declared is not None and declared > limit:
-        raise PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+        raise body_too_large(limit)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -39,23 +54,24 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
+            raise body_too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def handle_invoke(
-    scope: Scope, receive: Any, send: Any, service: InvokeService, limit: int
-) -> None:
-    """Authenticate, validate, invoke, answer; bad input becomes its error body and status."""
+async def answer_invoke(
+    service: InvokeService, headers: Headers, body: BodyReader
+) -> tuple[Answer, str]:
+    """Authenticate, validate, invoke: the answer and its trace id. Bad input becomes
+    its error answer; `headers` are (lower-case name, value) pairs."""
     authorization: list[str] = []
     traceparent: str | None = None
     hop_header: bytes | None = None
     deadline_header: bytes | None = None
     declared: int | None = None
     header_bytes = 0
-    for name, value in scope["headers"]:
+    for name, value in headers:
         header_bytes += len(name) + len(value)
         if name == b"authorization":
             authorization.append(value.decode("latin-1"))
@@ -69,25 +85,39 @@ async def handle_invoke(
             declared = int(value)
     trace = continue_trace(traceparent)
     try:
-        check_headers(len(scope["headers"]), header_bytes)
+        check_headers(len(headers), header_bytes)
         if len(authorization) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
         principal = await service.security.authenticate(authorization[0] if authorization else None)
-        body = await read_body(receive, limit, declared)
+        raw = await body(declared)
         try:
-            request = InvokeRequest.model_validate_json(body)
+            request = InvokeRequest.model_validate_json(raw)
         except ValidationError as exc:
             raise invalid_body(exc.errors()) from None
         hop_budget = _count(hop_header, "X-Reach-Hop", "invalid_hop")
         deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
-        await _send(send, exc.status, dump_json(exc.to_body()), trace.trace_id, exc.retry_after())
-        return
+        error = Answer(exc.status, dump_json(exc.to_body()), retry_after=exc.retry_after())
+        return error, trace.trace_id
     answer = await service.handle(
         request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
     )
-    await _send(send, answer.status, answer.body, trace.trace_id, answer.retry_after)
+    return answer, trace.trace_id
+
+
+async def handle_invoke(
+    scope: Scope, receive: Any, send: Any, service: InvokeService, limit: int
+) -> None:
+    """`answer_invoke` as a bare ASGI handler."""
+    answer, trace_id = await answer_invoke(
+        service, scope["headers"], partial(read_body, receive, limit)
+    )
+    headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
+    if answer.retry_after is not None:
+        headers.append((b"retry-after", answer.retry_after.encode()))
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 def _count(header: bytes | None, name: str, code: str) -> int | None:
@@ -98,13 +128,3 @@ def _count(header: bytes | None, name: str, code: str) -> int | None:
     if not value.isdigit() or len(value) > 12:
         raise InvalidRequest(f"{name} must be a non-negative integer", code=code)
     return int(value)
-
-
-async def _send(
-    send: Any, status: int, body: bytes, trace_id: str, retry_after: str | None = None
-) -> None:
-    headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
-    if retry_after is not None:
-        headers.append((b"retry-after", retry_after.encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

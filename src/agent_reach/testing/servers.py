@@ -16,14 +16,24 @@ import uvloop
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.server.app import CoordinatorApp, create_app
+from agent_reach.server.edge import EdgeConfig, EdgeServer
+from agent_reach.server.edge_asgi import StartupFailed
 
 STARTUP_TIMEOUT_S = 15.0
 
 
 class ServerThread:
-    """One uvicorn server (uvloop, httptools) on its own thread and event loop."""
+    """One server on its own thread and uvloop event loop: a coordinator (or any app
+    given an `edge` config) on the edge server, every other app on uvicorn (httptools)."""
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        edge: EdgeConfig | None = None,
+    ) -> None:
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -31,21 +41,29 @@ class ServerThread:
         self.sock.listen(2048)  # accept from now on: an agent may be called during its startup
         self.host, self.port = self.sock.getsockname()[:2]
         self.url = f"http://{self.host}:{self.port}"
-        config = uvicorn.Config(
-            app,
-            loop="uvloop",
-            http="httptools",
-            lifespan="on",
-            log_level="warning",
-            access_log=False,
-        )
-        self.server = uvicorn.Server(config)
+        self.server: EdgeServer | uvicorn.Server
+        if edge is not None or isinstance(app, CoordinatorApp):
+            self.server = EdgeServer(app, self.host, self.port, edge or EdgeConfig())
+        else:
+            config = uvicorn.Config(
+                app,
+                loop="uvloop",
+                http="httptools",
+                lifespan="on",
+                log_level="warning",
+                access_log=False,
+            )
+            self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name=f"server-{self.port}", daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.error: StartupFailed | None = None
 
     def _run(self) -> None:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(self._serve())
+        try:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(self._serve())
+        except StartupFailed as exc:  # start() raises it
+            self.error = exc
 
     async def _serve(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -58,7 +76,9 @@ class ServerThread:
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"server on {self.url} did not start")
+                raise RuntimeError(f"server on {self.url} did not start: {self.error}") from (
+                    self.error
+                )
             time.sleep(0.005)
         return self
 

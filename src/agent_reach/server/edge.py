@@ -1,0 +1,189 @@
+"""The coordinator's HTTP/1.1 server: `POST /v1/invoke` on bare asyncio Protocols, the
+rest of the API through ASGI, on one port.
+
+Why hand-written: measured with bench/overhead.py on this 2-core machine (wrk -t1 on
+one core, servers on the other, 64 connections), a bare raw-ASGI forwarder costs
+~54 µs of CPU per request under uvicorn (uvloop, httptools) and ~29 µs on an asyncio
+Protocol with httptools; the coordinator's whole hot path cost ~160 µs under uvicorn,
+so ~25 µs of it were the ASGI server's own. Here httptools parses each request and
+`POST /v1/invoke` is answered by `fastpath.answer_invoke` in one `transport.write`
+(`edge_connection`); every other request goes to the app (FastAPI, the dashboard's
+static files) through the minimal ASGI adapter of `edge_asgi`.
+
+Per connection: keep-alive (HTTP/1.0 only when asked), pipelined requests answered in
+order one at a time, chunked request bodies, `Expect: 100-continue`, 400 and close for
+what httptools cannot parse (Content-Length beside Transfer-Encoding included: llhttp
+refuses it, the request smuggling defence), 431 for a head that outgrows any allowed
+one, 413 as the invoke body passes the limit, a header-read and an idle timeout, and
+no reading while the client does not read its answers. The server runs the app's
+lifespan around serving and shuts down gracefully: it stops accepting, lets requests
+in flight finish within a grace period and closes idle connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+
+import structlog
+import uvloop
+
+from agent_reach.config import DEFAULT_PORT
+from agent_reach.invoke.service import InvokeService
+from agent_reach.server.app import CoordinatorApp
+from agent_reach.server.edge_asgi import ASGIApp, Lifespan, StartupFailed
+from agent_reach.server.edge_connection import HttpConnection
+
+log = structlog.get_logger("agent_reach.server")
+
+DEFAULT_HOST = "127.0.0.1"  # loopback unless told otherwise: no proxy or TLS is assumed
+KEEP_ALIVE_S = 75.0  # nginx's keepalive_timeout default
+# Slowloris defence: programs send a head in one segment; Apache's mod_reqtimeout gives
+# people on slow links 20 s, twice this.
+HEADER_TIMEOUT_S = 10.0
+GRACE_S = 30.0  # DESIGN.md's "long" agent class timeout: an invoke in flight may finish
+BACKLOG = 2048  # uvicorn's default listen backlog
+TICK_S = 0.1  # how soon `should_exit` and expired timeouts are noticed, as uvicorn's tick
+STARTUP_FAILURE = 3  # the exit status of `run` when the app does not start, as uvicorn's
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeConfig:
+    """Timeouts and limits of one edge server; the defaults are the module constants."""
+
+    keep_alive_s: float = KEEP_ALIVE_S
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    grace_s: float = GRACE_S
+    backlog: int = BACKLOG
+
+
+class EdgeServer:
+    """One listening server for one app; `started` and `should_exit` work as uvicorn's
+    `Server` (set `should_exit` from any thread to shut down gracefully)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        config: EdgeConfig = EdgeConfig(),
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.config = config
+        self.started = False
+        self.should_exit = False
+        self.force_exit = False  # a second SIGINT: stop without waiting
+        self.draining = False
+        self.connections: set[HttpConnection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.lifespan = Lifespan(app)
+        self.invoke: InvokeService | None = None  # the coordinator's, once it has started
+        self.body_limit = 0
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        """Run the app's startup, serve on `sockets` (else host:port) until
+        `should_exit`, then shut down; `StartupFailed` when the app does not start."""
+        loop = asyncio.get_running_loop()
+        listeners: list[asyncio.Server] = []
+        with self._handle_signals():
+            await self.lifespan.startup()
+            app = self.app
+            if isinstance(app, CoordinatorApp) and app.runtime is not None:
+                self.invoke, self.body_limit = app.runtime.invoke, app.settings.max_body_bytes
+            try:
+                backlog = self.config.backlog
+
+                def accept() -> HttpConnection:
+                    return HttpConnection(self, loop)
+
+                if sockets is None:
+                    listeners.append(
+                        await loop.create_server(accept, self.host, self.port, backlog=backlog)
+                    )
+                for sock in sockets or ():
+                    listeners.append(await loop.create_server(accept, sock=sock, backlog=backlog))
+                self.started = True
+                host, port = listeners[0].sockets[0].getsockname()[:2]
+                log.info("server_started", url=f"http://{host}:{port}")
+                while not self.should_exit:
+                    await asyncio.sleep(TICK_S)
+                    self._expire(loop.time())
+            finally:
+                await self._drain(loop, listeners)
+                await self.lifespan.shutdown()
+
+    def _expire(self, now: float) -> None:
+        for connection in list(self.connections):
+            if connection.expired(now):
+                connection.transport.close()
+
+    async def _drain(
+        self, loop: asyncio.AbstractEventLoop, listeners: list[asyncio.Server]
+    ) -> None:
+        """Stop accepting, close idle connections, let the rest finish within the grace."""
+        for listener in listeners:
+            listener.close()
+        self.draining = True
+        for connection in list(self.connections):
+            connection.shutdown()
+        deadline = loop.time() + self.config.grace_s
+        while (self.connections or self.tasks) and not self.force_exit:
+            if loop.time() > deadline:
+                log.warning("shutdown_grace_expired", connections=len(self.connections))
+                break
+            await asyncio.sleep(TICK_S)
+        for connection in list(self.connections):
+            connection.transport.close()
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    @contextlib.contextmanager
+    def _handle_signals(self) -> Iterator[None]:
+        """SIGINT and SIGTERM shut down gracefully (a second SIGINT at once); only the
+        main thread receives signals."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+
+
+async def serve(
+    app: ASGIApp,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    sock: socket.socket | None = None,
+    config: EdgeConfig = EdgeConfig(),
+) -> None:
+    """Serve `app` on host:port, or on the listening `sock`, until SIGINT or SIGTERM
+    (main thread only); `StartupFailed` when its lifespan startup fails."""
+    await EdgeServer(app, host, port, config).serve(None if sock is None else [sock])
+
+
+def run(app: ASGIApp, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """`serve` on uvloop (blocking); exits with status 3 when the app does not start."""
+    try:
+        uvloop.run(serve(app, host, port))
+    except StartupFailed as exc:
+        log.error("startup_failed", error=str(exc))
+        raise SystemExit(STARTUP_FAILURE) from None

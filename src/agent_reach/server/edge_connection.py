@@ -1,0 +1,455 @@
+"""One HTTP/1.1 connection of the edge server: requests parsed by httptools as they
+arrive, answered in order, one at a time.
+
+`POST /v1/invoke` (exact path, any query) is collected here and answered with
+`fastpath.answer_invoke` in one `transport.write`; every other request becomes an
+`AsgiExchange`. A request that cannot be parsed, or outgrows what any allowed head
+needs, is refused with its JSON error after the answers already due, and the
+connection closes. Reading pauses while a pipelined request waits its turn, while an
+app leaves a large body unread, and while the client does not read its answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httptools
+import structlog
+
+from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.invoke.answer import Answer
+from agent_reach.invoke.service import InvokeService
+from agent_reach.server.edge_asgi import (
+    CONTINUE,
+    INTERNAL_ERROR,
+    AsgiExchange,
+    connection_header,
+    http_scope,
+    status_line,
+)
+from agent_reach.server.fastpath import answer_invoke, body_too_large
+from agent_reach.server.limits import HeadersTooLarge, check_headers
+from agent_reach.server.responses import dump_json
+
+if TYPE_CHECKING:
+    from agent_reach.server.edge import EdgeServer
+
+log = structlog.get_logger("agent_reach.server")
+
+# What a head may grow by after its first read before httptools hands its headers
+# over (it joins the pieces of a header itself): twice nginx's 4 x 8 KiB header
+# buffers. `check_headers` holds the exact limits; this bounds the memory of a header
+# that never ends to one read (uvloop reads up to 256,000 bytes) and this much.
+MAX_HEAD_BYTES = 64 * 1024
+_INVOKE = b"/v1/invoke"
+_INVOKE_QUERY = b"/v1/invoke?"
+
+
+class Exchange(Protocol):
+    """One request on a connection, from its head to the end of its response."""
+
+    ready: bool  # may start: the invoke path waits for the whole body
+    started: bool
+    keep_alive: bool
+
+    def start(self) -> None: ...
+
+    def feed(self, body: bytes) -> None: ...
+
+    def end(self) -> None: ...
+
+    def absorb(self, error: ReachError) -> bool:
+        """Take `error`, raised while the request arrived, as this request's answer."""
+        ...
+
+    def disconnect(self) -> None: ...
+
+
+class HttpConnection(asyncio.Protocol):
+    """One client connection: requests parsed as they arrive, answered in order."""
+
+    transport: asyncio.Transport  # set by connection_made, before any data
+
+    def __init__(self, server: EdgeServer, loop: asyncio.AbstractEventLoop) -> None:
+        self.server = server
+        self.loop = loop
+        self.parser = httptools.HttpRequestParser(self)
+        self.queue: deque[Exchange] = deque()  # arrival order; the first is being answered
+        self.current: Exchange | None = None  # whose body is arriving
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.declared = 0  # Content-Length
+        self.expect_continue = False
+        self.in_head = False
+        self.in_message = False
+        self.head_bytes = 0  # of a head that spans reads, after its first read
+        self.active_at = self.head_started = loop.time()
+        self.reading_done = False  # EOF, upgrade or a refused request: no more requests
+        self.read_paused = self.write_paused = self.body_held = False
+        self.draining = False
+        self.drained: asyncio.Future[None] | None = None
+        self.client: tuple[str, int] = ("", 0)
+        self.local: tuple[str, int] = ("", 0)
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.client = transport.get_extra_info("peername")[:2]
+        self.local = transport.get_extra_info("sockname")[:2]
+        self.server.connections.add(self)
+        if self.server.draining:
+            transport.close()  # accepted as the listener closed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        for exchange in self.queue:
+            exchange.disconnect()
+        self.queue.clear()
+        self.current = None
+        self._wake_writer()
+
+    def eof_received(self) -> bool:
+        """Half-closed by the client: answer what has arrived, then close."""
+        self._end_reading()
+        return bool(self.queue) and not self.in_message
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._update_reading()
+        self._wake_writer()
+
+    def data_received(self, data: bytes) -> None:
+        if self.reading_done:
+            return
+        self.active_at = self.loop.time()
+        if self.in_head:
+            self.head_bytes += len(data)
+            if self.head_bytes > MAX_HEAD_BYTES:
+                try:  # past MAX_HEAD_BYTES the exact limits are passed too
+                    check_headers(len(self.headers), self.head_bytes)
+                except HeadersTooLarge as exc:
+                    self._refuse(exc)
+                return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._end_reading()  # no protocol switch: answer the request, then close
+            if self.queue:
+                self.queue[-1].keep_alive = False
+        except httptools.HttpParserCallbackError as exc:
+            if not isinstance(exc.__context__, ReachError):
+                raise  # a bug in a callback: asyncio logs it and closes the connection
+            self._refuse(exc.__context__)
+        except httptools.HttpParserError:
+            self._refuse(InvalidRequest("the request is not valid HTTP/1.1", code="bad_request"))
+
+    # httptools callbacks
+
+    def on_message_begin(self) -> None:
+        self.in_head = self.in_message = True
+        self.head_bytes = 0
+        self.head_started = self.active_at
+        self.url = b""
+        self.headers = []
+        self.declared = 0
+        self.expect_continue = False
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        self.headers.append((name, value))
+        if name == b"content-length":
+            self.declared = int(value)  # llhttp accepts digits only, and one of them
+        elif name == b"expect":
+            self.expect_continue = value.lower() == b"100-continue"
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+        parser = self.parser
+        server = self.server
+        keep_alive = parser.should_keep_alive()
+        http_version = parser.get_http_version()
+        method = parser.get_method()
+        url = self.url
+        exchange: Exchange
+        if (
+            server.invoke is not None
+            and method == b"POST"
+            and (url == _INVOKE or url.startswith(_INVOKE_QUERY))
+        ):
+            exchange = _Invoke(self, server.invoke, self.headers, keep_alive, http_version == "1.0")
+            self.current = exchange
+            self._enqueue(exchange)
+            if self.declared > server.body_limit:
+                raise body_too_large(server.body_limit)
+            if self.expect_continue and len(self.queue) == 1:
+                self.write(CONTINUE)
+        else:
+            state = server.lifespan.state
+            scope = http_scope(
+                method, url, http_version, self.headers, self.client, self.local, state
+            )
+            exchange = AsgiExchange(
+                self,
+                server.app,
+                scope,
+                keep_alive=keep_alive,
+                http10=http_version == "1.0",
+                expect_continue=self.expect_continue,
+            )
+            self.current = exchange
+            self._enqueue(exchange)
+
+    def on_body(self, body: bytes) -> None:
+        self.current.feed(body)  # type: ignore[union-attr]
+
+    def on_message_complete(self) -> None:
+        self.in_message = False
+        exchange, self.current = self.current, None
+        exchange.end()  # type: ignore[union-attr]
+        self._start_first()
+
+    # Wire: what an exchange calls
+
+    def write(self, data: bytes) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+    async def drain(self) -> None:
+        if self.write_paused and not self.transport.is_closing():
+            if self.drained is None:
+                self.drained = self.loop.create_future()
+            await self.drained
+
+    def hold_body(self, held: bool) -> None:
+        self.body_held = held
+        self._update_reading()
+
+    def finish(self, keep_alive: bool) -> None:
+        """The first exchange's response is out: close, or answer the next one."""
+        if self.transport.is_closing():
+            return
+        queue = self.queue
+        queue.popleft()
+        if not keep_alive or self.draining or (self.reading_done and not queue):
+            self.transport.close()
+            return
+        self.active_at = self.loop.time()
+        if self.in_head:
+            self.head_started = self.active_at  # its header clock starts now
+        self.body_held = False  # what the answered request left unread is read and dropped
+        if self.read_paused:
+            self._update_reading()
+        self._start_first()
+
+    def answer_error(self, error: ReachError) -> None:
+        self.write(_json_response(error.status, dump_json(error.to_body()), b"", False, False))
+        self.finish(False)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self.loop.create_task(coro)
+        tasks = self.server.tasks
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    def reply(self, exchange: _Invoke, answer: Answer, trace_id: str) -> None:
+        """An invoke answer in one write."""
+        keep_alive = exchange.keep_alive and not self.draining
+        headers = b"x-trace-id: %s\r\n" % trace_id.encode()
+        if answer.retry_after is not None:
+            headers += b"retry-after: %s\r\n" % answer.retry_after.encode()
+        self.write(_json_response(answer.status, answer.body, headers, keep_alive, exchange.http10))
+        self.finish(keep_alive)
+
+    # The server's
+
+    def expired(self, now: float) -> bool:
+        """Whether the client has kept this connection waiting too long."""
+        if self.queue:  # answering: the client owes bytes only of the request in hand
+            waiting = self.current is not None and len(self.queue) == 1 and not self.read_paused
+            return waiting and now - self.active_at > self.server.config.keep_alive_s
+        if self.in_head:
+            return now - self.head_started > self.server.config.header_timeout_s
+        return now - self.active_at > self.server.config.keep_alive_s
+
+    def shutdown(self) -> None:
+        """Close now when idle, else after the response in progress."""
+        self.draining = True
+        if not self.queue:
+            self.transport.close()
+
+    # Inside
+
+    def _enqueue(self, exchange: Exchange) -> None:
+        queue = self.queue
+        queue.append(exchange)
+        if len(queue) == 1:
+            self._start_first()
+        elif len(queue) == 2:
+            self._update_reading()  # pipelined: read on once the first is answered
+
+    def _start_first(self) -> None:
+        if self.queue:
+            first = self.queue[0]
+            if first.ready and not first.started:
+                first.start()
+
+    def _refuse(self, error: ReachError) -> None:
+        """No more requests: the one arriving, or the next, is answered with `error`."""
+        self._end_reading()
+        self.in_head = self.in_message = False
+        current, self.current = self.current, None
+        if current is not None and not current.absorb(error):
+            if current.started:
+                self.transport.close()  # its body broke off while the app read it
+                return
+            self.queue.remove(current)
+            current = None
+        if current is None:
+            self._enqueue(_Refusal(self, error))
+        self._start_first()
+
+    def _end_reading(self) -> None:
+        self.reading_done = True
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        paused = self.reading_done or self.write_paused or self.body_held or len(self.queue) > 1
+        if paused is not self.read_paused and not self.transport.is_closing():
+            self.read_paused = paused
+            if paused:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+
+    def _wake_writer(self) -> None:
+        if self.drained is not None:
+            if not self.drained.done():
+                self.drained.set_result(None)
+            self.drained = None
+
+
+class _Invoke:
+    """`POST /v1/invoke`: the body collected as it arrives, answered once it is whole."""
+
+    __slots__ = (
+        "chunks",
+        "connection",
+        "error",
+        "headers",
+        "http10",
+        "keep_alive",
+        "ready",
+        "service",
+        "size",
+        "started",
+    )
+
+    def __init__(
+        self,
+        connection: HttpConnection,
+        service: InvokeService,
+        headers: list[tuple[bytes, bytes]],
+        keep_alive: bool,
+        http10: bool,
+    ) -> None:
+        self.connection = connection
+        self.service = service
+        self.headers = headers
+        self.keep_alive = keep_alive
+        self.http10 = http10
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.error: ReachError | None = None
+        self.ready = self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        self.connection.spawn(self._answer())
+
+    def feed(self, body: bytes) -> None:
+        self.size += len(body)
+        limit = self.connection.server.body_limit
+        if self.size > limit:
+            raise body_too_large(limit)
+        self.chunks.append(body)
+
+    def end(self) -> None:
+        self.ready = True
+
+    def absorb(self, error: ReachError) -> bool:
+        """Answered through `answer_invoke` as the body it could not read (413, 400)."""
+        self.error = error
+        self.keep_alive = False  # the rest of the request was never read
+        self.ready = True
+        return True
+
+    def disconnect(self) -> None:
+        """The answer is still made (the agent may be called already); it goes nowhere."""
+
+    async def _body(self, declared: int | None) -> bytes:
+        if self.error is not None:
+            raise self.error
+        chunks = self.chunks
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _answer(self) -> None:
+        try:
+            answer, trace_id = await answer_invoke(self.service, self.headers, self._body)
+        except Exception:
+            log.exception("request_failed", path=_INVOKE.decode())
+            self.connection.answer_error(ReachError(INTERNAL_ERROR))
+            return
+        self.connection.reply(self, answer, trace_id)
+
+
+class _Refusal:
+    """A request refused before any handler saw it: its JSON error, then close."""
+
+    __slots__ = ("connection", "error", "keep_alive", "started")
+
+    ready = True
+
+    def __init__(self, connection: HttpConnection, error: ReachError) -> None:
+        self.connection = connection
+        self.error = error
+        self.keep_alive = False
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        self.connection.answer_error(self.error)
+
+    def feed(self, body: bytes) -> None:
+        """Never called: nothing is read after a refusal."""
+
+    def end(self) -> None:
+        """Never called: nothing is read after a refusal."""
+
+    def absorb(self, error: ReachError) -> bool:
+        return False
+
+    def disconnect(self) -> None:
+        """Nothing to stop."""
+
+
+def _json_response(
+    status: int, body: bytes, headers: bytes, keep_alive: bool, http10: bool
+) -> bytes:
+    return b"%scontent-type: application/json\r\ncontent-length: %d\r\n%s%s\r\n%s" % (
+        status_line(status),
+        len(body),
+        headers,
+        connection_header(keep_alive, http10),
+        body,
+    )
