@@ -6,6 +6,8 @@ import random
 
 from agent_reach.routing.policy import DeliveryPolicy
 
+_rng = random.Random()  # our own: callers seeding `random` do not steer jitter
+
 
 class RetryBudget:
     """Retries in flight may not exceed `ratio` x requests in flight (and at least `minimum`).
@@ -38,5 +40,5 @@ class RetryBudget:
 
 def backoff_pause(policy: DeliveryPolicy, retry: int, left_s: float) -> float:
     """The jittered pause before re-send number `retry`, never past what is left."""
-    pause = policy.backoff(retry) * random.uniform(1 - policy.jitter, 1 + policy.jitter)
+    pause = policy.backoff(retry) * _rng.uniform(1 - policy.jitter, 1 + policy.jitter)
     return max(0.0, min(pause, left_s))

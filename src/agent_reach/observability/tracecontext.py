@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from dataclasses import dataclass
+
+_rng = random.Random()  # our own: callers seeding `random` do not steer ids
+os.register_at_fork(after_in_child=_rng.seed)  # forked workers must not repeat each other's ids
 
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _INVALID_TRACE = "0" * 32
@@ -31,14 +35,13 @@ class TraceContext:
 
 def new_span_id() -> str:
     """64 random bits as 16 hex digits; never all zeros (the W3C invalid span id)."""
-    # random, not os.urandom: a span id is not a secret and a syscall per hop costs ~0.5 µs;
-    # the random module reseeds itself in forked workers, so their ids do not repeat.
-    return (random.getrandbits(64) or 1).to_bytes(8, "big").hex()
+    # random, not os.urandom: a span id is not a secret and a syscall per hop costs ~0.5 µs.
+    return (_rng.getrandbits(64) or 1).to_bytes(8, "big").hex()
 
 
 def new_trace() -> TraceContext:
     """A fresh trace id: 128 random bits (not a secret, so no syscall), never all zeros."""
-    return TraceContext((random.getrandbits(128) or 1).to_bytes(16, "big").hex())
+    return TraceContext((_rng.getrandbits(128) or 1).to_bytes(16, "big").hex())
 
 
 def continue_trace(traceparent: str | None) -> TraceContext:

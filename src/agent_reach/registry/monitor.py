@@ -24,6 +24,8 @@ from agent_reach.registry.health import Source
 from agent_reach.registry.index import Instance
 from agent_reach.registry.service import Registry
 
+_rng = random.Random()  # our own: callers seeding `random` do not steer probe spread
+
 log = structlog.get_logger("agent_reach.health")
 
 TICK_S = 0.05  # how often due probes are looked for: the granularity of re-probing
@@ -89,7 +91,7 @@ class HealthMonitor:
                 continue
             at = self._next_probe.get(agent_id)
             if at is None:  # first sight: a random point in the first interval
-                self._next_probe[agent_id] = now + random.uniform(0, self.interval_s)
+                self._next_probe[agent_id] = now + _rng.uniform(0, self.interval_s)
                 continue
             reprobe = instance.tracker.reprobe_at
             if reprobe is not None:  # ejected: back only after its pause and a passing probe

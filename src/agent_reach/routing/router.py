@@ -14,6 +14,8 @@ from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.scoring import factors_of, weighted_score
 
+_rng = random.Random()  # our own: callers seeding `random` do not steer ties
+
 MAX_EXPLAINED = 20  # candidates listed in a decision; the rest are scored but not shown
 TIE_EPSILON = 1e-9
 
@@ -132,7 +134,7 @@ def _pick(ranked: list[Candidate]) -> Candidate:
     best = ranked[0]
     if len(ranked) == 1 or best.score - ranked[1].score > TIE_EPSILON:
         return best
-    return random.choice([c for c in ranked if best.score - c.score <= TIE_EPSILON])
+    return _rng.choice([c for c in ranked if best.score - c.score <= TIE_EPSILON])
 
 
 def _margin(ranked: list[Candidate]) -> float | None:

@@ -41,6 +41,8 @@ from agent_reach.model.agents import DEFAULT_TTL_S, AgentSpec, TransportSpec, no
 from agent_reach.sdk.client import ReachClient
 from agent_reach.server.responses import dump_json, json_response
 
+_rng = random.Random()  # our own: callers seeding `random` do not steer backoff
+
 log = structlog.get_logger("agent_reach.sdk")
 
 # Results kept for repeated deliveries: at 100 requests/s that covers the last 100 s,
@@ -359,7 +361,7 @@ class Agent:
         """Register, retrying with jittered exponential backoff until the coordinator takes it."""
         delay_s = REGISTER_BACKOFF_FIRST_S
         while not await self._try_register(client, spec):
-            await asyncio.sleep(delay_s * random.uniform(0.5, 1.0))
+            await asyncio.sleep(delay_s * _rng.uniform(0.5, 1.0))
             delay_s = min(delay_s * 2, REGISTER_BACKOFF_MAX_S)
 
     async def _try_register(self, client: ReachClient, spec: AgentSpec) -> bool:

@@ -31,6 +31,8 @@ from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.backends.redis.scripts import register_script
 from agent_reach.model.agents import AgentSpec, HealthStatus
 
+_rng = random.Random()  # our own: callers seeding `random` do not steer backoff
+
 log = structlog.get_logger("agent_reach.backends.redis")
 
 RETENTION_MS = round(OFFLINE_RETENTION_S * 1000)
@@ -127,7 +129,7 @@ class RedisRegistryStore:
                     await self._follow(pubsub, listener)
             except (RedisError, TimeoutError) as exc:
                 log.warning("registry_watch_lost", error=type(exc).__name__, retry_in_s=delay_s)
-            await asyncio.sleep(delay_s * random.uniform(0.5, 1.0))
+            await asyncio.sleep(delay_s * _rng.uniform(0.5, 1.0))
             delay_s = min(delay_s * 2, WATCH_BACKOFF_CAP_S)
 
     async def _follow(self, pubsub: PubSub, listener: RegistryListener) -> None:
