@@ -12,8 +12,16 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_reach.errors import InvalidRequest
-from agent_reach.security.endpoints import DEFAULT_ALLOWED
 
+# Private networks and loopback: where agents of one deployment usually live.
+DEFAULT_ENDPOINT_ALLOW = (
+    "127.0.0.0/8",
+    "::1/128",
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "fc00::/7",
+)
 DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
     1 << 20
@@ -117,7 +125,7 @@ class Settings(BaseSettings):
         "variable, it does not stay readable in the process's environment",
     )
     endpoint_allow: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: list(DEFAULT_ALLOWED),
+        default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
 

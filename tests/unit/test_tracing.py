@@ -11,9 +11,10 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.model.decisions import Candidate, RouteDecision
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.otel import OtlpExport, traces_url
+from agent_reach.observability.spans import Span
 from agent_reach.observability.trace_store import MAX_SPANS_PER_TRACE, TraceFilter, TraceStore
 from agent_reach.observability.tracecontext import TraceContext, continue_trace
-from agent_reach.observability.tracing import Span, Tracer
+from agent_reach.observability.tracing import Tracer
 from agent_reach.observability.traffic import parse_scrape, quantile, traffic
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"

@@ -38,8 +38,9 @@ from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.spans import Span
 from agent_reach.observability.tracecontext import TraceContext
-from agent_reach.observability.tracing import Span, Tracer
+from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_reach.clock import Clock
 from agent_reach.errors import InvalidRequest
-from agent_reach.observability.tracing import Span
+from agent_reach.observability.spans import Span
 
 EXPORT_INTERVAL_S = 1.0  # spans reach the collector within about a second
 MAX_BATCH = 512  # spans per OTLP request: the SDK's BatchSpanProcessor default

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_reach.clock import Clock
-
-if TYPE_CHECKING:
-    from agent_reach.observability.tracing import Span
+from agent_reach.observability.spans import Span
 
 # Five hops of fan-out with retries stay far below this; a runaway trace stops here.
 MAX_SPANS_PER_TRACE = 512

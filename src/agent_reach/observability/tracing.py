@@ -13,45 +13,11 @@ with that header join the same trace under the attempt that caused them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
 
 from agent_reach.clock import Clock
+from agent_reach.observability.spans import Span, SpanKind
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracecontext import TraceContext, new_span_id
-
-SpanKind = Literal["invoke", "task", "route", "attempt", "context"]
-
-# Outcomes that are not failures: the request was answered, parked, or handed on.
-SUCCESS_STATUSES = frozenset({"ok", "fallback", "degraded", "queued", "suspended", "replayed"})
-
-
-@dataclass(slots=True)
-class Span:
-    """One hop: what ran (`kind`, `name`: a capability or context id), who, when, how it ended.
-
-    `started` is the process's monotonic clock in seconds (views turn it into wall
-    time); `attempt` is the attempt number for `attempt` spans, else 0; `note` says
-    why the hop happened or how: the request id of an invoke, the routing rule, or
-    how an attempt after the first was chosen (`resend`, `next_instance`, `generic`).
-    """
-
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    kind: SpanKind
-    name: str
-    started: float
-    duration_ms: float = 0.0
-    status: str = ""
-    agent_id: str | None = None
-    attempt: int = 0
-    note: str | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.status not in SUCCESS_STATUSES
-
 
 SpanExport = Callable[[Span], None]
 

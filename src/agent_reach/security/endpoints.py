@@ -13,20 +13,12 @@ import re
 import socket
 from urllib.parse import urlsplit
 
+from agent_reach.config import DEFAULT_ENDPOINT_ALLOW
 from agent_reach.errors import ValidationFailed
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-# Private networks and loopback: where agents of one deployment usually live.
-DEFAULT_ALLOWED = (
-    "127.0.0.0/8",
-    "::1/128",
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "fc00::/7",
-)
 # Never, whatever the operator allows: link-local (cloud metadata at 169.254.169.254),
 # "this network", multicast, broadcast, and the other clouds' metadata addresses.
 ALWAYS_REFUSED = (
@@ -55,7 +47,7 @@ class EndpointRefused(ValidationFailed):
 class EndpointGuard:
     """Checks URLs and resolved addresses against the allowed networks."""
 
-    def __init__(self, allowed: list[str] | tuple[str, ...] = DEFAULT_ALLOWED) -> None:
+    def __init__(self, allowed: list[str] | tuple[str, ...] = DEFAULT_ENDPOINT_ALLOW) -> None:
         self.allowed: list[IPNetwork] = [ipaddress.ip_network(n, strict=False) for n in allowed]
         self.refused: list[IPNetwork] = [ipaddress.ip_network(n) for n in ALWAYS_REFUSED]
 

@@ -89,6 +89,10 @@ class EdgeServer:
         self.invoke: InvokeService | None = None  # the coordinator's, once it has started
         self.body_limit = 0
 
+    @property
+    def timeouts(self) -> EdgeConfig:
+        return self.config
+
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         """Run the app's startup, serve on `sockets` (else host:port) until
         `should_exit`, then shut down; `StartupFailed` when the app does not start."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httptools
 import structlog
@@ -25,7 +25,9 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.server.edge_asgi import (
     CONTINUE,
     INTERNAL_ERROR,
+    ASGIApp,
     AsgiExchange,
+    Lifespan,
     connection_header,
     http_scope,
     status_line,
@@ -33,9 +35,6 @@ from agent_reach.server.edge_asgi import (
 from agent_reach.server.fastpath import answer_invoke, body_too_large
 from agent_reach.server.limits import HeadersTooLarge, check_headers
 from agent_reach.server.responses import dump_json
-
-if TYPE_CHECKING:
-    from agent_reach.server.edge import EdgeServer
 
 log = structlog.get_logger("agent_reach.server")
 
@@ -68,12 +67,37 @@ class Exchange(Protocol):
     def disconnect(self) -> None: ...
 
 
+class Host(Protocol):
+    """What a connection needs from the server that accepted it (`EdgeServer`)."""
+
+    app: ASGIApp
+    invoke: InvokeService | None  # the coordinator's invoke service, once it has started
+    body_limit: int
+    draining: bool
+    connections: set[HttpConnection]
+    tasks: set[asyncio.Task[None]]
+    lifespan: Lifespan
+
+    @property
+    def timeouts(self) -> Timeouts: ...
+
+
+class Timeouts(Protocol):
+    """How long a connection may stay idle, and how long a request head may take."""
+
+    @property
+    def keep_alive_s(self) -> float: ...
+
+    @property
+    def header_timeout_s(self) -> float: ...
+
+
 class HttpConnection(asyncio.Protocol):
     """One client connection: requests parsed as they arrive, answered in order."""
 
     transport: asyncio.Transport  # set by connection_made, before any data
 
-    def __init__(self, server: EdgeServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, server: Host, loop: asyncio.AbstractEventLoop) -> None:
         self.server = server
         self.loop = loop
         self.parser = httptools.HttpRequestParser(self)
@@ -277,10 +301,10 @@ class HttpConnection(asyncio.Protocol):
         """Whether the client has kept this connection waiting too long."""
         if self.queue:  # answering: the client owes bytes only of the request in hand
             waiting = self.current is not None and len(self.queue) == 1 and not self.read_paused
-            return waiting and now - self.active_at > self.server.config.keep_alive_s
+            return waiting and now - self.active_at > self.server.timeouts.keep_alive_s
         if self.in_head:
-            return now - self.head_started > self.server.config.header_timeout_s
-        return now - self.active_at > self.server.config.keep_alive_s
+            return now - self.head_started > self.server.timeouts.header_timeout_s
+        return now - self.active_at > self.server.timeouts.keep_alive_s
 
     def shutdown(self) -> None:
         """Close now when idle, else after the response in progress."""
