@@ -166,3 +166,30 @@ async def test_async_client_serves_concurrent_calls_on_one_pool(coordinator: str
 
     assert [a.result["sku"] for a in answers] == [f"SKU-{n}" for n in range(8)]
     assert len({a.request_id for a in answers}) == 8
+
+
+def test_submit_and_wait_task_return_the_finished_result(call: Call) -> None:
+    task = call("submit", "inventory.check", payload={"sku": "X5-BLUE"}, request_id="job-1")
+    assert (task.task_id, task.status) == ("job-1", "queued")
+
+    result = call("wait_task", "job-1", 10.0)
+
+    assert (result.request_id, result.agent_id) == ("job-1", "stock-01")
+    assert result.result == {"sku": "X5-BLUE", "quantity": 42}
+
+
+def test_invoke_stops_waiting_on_a_suspended_request_with_task_pending(
+    call: Call, clock: ManualClock
+) -> None:
+    call(
+        "register",
+        {
+            "id": "gone-01",
+            "capabilities": ["gone.cap"],
+            "transport": {"type": "http", "endpoint": "http://127.0.0.1:9/invoke"},
+        },
+    )
+    with pytest.raises(ReachError) as pending:
+        call("invoke", "gone.cap", payload={}, request_id="parked-1", wait_s=0.2)
+    assert pending.value.code == "task_pending"  # suspended: nobody could take it yet
+    assert call("task", "parked-1").status == "suspended"
