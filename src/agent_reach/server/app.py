@@ -21,6 +21,7 @@ from agent_reach.server.routes import (
     decisions,
     health,
     keys,
+    policy,
     queues,
     routing,
     tasks,
@@ -36,11 +37,11 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
-        policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        source = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-            async with open_runtime(settings, clock, policy) as runtime:
+            async with open_runtime(settings, clock, source) as runtime:
                 api.state.runtime = self.runtime = runtime
                 yield
                 self.runtime = None
@@ -53,7 +54,8 @@ class CoordinatorApp:
             redoc_url=None,
         )
         install_error_handlers(self.api)
-        for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
+        routers = (agents, routing, tasks, health, traces, decisions, queues, contexts, keys)
+        for module in (*routers, policy):
             self.api.include_router(module.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)

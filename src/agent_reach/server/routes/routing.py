@@ -41,9 +41,3 @@ async def route(
         body, request_id=body.request_id or new_request_id(), trace_id=trace.trace_id
     )
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
-
-
-@router.get("/policy")
-async def policy(request: Request) -> Response:
-    """The routing policy in force, its version and where it came from."""
-    return json_response(runtime_of(request).policy.status())
