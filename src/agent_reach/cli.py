@@ -2,7 +2,9 @@
 
 Every command that talks to a coordinator takes `--coordinator` (default
 `AR_COORDINATOR_URL`, else http://127.0.0.1:8500). Errors print one red line with
-their code and exit 1; no command ever prints a traceback for them.
+their code, then the server's `problems` (field: reason) or how to pass a key, and exit
+1; no command ever prints a traceback for them. `serve` refuses a bad setting in one
+line and exits 2.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar, cast
+from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar, cast
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
+import structlog
 import typer
+import uvloop
 from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
@@ -27,9 +33,15 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agent_reach.clock import SYSTEM_CLOCK
-from agent_reach.config import Settings, load_mapping
+from agent_reach.config import Settings, load_mapping, setting_problems
 from agent_reach.demo import run_demo
-from agent_reach.errors import InvalidRequest, ReachError, error_from_body
+from agent_reach.errors import (
+    InvalidRequest,
+    ReachError,
+    StoreUnavailable,
+    Unauthorized,
+    error_from_body,
+)
 from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.keys import Principal, Role
@@ -40,11 +52,19 @@ from agent_reach.sdk.client import SyncReachClient
 from agent_reach.security.access import capability_matches, decide_access, principal_matches
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
+from agent_reach.server.edge_asgi import StartupFailed
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
 
 _STATUS_STYLES = {"healthy": "green", "suspect": "yellow", "offline": "red"}
+
+MEMORY_STATE_WARNING = (
+    "state lives in this process's memory (AR_REGISTRY_BACKEND=memory): API keys, "
+    "registrations, contexts and tasks vanish when it stops. To keep them, run it on Redis: "
+    "bash scripts/ensure-redis.sh && AR_REGISTRY_BACKEND=redis agent-reach serve"
+)
+API_KEY_HINT = "pass a key with --api-key KEY or set AR_API_KEY=KEY (keys: agent-reach keys create)"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -82,10 +102,15 @@ def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except ReachError as exc:
-            message = f"{exc.code}: {exc.message}"
+            lines = [f"{exc.code}: {exc.message}", *_server_problems(exc)]
+            if isinstance(exc, Unauthorized):
+                lines.append(API_KEY_HINT)
         except ValidationError as exc:
-            message = f"validation_error: {_problems(exc)}"
-        Console(stderr=True).print(f"[bold red]error[/] {escape(message)}", soft_wrap=True)
+            lines = [f"validation_error: {_problems(exc)}"]
+        console = Console(stderr=True)
+        console.print(f"[bold red]error[/] {escape(lines[0])}", soft_wrap=True)
+        for line in lines[1:]:
+            console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
         raise typer.Exit(1)
 
     return run
@@ -105,20 +130,74 @@ def serve(
         typer.Option(exists=True, dir_okay=False, help="TOML or YAML settings file."),
     ] = None,
 ) -> None:
-    """Run the coordinator (settings from --config or AR_* variables; flags win)."""
+    """Run the coordinator (settings from --config or AR_* variables; flags win).
+
+    A bad setting is one line on stderr and exit status 2, before anything starts.
+    """
     overrides: dict[str, Any] = {"host": host, "port": port}
-    if config is not None:
-        settings = Settings.from_file(config, **overrides)
-    else:
-        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_level, json=settings.log_json)
+    try:
+        if config is not None:
+            settings = Settings.from_file(config, **overrides)
+        else:
+            settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+        configure_logging(settings.log_level, json=settings.log_json)
+        coordinator = create_app(settings)  # reads the policy file
+    except ValidationError as exc:
+        _refuse_to_start(*setting_problems(exc))
+    except ReachError as exc:
+        _refuse_to_start(exc.message)
+    except OSError as exc:
+        _refuse_to_start(f"{exc.filename}: {exc.strerror}")
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
+    _announce_state(settings)
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms
     # to ~12 ms (bench/overhead.py).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    edge.run(create_app(settings), settings.host, settings.port)
+    try:
+        uvloop.run(edge.serve(coordinator, settings.host, settings.port))
+    except StartupFailed as exc:
+        reason = coordinator.startup_error
+        if reason is None:  # not a setting: the whole story belongs in the log
+            structlog.get_logger("agent_reach.server").error("startup_failed", error=str(exc))
+            raise typer.Exit(edge.STARTUP_FAILURE) from None
+        if isinstance(reason, StoreUnavailable):
+            _refuse_to_start(f"{_state_location(settings)} did not answer: {reason.message}")
+        _refuse_to_start(reason.message if isinstance(reason, ReachError) else str(reason))
+    except OSError as exc:  # the port is taken or the host is not ours
+        _refuse_to_start(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}")
+
+
+def _announce_state(settings: Settings) -> None:
+    """Say where state lives, and for memory what a restart loses and how to keep it."""
+    log = structlog.get_logger("agent_reach.server")
+    if settings.registry_backend == "memory":
+        log.warning("state_in_memory", message=MEMORY_STATE_WARNING)
+        return
+    log.info(
+        "state_backend",
+        message=f"state lives in {_state_location(settings)}: it outlives this process "
+        "and every coordinator on it shares it",
+    )
+
+
+def _state_location(settings: Settings) -> str:
+    """Where the backend keeps state, without a password: `redis at host:port/db (prefix 'ar')`."""
+    if settings.registry_backend != "redis":
+        return f"the {settings.registry_backend} backend"
+    parts = urlsplit(settings.redis_url)
+    return (
+        f"redis at {parts.hostname}:{parts.port or 6379}{parts.path or '/0'} "
+        f"(AR_REDIS_URL, prefix {settings.redis_prefix!r})"
+    )
+
+
+def _refuse_to_start(*lines: str) -> NoReturn:
+    """Say what is wrong with the settings, one line each, and exit with status 2."""
+    for line in lines:
+        print(line, file=sys.stderr)
+    raise typer.Exit(2)
 
 
 @agents_app.command("register")
@@ -527,6 +606,16 @@ def decision_table(decision: RouteDecision) -> Table:
 
 def _optional(value: float | None, template: str) -> str:
     return "-" if value is None else template.format(value)
+
+
+def _server_problems(exc: ReachError) -> list[str]:
+    """The `problems` of a server's validation error, one `field: reason` each."""
+    problems = exc.details.get("problems")
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"{p.get('field') or 'body'}: {p.get('problem')}" for p in problems if isinstance(p, dict)
+    ]
 
 
 def _problems(exc: ValidationError) -> str:

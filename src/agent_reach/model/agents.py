@@ -40,7 +40,7 @@ HealthStatus = Literal["healthy", "suspect", "offline"]
 class TransportSpec(BaseModel):
     """How deliveries reach the instance: `type` names a transport module."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     type: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = "http"
     endpoint: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
@@ -53,7 +53,7 @@ Example = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 class SkillSpec(BaseModel):
     """Text for routing to one capability, when the agent-wide description is too broad."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     capability: Capability
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
@@ -63,7 +63,7 @@ class SkillSpec(BaseModel):
 class AgentSpec(BaseModel):
     """The registration body of DESIGN.md; fields beyond these are kept as they are."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     id: AgentId
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""

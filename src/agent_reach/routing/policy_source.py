@@ -197,7 +197,8 @@ class PolicySource:
             file_digest=file_digest,
         )
         if done is not None:
-            log.info("policy_replaced", by=by, source=source, before=done.before, after=done.after)
+            report = log.debug if source == "defaults" else log.info
+            report("policy_replaced", by=by, source=source, before=done.before, after=done.after)
         return done
 
     def _reject(self, message: str) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
+from agent_reach.errors import ReachError
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
@@ -37,11 +38,17 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
+        self.startup_error: ReachError | ValueError | None = None
         source = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-            async with open_runtime(settings, clock, source) as runtime:
+            async with AsyncExitStack() as stack:
+                try:
+                    runtime = await stack.enter_async_context(open_runtime(settings, clock, source))
+                except (ReachError, ValueError) as exc:  # a setting or the store: one line
+                    self.startup_error = exc
+                    raise
                 api.state.runtime = self.runtime = runtime
                 yield
                 self.runtime = None

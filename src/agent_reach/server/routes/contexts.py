@@ -36,7 +36,7 @@ MAX_FIELDS_QUERY_CHARS = 16_384  # 64 paths of 256 characters each
 class CreateContext(BaseModel):
     """`POST /v1/contexts`: the initial document and the context's ttl, both optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document: dict[str, Any] = {}
     ttl_s: float | None = Field(None, gt=0, le=MAX_CONTEXT_TTL_S)
@@ -45,7 +45,7 @@ class CreateContext(BaseModel):
 class AppendItems(BaseModel):
     """Items to add at the end of a named list (conversation turns, events...)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(alias="list", min_length=1, max_length=64)
     items: list[Any] = Field(min_length=1)
@@ -54,7 +54,7 @@ class AppendItems(BaseModel):
 class ContextPatch(BaseModel):
     """`PATCH` as JSON: ``{"merge": {...}}`` (a merge patch) or ``{"append": {...}}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     merge: dict[str, Any] | None = None
     append: AppendItems | None = None

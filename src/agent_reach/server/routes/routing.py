@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
+from agent_reach.errors import NoCapability
 from agent_reach.ids import new_request_id
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
@@ -32,7 +33,9 @@ async def route(
 ) -> Response:
     """The routing decision, fully explained; `agent_id` is null when nothing fits.
 
-    Naming a capability needs the right to invoke it; text may be routed by any key.
+    A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
+    decision is in the error's `route`). Naming a capability needs the right to invoke
+    it; text may be routed by any key.
     """
     if body.capability is not None:
         runtime_of(request).security.authorize_invoke(principal, body.capability)
@@ -40,4 +43,11 @@ async def route(
     decision = await runtime_of(request).routing.route(
         body, request_id=body.request_id or new_request_id(), trace_id=trace.trace_id
     )
+    if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
+        # as `/v1/invoke` answers it: nobody registered the capability
+        raise NoCapability(
+            "no registered agent offers the capability",
+            trace_id=trace.trace_id,
+            route=decision,
+        )
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
