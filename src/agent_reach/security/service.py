@@ -23,7 +23,12 @@ from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.security.access import capability_matches, decide_access, principal_matches
+from agent_reach.security.access import (
+    Action,
+    capability_matches,
+    decide_access,
+    principal_matches,
+)
 from agent_reach.security.endpoints import EndpointGuard
 from agent_reach.security.keys import bootstrap_record, matches, split_key
 
@@ -74,12 +79,14 @@ class SecurityService:
         """`Forbidden` unless a rule lets the principal invoke the capability."""
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
+        if principal.role == "observer":
+            raise Forbidden("an observer key is read-only: it may not invoke or route")
         self._authorize(self.policy().access.invoke, principal, capability, "invoke")
 
     def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
-        """Agents (and admins) may register only the capabilities their rules grant."""
-        if principal.role == "caller":
-            raise Forbidden("a caller key may not register agents")
+        """Agents (and admins) may register only what their key's grants or rules allow."""
+        if principal.role in ("caller", "observer"):
+            raise Forbidden(f"a {principal.role} key may not register agents")
         for capability in capabilities:
             self._authorize(self.policy().access.registration, principal, capability, "register")
 
@@ -135,14 +142,16 @@ class SecurityService:
         return record
 
     def _authorize(
-        self, rules: list[AccessRule], principal: Principal, capability: str, action: str
+        self, rules: list[AccessRule], principal: Principal, capability: str, action: Action
     ) -> None:
-        decision = decide_access(rules, principal, capability)
+        decision = decide_access(rules, principal, capability, action)
         if not decision.allowed:
             log.info(
                 "access_denied", principal=principal.name, action=action, capability=capability
             )
-            raise Forbidden(f"{principal.name!r} may not {action} {capability!r}")
+            raise Forbidden(
+                f"{principal.name!r} may not {action} {capability!r}: {decision.reason}"
+            )
 
 
 def _covers(
