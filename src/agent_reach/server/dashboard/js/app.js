@@ -77,7 +77,10 @@ async function tick(gen) {
 // Security is on: ask for an API key (any role can read), then look again.
 function keyForm() {
   const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
-  const form = h("form", { class: "key-form" }, "This coordinator needs an API key: ", input, h("button", { type: "submit" }, "Use key"));
+  const hint = h("p", { class: "hint" },
+    "Any key can read (an observer key is enough: agent-reach keys create --principal me --role observer). ",
+    "Or open /ui/#key=<your key>: the key stays in this tab and leaves the address bar at once.");
+  const form = h("form", { class: "key-form" }, "This coordinator needs an API key: ", input, h("button", { type: "submit" }, "Use key"), hint);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     setKey(input.value);
@@ -86,11 +89,23 @@ function keyForm() {
   return form;
 }
 
-window.addEventListener("hashchange", show);
+// "/ui/#key=<key>": take the key for this tab and drop it from the address bar and history.
+function takeKeyFromHash() {
+  const match = location.hash.match(/^#key=([^&]+)/);
+  if (!match) return;
+  setKey(decodeURIComponent(match[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+window.addEventListener("hashchange", () => {
+  takeKeyFromHash();
+  show();
+});
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden) {
     clearTimeout(timer);
     tick(generation);
   }
 });
+takeKeyFromHash();
 show();
