@@ -227,6 +227,13 @@ def register_agent(
     console = Console()
     console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
     console.print(instances_table([view]))
+    console.print(
+        f"the lease lasts its ttl, {spec.ttl:g} s: without a heartbeat (POST "
+        f"/v1/agents/{escape(view.id)}/heartbeat) the instance leaves the pool after that; "
+        "an SDK agent heartbeats by itself",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 @agents_app.command("list")
@@ -319,22 +326,34 @@ def top(
     once: Annotated[bool, typer.Option(help="Print one frame (one interval) and exit.")] = False,
     api_key: ApiKey = None,
 ) -> None:
-    """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops)."""
+    """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops).
+
+    On a terminal the table is redrawn in place; piped or redirected, one table is
+    printed per interval.
+    """
     _scrape = functools.partial(_scrape_metrics, coordinator, api_key)
+    console = Console()
     before = _scrape()
     if once:
         time.sleep(interval)
-        Console().print(traffic_table(traffic(before, _scrape()), coordinator))
+        console.print(traffic_table(traffic(before, _scrape()), coordinator))
         return
-    with Live(traffic_table([], coordinator), auto_refresh=False) as live:
-        try:
+    try:
+        if not console.is_terminal:
+            while True:
+                time.sleep(interval)
+                after = _scrape()
+                console.print(traffic_table(traffic(before, after), coordinator))
+                console.file.flush()
+                before = after
+        with Live(traffic_table([], coordinator), console=console, auto_refresh=False) as live:
             while True:
                 time.sleep(interval)
                 after = _scrape()
                 live.update(traffic_table(traffic(before, after), coordinator), refresh=True)
                 before = after
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()
