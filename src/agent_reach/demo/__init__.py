@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
@@ -25,6 +27,7 @@ from agent_reach.sdk.client import ReachClient
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
 STOPPED_INSTANCE = "inventory-01"
+VERBOSE_HINT = "answers are shortened to fit; `agent-reach demo --verbose` shows them in full"
 
 
 @dataclass(slots=True)
@@ -37,19 +40,23 @@ class Row:
     score: float | None
     latency_ms: float
     summary: str
+    factors: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
 
 
-def run_demo(console: Console | None = None) -> int:
+def run_demo(console: Console | None = None, *, verbose: bool = False) -> int:
     """Run the whole scenario and print it; 0 when everything behaved as the demo claims.
 
-    Logging is turned down to warnings for the process, so the tables stay readable.
+    Tables fit the terminal (80 columns included) by shortening each answer to one
+    line; `verbose` prints answers in full. Logging is turned down to warnings for the
+    process, so the tables stay readable.
     """
     console = console or Console()
     configure_logging("warning", json=False)
     # Security off: a local demo on loopback, without keys to hand around — and said so.
     settings = Settings(registry_backend="memory", decision_log="off", auth="off")
     console.print(
-        "[bold yellow]security is OFF for this demo[/] (AR_AUTH=off: no API keys, every "
+        "[bold yellow]security is OFF for this demo[/] (AR_AUTH=off: no API keys, every\n"
         "caller is an admin); `agent-reach serve` runs with it on"
     )
     with run_coordinator(settings) as (url, _), ExitStack() as stack:
@@ -59,22 +66,26 @@ def run_demo(console: Console | None = None) -> int:
             server = ServerThread(agent.app)
             agent.endpoint_url = f"{server.url}/invoke"
             servers[agent.id] = stack.enter_context(server)
-        return asyncio.run(_play(console, url, servers))
+        return asyncio.run(_play(console, url, servers, verbose))
 
 
-async def _play(console: Console, url: str, servers: dict[str, ServerThread]) -> int:
+async def _play(console: Console, url: str, servers: dict[str, ServerThread], verbose: bool) -> int:
     async with ReachClient(url) as client:
         await _check_registered(client, set(servers))
         console.print(
             f"[bold]Agent-Reach demo[/]: coordinator {url}, {len(servers)} agents registered"
         )
         before = await _send_all(client, SCRIPT, first_number=1)
-        console.print(_table("Customer requests", before))
+        console.print(_table("Customer requests", before, verbose))
+        for line in _score_legend(before):
+            console.print(line, highlight=False)
+        if not verbose:
+            console.print(f"[dim]{VERBOSE_HINT}[/]")
 
         console.rule(f"stopping {STOPPED_INSTANCE}")
         await asyncio.to_thread(servers[STOPPED_INSTANCE].stop)  # its lifespan deregisters it
         after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
-        console.print(_table("Inventory requests after the stop", after))
+        console.print(_table("Inventory requests after the stop", after, verbose))
 
     served_before, served_after = _inventory_agents(before), _inventory_agents(after)
     answered = sum(row.agent_id is not None for row in (*before, *after))
@@ -120,8 +131,17 @@ async def _send(client: ReachClient, number: int, ask: Ask) -> Row:
             number, ask, None, None, latency_ms, f"[red]{exc.code}[/]: {escape(exc.message)}"
         )
     latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
-    score = next((c.score for c in answer.route.candidates if c.agent_id == answer.agent_id), None)
-    return Row(number, ask, answer.agent_id, score, latency_ms, _summary(answer.result))
+    chosen = next((c for c in answer.route.candidates if c.agent_id == answer.agent_id), None)
+    return Row(
+        number,
+        ask,
+        answer.agent_id,
+        None if chosen is None else chosen.score,
+        latency_ms,
+        _summary(answer.result),
+        {} if chosen is None else chosen.factors,
+        answer.route.weights,
+    )
 
 
 def _summary(result: Any) -> str:
@@ -134,23 +154,49 @@ def _inventory_agents(rows: list[Row]) -> set[str]:
     }
 
 
-def _table(title: str, rows: list[Row]) -> Table:
-    table = Table(title=title, title_justify="left")
+def _table(title: str, rows: list[Row], verbose: bool) -> Table:
+    """One row per request; the last cell holds what the customer said and the answer,
+    each one line cut to fit the terminal (or wrapped in full when `verbose`)."""
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("capability", no_wrap=True)
-    table.add_column("user text")
     table.add_column("instance", no_wrap=True, style="cyan")
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
-    table.add_column("answer")
+    table.add_column("customer → answer", min_width=12)  # shrinks first: the others stay whole
     for row in rows:
+        cell = Text("\n").join([Text(row.ask.text), Text.from_markup(f"[dim]→[/] {row.summary}")])
+        if not verbose:
+            cell.no_wrap, cell.overflow = True, "ellipsis"
         table.add_row(
             str(row.number),
             row.ask.capability,
-            row.ask.text,
             row.agent_id or "[red]-[/]",
             "-" if row.score is None else f"{row.score:.3f}",
             f"{row.latency_ms:.1f}",
-            row.summary,
+            cell,
         )
     return table
+
+
+def _score_legend(rows: list[Row]) -> list[str]:
+    """What a score is made of, said once, with the first answered request as the example."""
+    example = next((row for row in rows if row.factors and row.weights), None)
+    if example is None or example.score is None:
+        return []
+    terms = " + ".join(f"{weight:.2f}×{name}" for name, weight in example.weights.items())
+    factors = " ".join(f"{name} {example.factors.get(name, 0.0):.2f}" for name in example.weights)
+    return [
+        f"[bold]score[/] = {terms}",
+        "times the instance's weight; each factor is 0–1.",
+        f"Request {example.number}: {factors} → {example.score:.3f}.",
+        "A named capability matches 1.00 and affinity stays 0 without a context_id, so "
+        "healthy idle instances score alike.",
+    ]
