@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
+import redis as redis_client
 from pydantic import SecretStr
 
 from agent_reach.config import Settings
@@ -74,6 +76,18 @@ def test_an_admin_replaces_the_policy_and_every_change_is_audited(coordinator):
         assert newest["revision"] == status["revision"]
         assert newest["at"] > 0
         assert changes[-1]["source"] == "defaults"
+
+
+def test_the_policy_read_is_the_policy_to_write_back(coordinator):
+    with _admin(coordinator) as admin:
+        shown = admin.get("/v1/policy").json()
+        rules = {"invoke": [{"principals": ["role:caller"], "capabilities": ["order.*"]}]}
+        edited = {**shown["policy"], "margin": 0.25, "access": rules}
+        assert admin.put("/v1/policy", json=edited).status_code == 200
+        again = admin.get("/v1/policy").json()
+        assert admin.put("/v1/policy", json=again["policy"]).status_code == 200
+        assert admin.get("/v1/policy").json()["version"] == again["version"]
+        assert again["policy"]["access"]["registration"] == []
 
 
 def test_an_invalid_policy_is_422_with_its_problems_and_the_old_one_stays(coordinator):
@@ -155,3 +169,25 @@ def test_two_coordinators_on_redis_follow_one_policy_and_its_file(tmp_path: Path
             _admin(url_c) as c,
         ):
             assert c.get("/v1/policy").json()["policy"]["margin"] == 0.45
+
+
+@pytest.mark.redis
+def test_a_redis_that_lost_the_policy_gets_it_back_from_the_coordinators():
+    with RedisServer() as redis:
+        shared = {"registry_backend": "redis", "redis_url": redis.url, "redis_prefix": "lost"}
+        with run_coordinator(_settings(**shared)) as (url, _), _admin(url) as admin:
+            assert admin.put("/v1/policy", json={"margin": 0.3}).status_code == 200
+            redis.stop()
+            redis.start()  # empty: no persistence
+            wait_until(
+                lambda: _stored_margin(redis.url) == 0.3, "the coordinator to restore the policy"
+            )
+            status = admin.get("/v1/policy").json()
+            assert status["policy"]["margin"] == 0.3
+            assert status["source"] == "restored"
+
+
+def _stored_margin(url: str) -> float | None:
+    with redis_client.Redis.from_url(url) as client:
+        document = client.hget("lost:policy", "document")
+    return None if document is None else float(orjson.loads(document)["margin"])

@@ -62,6 +62,7 @@ class PolicySource:
         self.last_error: str | None = None
         self.store: PolicyStore | None = None
         self._digest: str | None = None
+        self._seen: tuple[int, str] | None = None  # the stored (revision, version) last read
         if path is not None:
             content = path.read_bytes()
             self.current = _parse(path, content)
@@ -100,7 +101,8 @@ class PolicySource:
         await self.sync()
         if if_match is not None and if_match != self.current.version:
             raise _stale(if_match, self.current.version)
-        change = await self._offer(policy, "api", by, expected_revision=self.revision)
+        stored_revision = self._seen[0] if self._seen else 0
+        change = await self._offer(policy, "api", by, expected_revision=stored_revision)
         if change is None:  # another coordinator changed it between our read and write
             await self.sync()
             raise _stale(if_match or self.current.version, self.current.version)
@@ -119,16 +121,19 @@ class PolicySource:
         if self.store is None:
             return False
         stored = await self.store.get()
+        if stored is None and self.revision > 0:
+            await self._offer(self.current, "restored", "coordinator", expected_revision=0)
+            stored = await self.store.get()
         if stored is None:
-            if self.revision > 0:
-                await self._offer(self.current, "restored", "coordinator", expected_revision=0)
             return False
-        if stored.revision == self.revision:
+        # the version too: a store that lost everything counts revisions from 1 again
+        seen = (stored.revision, stored.version)
+        if seen == self._seen:
             return False
+        self._seen = seen  # an invalid revision is reported once, not at every poll
         try:
             policy = RoutingPolicy.model_validate(orjson.loads(stored.document))
         except (ValidationError, orjson.JSONDecodeError) as exc:
-            self.revision = stored.revision  # reported once, not at every poll
             return self._reject(f"the stored policy revision {stored.revision} is invalid: {exc}")
         previous = self.current.version
         changes = await self.store.changes(1)
@@ -176,6 +181,11 @@ class PolicySource:
                 await self.sync()
             except ReachError as exc:  # the store is down: keep the policy, try again
                 log.warning("policy_sync_failed", error=exc.message, kept=self.current.version)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # a cancel that arrived inside a store call can come back from the driver
+                # as its own error, or as nothing at all: it is still a cancel
+                raise asyncio.CancelledError
 
     async def _offer(
         self,
