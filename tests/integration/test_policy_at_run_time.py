@@ -13,7 +13,9 @@ import orjson
 import pytest
 import redis as redis_client
 from pydantic import SecretStr
+from typer.testing import CliRunner, Result
 
+from agent_reach.cli import app
 from agent_reach.config import Settings
 from agent_reach.testing.redis_server import RedisServer
 from agent_reach.testing.servers import run_coordinator
@@ -179,15 +181,41 @@ def test_a_redis_that_lost_the_policy_gets_it_back_from_the_coordinators():
             assert admin.put("/v1/policy", json={"margin": 0.3}).status_code == 200
             redis.stop()
             redis.start()  # empty: no persistence
-            wait_until(
-                lambda: _stored_margin(redis.url) == 0.3, "the coordinator to restore the policy"
+            status = wait_until(
+                lambda: (p := admin.get("/v1/policy").json())["source"] == "restored" and p,
+                "the coordinator to restore the policy",
             )
-            status = admin.get("/v1/policy").json()
             assert status["policy"]["margin"] == 0.3
-            assert status["source"] == "restored"
+            assert _stored_margin(redis.url) == 0.3
 
 
 def _stored_margin(url: str) -> float | None:
     with redis_client.Redis.from_url(url) as client:
         document = client.hget("lost:policy", "document")
     return None if document is None else float(orjson.loads(document)["margin"])
+
+
+def test_the_cli_shows_sets_and_audits_the_policy(coordinator, tmp_path: Path):
+    file = tmp_path / "policy.toml"
+    file.write_text('preset = "dispatch"\n', encoding="utf-8")
+
+    def cli(*args: str) -> Result:
+        options = ["--coordinator", coordinator, "--api-key", ADMIN_KEY]
+        return CliRunner().invoke(app, ["policy", *args, *options], env={"COLUMNS": "200"})
+
+    before = cli("show")
+    with _admin(coordinator) as admin:
+        version = admin.get("/v1/policy").json()["version"]
+    assert before.exit_code == 0, before.output
+    assert f"policy {version} (revision 1, source defaults" in before.output
+
+    changed = cli("set", str(file), "--if-match", version)
+    assert changed.exit_code == 0, changed.output
+    assert f"policy {version} → " in changed.output and "(revision 2)" in changed.output
+
+    stale = cli("set", str(file), "--if-match", version)
+    assert stale.exit_code == 1 and "version_conflict" in stale.output
+
+    audit = cli("changes")
+    assert audit.exit_code == 0, audit.output
+    assert "admin" in audit.output and "api" in audit.output and "defaults" in audit.output
