@@ -170,11 +170,13 @@ def _search(attack: AttackReport, places: dict[str, bytes], secrets: dict[str, s
 
 
 def _secrets(admin_key: str, keys: dict[str, str]) -> dict[str, str]:
-    """Each key, and each key's secret part on its own (`ar_<id>_<secret>`)."""
+    """Each key (and the metrics token), and each key's secret part on its own
+    (`ar_<id>_<secret>`)."""
     found = {"AR_ADMIN_KEY": admin_key}
     for principal, key in keys.items():
         found[f"{principal}'s key"] = key
-        found[f"{principal}'s secret part"] = key.split("_", 2)[2]
+        if key.startswith("ar_"):  # not the scrape token, which is one secret whole
+            found[f"{principal}'s secret part"] = key.split("_", 2)[2]
     return found
 
 

@@ -10,6 +10,7 @@ append, with no lock.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from agent_reach.observability.spans import Span
 
 # Five hops of fan-out with retries stay far below this; a runaway trace stops here.
 MAX_SPANS_PER_TRACE = 512
+Visible = Callable[[str | None], bool]  # may the asker see a span of this principal?
 
 
 @dataclass(slots=True)
@@ -79,11 +81,20 @@ class TraceStore:
         else:
             self.dropped_spans += 1
 
-    def get(self, trace_id: str) -> dict[str, Any] | None:
-        """The trace's summary and every span in start order, with wall-clock times."""
+    def get(self, trace_id: str, visible: Visible | None = None) -> dict[str, Any] | None:
+        """The trace's summary and every span in start order, with wall-clock times.
+
+        Given `visible`, only the spans whose principal it admits (None when it admits
+        none): a trace crossing principals shows each of them its own part.
+        """
         spans = self._traces.get(trace_id)
         if spans is None:
             return None
+        owners = span_owners(spans)
+        if visible is not None:
+            spans = [s for s in spans if visible(owners[s.span_id])]
+            if not spans:
+                return None
         offset_s = self._wall_offset_s()
         ordered = sorted(spans, key=_start_order)
         first = ordered[0].started
@@ -104,17 +115,26 @@ class TraceStore:
                     "agent_id": s.agent_id,
                     "attempt": s.attempt,
                     "note": s.note,
+                    "principal": owners[s.span_id],
                 }
                 for s in ordered
             ],
         }
 
-    def recent(self, where: TraceFilter, limit: int) -> list[TraceSummary]:
-        """Summaries of the newest traces that match `where`, newest first."""
+    def recent(
+        self, where: TraceFilter, limit: int, visible: Visible | None = None
+    ) -> list[TraceSummary]:
+        """Summaries of the newest traces that match `where`, newest first; given
+        `visible`, of the spans whose principal it admits, in the traces holding any."""
         offset_s = self._wall_offset_s()
         found: list[TraceSummary] = []
         for trace_id in reversed(self._traces):
             spans = self._traces[trace_id]
+            if visible is not None:
+                owners = span_owners(spans)
+                spans = [s for s in spans if visible(owners[s.span_id])]
+                if not spans:
+                    continue
             if where.capability is not None and all(s.name != where.capability for s in spans):
                 continue
             if where.agent_id is not None and all(s.agent_id != where.agent_id for s in spans):
@@ -133,6 +153,26 @@ class TraceStore:
 
     def _wall_offset_s(self) -> float:
         return self.clock.wall() - self.clock.monotonic()
+
+
+def span_owners(spans: list[Span]) -> dict[str, str | None]:
+    """span id -> the principal of the request it belongs to: its own, else its nearest
+    ancestor's in this trace (an attempt belongs to whoever made the invoke above it)."""
+    by_id = {s.span_id: s for s in spans}
+    owners: dict[str, str | None] = {}
+    for span in spans:
+        path: list[str] = []
+        current: Span | None = span
+        while current is not None and current.principal is None and current.span_id not in owners:
+            path.append(current.span_id)
+            # a root, or a cycle of forged parent ids, ends the walk without an owner
+            current = by_id.get(current.parent_id or "") if len(path) <= len(spans) else None
+        owner = None
+        if current is not None:
+            owner = current.principal if current.principal is not None else owners[current.span_id]
+        for span_id in [span.span_id, *path]:
+            owners[span_id] = owner
+    return owners
 
 
 def _start_order(span: Span) -> tuple[float, float]:

@@ -9,6 +9,7 @@ demo only, and the coordinator says so loudly at startup.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 
 import structlog
@@ -30,7 +31,8 @@ from agent_reach.security.access import (
     principal_matches,
 )
 from agent_reach.security.endpoints import EndpointGuard
-from agent_reach.security.keys import bootstrap_record, matches, split_key
+from agent_reach.security.keys import bootstrap_record, digest, matches, split_key
+from agent_reach.security.ownership import require_observer
 
 log = structlog.get_logger("agent_reach.security")
 
@@ -52,8 +54,10 @@ class SecurityService:
         *,
         enabled: bool,
         guard: EndpointGuard,
+        metrics_digest: str | None = None,
     ) -> None:
         self.guard = guard
+        self._metrics_digest = metrics_digest
         self.keys = keys
         self.quotas = quotas
         self.policy = policy
@@ -74,6 +78,21 @@ class SecurityService:
         if record is None or record.revoked or not matches(record, secret):
             raise Unauthorized(_SAME_ANSWER)
         return record.principal_of()
+
+    async def authorize_scrape(self, authorization: str | None) -> None:
+        """`/metrics`: the `AR_METRICS_TOKEN` bearer (compared in constant time), else an
+        observer or admin key; 401 for no valid credential, 403 for another role's key."""
+        if not self.enabled:
+            return
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if (
+            self._metrics_digest is not None
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(digest(token), self._metrics_digest)
+        ):
+            return
+        require_observer(await self.authenticate(authorization))
 
     def authorize_invoke(self, principal: Principal, capability: str) -> None:
         """`Forbidden` unless a rule lets the principal invoke the capability."""
@@ -188,6 +207,8 @@ async def open_security(
             message="AR_AUTH=off: every caller is an anonymous admin; use this for a local "
             "demo only, never on a network",
         )
+    metrics_token = settings.metrics_token
+    settings.metrics_token = None  # like the admin key: only its digest stays
     admin_key = _admin_key(settings)
     if admin_key is not None:
         await backends.keys.put(bootstrap_record(admin_key, clock.wall()))
@@ -202,4 +223,5 @@ async def open_security(
         metrics,
         enabled=enabled,
         guard=EndpointGuard(settings.endpoint_allow),
+        metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
     )
