@@ -119,6 +119,7 @@ def serve(
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_level, json=settings.log_json)
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
+    os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms
     # to ~12 ms (bench/overhead.py).
