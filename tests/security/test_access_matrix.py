@@ -440,3 +440,33 @@ def test_text_cannot_reach_a_denied_capability_by_waiting_for_it_to_come_back(
         delivered=len(payroll.agent.received),
     )
     attack.assert_nothing_got_through()
+
+
+def test_a_refused_request_leaves_nothing_behind_not_even_a_dead_letter(
+    world: World, report: ReportFactory
+) -> None:
+    attack = report("refused_dead_letters", "S4 refused requests writing dead letters")
+
+    def dead_letters() -> int:
+        count: int = world.call("observer", "GET", "/v1/deadletters").json()["count"]
+        return count
+
+    before = dead_letters()
+    spent = {"x-reach-hop": "0"}
+    other_context = world.call("caller-a", "POST", "/v1/contexts", json={}).json()["context_id"]
+    for who, body in (
+        ("caller-b", {"capability": CAPABILITY_1, "payload": {}}),  # not its capability
+        ("observer", {"capability": CAPABILITY_1, "payload": {}}),  # observers only read
+        ("caller-b", {"capability": CAPABILITY_2, "payload": {}, "context_id": other_context}),
+    ):
+        answer = world.call(who, "POST", "/v1/invoke", json=body, headers=spent)
+        attack.record(
+            f"{who} with a spent hop budget",
+            through=answer.status_code not in (403, 404) or dead_letters() != before,
+            status=answer.status_code,
+        )
+    allowed = world.call(
+        "caller-b", "POST", "/v1/invoke", json={"capability": CAPABILITY_2}, headers=spent
+    )
+    assert allowed.status_code == 508 and dead_letters() == before + 1  # the oracle works
+    attack.assert_nothing_got_through()

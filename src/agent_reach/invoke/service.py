@@ -118,6 +118,13 @@ class InvokeService:
         policy = self.routing.policy()
         self.budget.start_request()
         try:
+            # Access first: a request its caller may not make leaves nothing behind, not
+            # even a dead letter.
+            require_not_observer(principal, "invoke")
+            if request.capability is not None:
+                self.security.authorize_invoke(principal, request.capability)
+            if request.context_id is not None:  # refused (404) before anything is delivered
+                await self.contexts.check_use(principal, request.context_id)
             if hops <= 0:
                 await self.dead_letters.add(
                     "hop_limit", request, request_id=request_id, trace_id=trace.trace_id, hop=hops
@@ -126,11 +133,6 @@ class InvokeService:
                     "the request passed through too many agents (hop budget spent)",
                     request_id=request_id,
                 )
-            require_not_observer(principal, "invoke")
-            if request.capability is not None:
-                self.security.authorize_invoke(principal, request.capability)
-            if request.context_id is not None:  # refused (404) before anything is delivered
-                await self.contexts.check_use(principal, request.context_id)
             if request.request_id is not None:
                 claimed = await self.guard.claim(
                     request,
