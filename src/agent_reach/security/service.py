@@ -98,14 +98,10 @@ class SecurityService:
         """`Forbidden` unless a rule lets the principal invoke the capability."""
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
-        if principal.role == "observer":
-            raise Forbidden("an observer key is read-only: it may not invoke or route")
         self._authorize(self.policy().access.invoke, principal, capability, "invoke")
 
     def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
         """Agents (and admins) may register only what their key's grants or rules allow."""
-        if principal.role in ("caller", "observer"):
-            raise Forbidden(f"a {principal.role} key may not register agents")
         for capability in capabilities:
             self._authorize(self.policy().access.registration, principal, capability, "register")
 
