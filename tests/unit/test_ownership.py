@@ -86,3 +86,28 @@ def test_a_span_belongs_to_the_principal_of_the_nearest_request_above_it():
         "loop-1": None,
         "loop-2": None,
     }
+
+
+def test_a_callers_trace_listing_and_view_hold_only_its_own_spans():
+    from agent_reach.clock import ManualClock
+    from agent_reach.observability.trace_store import TraceFilter, TraceStore
+
+    store = TraceStore(2, ManualClock())
+    nested = [
+        Span("a" * 32, "invoke-a", None, "invoke", "alpha", 0.0, principal="caller-a"),
+        Span("a" * 32, "attempt-a", "invoke-a", "attempt", "alpha", 0.0, attempt=1),
+        Span("a" * 32, "nested-x", "attempt-a", "invoke", "beta", 0.0, principal="agent-x"),
+    ]
+    for span in [*nested, Span("b" * 32, "invoke-b", None, "invoke", "beta", 0.0, principal="b")]:
+        store.add(span)
+
+    def listed(owner: str | None) -> list[str]:
+        return [t.trace_id[0] for t in store.recent(TraceFilter(owner=owner), 10)]
+
+    assert listed(None) == ["b", "a"] and listed("caller-a") == ["a"] and listed("nobody") == []
+    view = store.get("a" * 32, "agent-x")
+    assert view is not None and [s["span_id"] for s in view["spans"]] == ["nested-x"]
+    assert view["summary"].capability == "beta"
+    assert store.get("a" * 32, "b") is None
+    store.add(Span("c" * 32, "invoke-c", None, "invoke", "gamma", 0.0, principal="caller-a"))
+    assert listed("caller-a") == ["c"]  # trace a was evicted, and its owners with it

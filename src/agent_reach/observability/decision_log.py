@@ -15,7 +15,6 @@ import contextlib
 import os
 import sys
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -107,13 +106,13 @@ class DecisionLog:
         *,
         trace_id: str | None = None,
         agent_id: str | None = None,
-        visible: Callable[[str | None], bool] | None = None,
+        principal: str | None = None,
     ) -> list[RecentDecision]:
-        """The newest decisions first; only those of `trace_id`, or weighing `agent_id`,
-        and (given `visible`) only those whose principal it admits."""
+        """The newest decisions first; only those of `trace_id`, weighing `agent_id`, or
+        asked for by `principal`."""
         found: list[RecentDecision] = []
         for entry in reversed(self._recent):
-            if visible is not None and not visible(entry.principal):
+            if principal is not None and entry.principal != principal:
                 continue
             if trace_id is not None and entry.trace_id != trace_id:
                 continue

@@ -75,3 +75,9 @@ def may_use(principal: Principal, owner: str | None, share_with: Iterable[str] =
 def may_see(principal: Principal, owner: str | None) -> bool:
     """May read an observability record made for `owner`: observers, admins, the owner."""
     return is_observer(principal) or owns(principal, owner)
+
+
+def visible_owner(principal: Principal) -> str | None:
+    """The one owner whose observability records the principal is shown; None: every
+    record (observers and admins). Filtering by it is `may_see` for a whole listing."""
+    return None if is_observer(principal) else principal.name

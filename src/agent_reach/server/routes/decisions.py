@@ -5,13 +5,12 @@ Observers and admins see every decision; anyone else only those of its own reque
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from agent_reach.security.ownership import is_observer, may_see
+from agent_reach.security.ownership import visible_owner
 from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -30,6 +29,7 @@ async def recent_decisions(
     """The newest decisions this coordinator made, newest first (the caller's own only,
     unless it is an observer or an admin)."""
     log = runtime_of(request).routing.decision_log
-    visible = None if is_observer(principal) else partial(may_see, principal)
-    found = log.recent(limit, trace_id=trace_id, agent_id=agent_id, visible=visible)
+    found = log.recent(
+        limit, trace_id=trace_id, agent_id=agent_id, principal=visible_owner(principal)
+    )
     return json_response({"decisions": found})

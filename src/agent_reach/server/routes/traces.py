@@ -7,16 +7,14 @@ attempts, but not the nested calls an agent made under it (those are the agent's
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.errors import NotFound
-from agent_reach.model.keys import Principal
-from agent_reach.observability.trace_store import TraceFilter, Visible
-from agent_reach.security.ownership import is_observer, may_see
+from agent_reach.observability.trace_store import TraceFilter
+from agent_reach.security.ownership import visible_owner
 from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -39,9 +37,12 @@ async def list_traces(
 ) -> Response:
     """Summaries of recent traces, newest first, optionally filtered."""
     store = runtime_of(request).tracer.store
-    where = TraceFilter(capability=capability, status=status, min_ms=min_ms, agent_id=agent_id)
-    found = store.recent(where, limit, _visible(principal))
-    stored = len(store) if is_observer(principal) else len(found)
+    owner = visible_owner(principal)
+    where = TraceFilter(
+        capability=capability, status=status, min_ms=min_ms, agent_id=agent_id, owner=owner
+    )
+    found = store.recent(where, limit)
+    stored = len(store) if owner is None else len(found)
     return json_response({"stored": stored, "traces": found})
 
 
@@ -49,13 +50,9 @@ async def list_traces(
 async def get_trace(trace_id: TraceIdPath, request: Request, principal: Caller) -> Response:
     """The trace's summary and its spans in start order; 404 once evicted, never seen
     here, or holding none of the caller's spans."""
-    trace = runtime_of(request).tracer.store.get(trace_id, _visible(principal))
+    trace = runtime_of(request).tracer.store.get(trace_id, visible_owner(principal))
     if trace is None:
         raise NotFound(
             f"no trace {trace_id} on this coordinator (unknown or evicted)", code="unknown_trace"
         )
     return json_response(trace)
-
-
-def _visible(principal: Principal) -> Visible | None:
-    return None if is_observer(principal) else partial(may_see, principal)
