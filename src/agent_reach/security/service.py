@@ -2,9 +2,10 @@
 
 Keys are looked up by id and verified against their digest in constant time; a
 verified record is cached for at most `KEY_CACHE_S`, so a revocation reaches every
-coordinator within that time. Access rules and quotas come from the policy in force
-(hot-reloaded). With `AR_AUTH=off` every caller is an anonymous admin: for a local
-demo only, and the coordinator says so loudly at startup.
+coordinator within that time. A key's own grants decide first; the access rules and
+quotas of the policy in force (hot-reloaded) apply on top. With `AR_AUTH=off` every
+caller is an anonymous admin: for a local demo only, and the coordinator says so loudly
+at startup.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class SecurityService:
         require_observer(await self.authenticate(authorization))
 
     def authorize_invoke(self, principal: Principal, capability: str) -> None:
-        """`Forbidden` unless a rule lets the principal invoke the capability."""
+        """`Forbidden` unless the key's grant or a rule lets the principal invoke (or route
+        to) the capability; observers never may."""
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
         self._authorize(self.policy().access.invoke, principal, capability, "invoke")
