@@ -155,6 +155,7 @@ def serve(
     except OSError as exc:
         _refuse_to_start(f"{exc.filename}: {exc.strerror}")
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
+    os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
     _announce_state(settings)
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms

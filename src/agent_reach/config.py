@@ -45,6 +45,7 @@ DEFAULT_CONTEXT_MAX_SEGMENTS = 64
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 # An operator-chosen admin key shorter than this is refused (as security.keys refuses it).
 MIN_ADMIN_KEY_CHARS = 24
+MIN_METRICS_TOKEN_CHARS = 24  # as long as the shortest admin key accepted
 
 
 class Settings(BaseSettings):
@@ -130,6 +131,11 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="a bearer token that opens /metrics and nothing else (AR_METRICS_TOKEN), "
+        "for a Prometheus scraper; without it /metrics needs an observer or admin key",
+    )
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
@@ -165,6 +171,15 @@ class Settings(BaseSettings):
         if key is not None and len(key.get_secret_value()) < MIN_ADMIN_KEY_CHARS:
             raise ValueError(f"AR_ADMIN_KEY must be at least {MIN_ADMIN_KEY_CHARS} characters")
         return key
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _token_is_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < MIN_METRICS_TOKEN_CHARS:
+            raise ValueError(
+                f"AR_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN_CHARS} characters"
+            )
+        return token
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> Settings:

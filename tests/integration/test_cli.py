@@ -327,3 +327,5 @@ def test_acl_check_names_the_key_grant_and_says_when_no_policy_file_was_loaded()
     agent = run("acl", "check", "inv", "inventory.check", "--role", "agent", "-g", "inventory.*")
     assert "register inventory.check: allowed — granted by the key" in agent.output
     assert "invoke inventory.check: denied" in agent.output
+    watcher = run("acl", "check", "ops", "inventory.check", "--role", "observer")
+    assert "invoke inventory.check: denied — an observer key is read-only" in watcher.output

@@ -117,11 +117,11 @@ def test_a_stale_if_match_is_409_and_changes_nothing(coordinator):
         assert admin.get("/v1/policy").json()["policy"]["margin"] == 0.3
 
 
-def test_only_an_admin_may_replace_the_policy_or_read_its_audit(coordinator):
+def test_only_an_admin_may_change_or_audit_the_policy_and_a_caller_not_read_it(coordinator):
     with _admin(coordinator) as admin:
         key = _caller_key(admin)
     with httpx.Client(base_url=coordinator, headers={"authorization": f"Bearer {key}"}) as caller:
-        assert caller.get("/v1/policy").status_code == 200
+        assert caller.get("/v1/policy").status_code == 403  # it names everyone's rules
         assert caller.put("/v1/policy", json={"margin": 0.3}).status_code == 403
         assert caller.get("/v1/policy/changes").status_code == 403
     with httpx.Client(base_url=coordinator) as anonymous:

@@ -84,8 +84,17 @@ def test_a_key_grants_its_own_capabilities_for_its_role_only():
     assert not decide_access([], caller, "refund.apply", "invoke").allowed
     assert decide_access([], agent, "order.query", "register").grant == "order.*"
     assert not decide_access([], agent, "order.query", "invoke").allowed
-    assert not decide_access([], observer, "order.query", "invoke").allowed
-    assert not decide_access([], observer, "order.query", "register").allowed
+    everyone = AccessPolicy.model_validate(
+        {
+            "invoke": [{"principals": ["*"], "capabilities": ["*"]}],
+            "register": [{"principals": ["*"], "capabilities": ["*"]}],
+        }
+    )
+    for action, rules in (("invoke", everyone.invoke), ("register", everyone.registration)):
+        refused = decide_access(rules, observer, "order.query", action)
+        assert not refused.allowed and refused.reason == "an observer key is read-only"
+    refused = decide_access(everyone.registration, caller, "order.query", "register")
+    assert not refused.allowed and refused.reason == "a caller key may not register agents"
 
 
 def test_policy_rules_apply_on_top_of_a_key_grant():

@@ -58,9 +58,14 @@ def key_grant(principal: Principal, capability: str, action: Action) -> str | No
 def decide_access(
     rules: list[AccessRule], principal: Principal, capability: str, action: Action
 ) -> AccessDecision:
-    """Admins may do anything; anyone else needs its key's grant or a rule naming them."""
+    """Admins may do anything, observers nothing, callers never register; anyone else
+    needs its key's grant or a rule naming them."""
     if principal.role == "admin":
         return AccessDecision(True, "admin role")
+    if principal.role == "observer":
+        return AccessDecision(False, "an observer key is read-only")
+    if principal.role == "caller" and action == "register":
+        return AccessDecision(False, "a caller key may not register agents")
     grant = key_grant(principal, capability, action)
     if grant is not None:
         return AccessDecision(True, f"granted by the key ({grant})", grant=grant)

@@ -1,4 +1,5 @@
-"""API keys (admin only): create one (shown once), list them (never the secret), revoke.
+"""API keys: create one (shown once), list them (never the secret), revoke — admins only;
+`GET /v1/keys/self` tells any key's holder who it stands for.
 
 A key may carry its grants (`capabilities`): the patterns an agent key may register,
 or a caller key may invoke and route to, so a first secured setup needs no policy file.
@@ -17,7 +18,7 @@ from agent_reach.model.access import CapabilityPattern
 from agent_reach.model.keys import KeyRecord, Role
 from agent_reach.security.access import KEY_GRANTS
 from agent_reach.security.keys import mint_key
-from agent_reach.server.auth import Admin
+from agent_reach.server.auth import Admin, Caller
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -79,6 +80,21 @@ async def list_keys(request: Request, _: Admin) -> Response:
                 {**_shown(r), "created_at": r.created_at, "revoked": r.revoked}
                 for r in sorted(records, key=lambda r: r.created_at)
             ]
+        }
+    )
+
+
+@router.get("/self")
+async def own_key(principal: Caller) -> Response:
+    """Who the presented key stands for (any valid key): its principal, domain, role and
+    grants. The dashboard asks this to tell an observer's key from a caller's."""
+    return json_response(
+        {
+            "key_id": principal.key_id,
+            "principal": principal.name,
+            "domain": principal.domain,
+            "role": principal.role,
+            "capabilities": list(principal.capabilities),
         }
     )
 

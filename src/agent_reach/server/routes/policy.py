@@ -1,4 +1,4 @@
-"""The routing policy at run time: read it (any key), replace it and read its audit (admin)."""
+"""The routing policy at run time: read it (observer), replace it and read its audit (admin)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.server.auth import Admin, Caller
+from agent_reach.server.auth import Admin, Observer
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -16,8 +16,9 @@ router = APIRouter(prefix="/v1/policy", tags=["policy"])
 
 
 @router.get("")
-async def show_policy(request: Request, _: Caller) -> Response:
-    """The policy in force: version (also the `ETag`), revision, source, the policy itself."""
+async def show_policy(request: Request, _: Observer) -> Response:
+    """The policy in force: version (also the `ETag`), revision, source, the policy itself
+    (observers and admins: it names every principal's rules and quotas)."""
     status = runtime_of(request).policy.status()
     return json_response(status, headers={"etag": f'"{status.version}"'})
 

@@ -11,6 +11,7 @@ from agent_reach.errors import NoCapability
 from agent_reach.ids import new_request_id
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.security.ownership import require_not_observer
 from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -35,13 +36,17 @@ async def route(
 
     A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
     decision is in the error's `route`). Naming a capability needs the right to invoke
-    it; text may be routed by any key.
+    it; text may be routed by any key but an observer's (observers only read).
     """
+    require_not_observer(principal, "route")
     if body.capability is not None:
         runtime_of(request).security.authorize_invoke(principal, body.capability)
     trace = continue_trace(traceparent)
     decision = await runtime_of(request).routing.route(
-        body, request_id=body.request_id or new_request_id(), trace_id=trace.trace_id
+        body,
+        request_id=body.request_id or new_request_id(),
+        trace_id=trace.trace_id,
+        principal=principal.name,
     )
     if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
         # as `/v1/invoke` answers it: nobody registered the capability
