@@ -122,6 +122,9 @@ class Scripted:
     def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
         self.catalogs.append(set(catalog))
 
+    def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
+        return None  # answers as written: not calibrated
+
     async def scores(self, text: str) -> dict[str, float]:
         self.calls.append(text)
         return self.answers.get(text, {})
@@ -150,12 +153,13 @@ async def test_pipeline_stops_at_a_confident_matcher_and_asks_the_next_only_when
 ):
     cheap, strong = scripted
     pipeline = pipeline_over(shop_index())
-    sure = await pipeline.match("Sure", POLICY)
+    await pipeline.ready(POLICY)
+    sure = (await pipeline.match("Sure", POLICY)).matches
     assert [m.capability for m in sure] == ["a", "b"]
     assert sure[0].confidence == 0.95
     assert sure[0].scores == {"cheap": 0.95}
     assert strong.calls == []
-    unsure = await pipeline.match("unsure", POLICY)
+    unsure = (await pipeline.match("unsure", POLICY)).matches
     assert strong.calls == ["unsure"]
     assert cheap.calls == ["sure", "unsure"]
     # blended: (1 x 0.3 + 3 x 0.9) / 4 for b, (1 x 0.4 + 3 x 0.1) / 4 for a
@@ -198,8 +202,8 @@ async def test_cache_is_forgotten_when_the_policy_changes(scripted):
 async def test_refit_after_a_registration_changes_the_match():
     index = shop_index()
     pipeline = pipeline_over(index)
-    policy = RoutingPolicy(match_cache_s=0)
-    before = await pipeline.match("退款什么时候到账", policy)
+    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    before = (await pipeline.match("退款什么时候到账", policy)).matches
     assert all(m.capability != "refund.status" for m in before)
     add(
         index,
@@ -208,24 +212,29 @@ async def test_refit_after_a_registration_changes_the_match():
         description="退款进度查询",
         examples=["退款什么时候到账", "钱退了吗"],
     )
-    after = await pipeline.match("退款什么时候到账", policy)
+    after = (await pipeline.match("退款什么时候到账", policy)).matches
     assert after[0].capability == "refund.status"
-    assert after[0].scores["lexical"] == after[0].confidence
+    assert after[0].scores["lexical"] == after[0].scores["raw"]
 
 
-async def test_unknown_matcher_and_llm_without_url_are_configuration_errors():
+async def test_unknown_matcher_and_llm_without_url_are_reported_and_the_rest_still_match():
     pipeline = pipeline_over(shop_index())
+    policy = RoutingPolicy(matchers=["lexical", "nonesuch", "llm"], match_cache_s=0)
+    matched = await pipeline.match("我的快递到哪了", policy)
+    assert matched.matches[0].capability == "logistics.track"
+    assert matched.text.matchers == ["lexical"]
+    failed = pipeline.status(policy)["failed"]
+    assert "unknown matcher" in failed["nonesuch"]
+    assert "AR_LLM_URL" in failed["llm"]
     with pytest.raises(InvalidRequest, match="unknown matcher"):
-        await pipeline.match("hi", RoutingPolicy(matchers=["nonesuch"]))
-    with pytest.raises(InvalidRequest, match="AR_LLM_URL"):
-        await pipeline.match("hi", RoutingPolicy(matchers=["llm"]))
+        await pipeline.matcher("nonesuch")
 
 
 def test_text_is_normalized_nfkc_lower_and_single_spaced():
     assert normalize_text("  ＷＨＥＲＥ\tis  My\n包裹 ") == "where is my 包裹"
 
 
-@pytest.mark.parametrize("name", ["clinc150", "smp2017"])
+@pytest.mark.parametrize("name", ["lexical-only"])
 def test_the_benchmark_policies_are_valid_routing_policies(name):
     path = Path(__file__).parents[2] / "bench" / "policies" / f"{name}.toml"
     policy = RoutingPolicy(**load_mapping(path))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from agent_reach.clock import Clock
 from agent_reach.model.decisions import RouteDecision
@@ -14,8 +14,12 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
+from agent_reach.routing.params import extract_params, missing_properties, schema_of
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import CapabilityMatch, decide, exact_match
+
+# (request_id, principal, text, chosen capability): remembered so the caller can correct it
+TextRecorder = Callable[[str, str, str, str | None], Awaitable[None]]
 
 MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
 
@@ -34,6 +38,7 @@ class RoutingService:
         *,
         tracer: Tracer,
         metrics: Metrics,
+        record_text: TextRecorder | None = None,
     ) -> None:
         self.index = index
         self.policy = policy
@@ -43,6 +48,7 @@ class RoutingService:
         self.decision_log = decision_log
         self.tracer = tracer
         self.metrics = metrics
+        self.record_text = record_text
         self._exact: dict[str, list[CapabilityMatch]] = {}
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
@@ -62,14 +68,21 @@ class RoutingService:
         trace_id: str,
         kind: Literal["route", "invoke"] = "route",
         parent_span_id: str | None = None,
+        principal: str = "",
     ) -> RouteDecision:
-        """The explained decision for one request, logged and traced; nothing is invoked."""
+        """The explained decision for one request, logged and traced; nothing is invoked.
+
+        A text request is remembered for the policy's `learning.correctable_s`, so that
+        `principal` (and nobody else) may correct it by `POST /v1/feedback`.
+        """
         started = self.clock.monotonic()
         policy = self.policy()
+        text = None
         if request.capability:
             matches = self._exact_match(request.capability)
         else:
-            matches = await self.matching.match(request.text or "", policy)
+            matched = await self.matching.match(request.text or "", policy)
+            matches, text = matched.matches, matched.text
         now = self.clock.monotonic()
         warm = self.affinity.warm_agents(request.context_id, now)
         decision = decide(
@@ -79,7 +92,13 @@ class RoutingService:
             now=now,
             warm_agents=warm,
             from_text=request.capability is None,
+            text=text,
         )
+        if text is not None and request.text is not None:
+            if decision.capability is not None:
+                text.params = await self.params_of(decision.capability, request.text)
+            if self.record_text is not None and policy.learning.correctable_s > 0:
+                await self.record_text(request_id, principal, request.text, decision.capability)
         self.decision_log.record(decision, kind=kind, request_id=request_id, trace_id=trace_id)
         self.metrics.route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(
@@ -93,3 +112,16 @@ class RoutingService:
             note=decision.rule,
         )
         return decision
+
+    async def params_of(self, capability: str, text: str) -> dict[str, Any] | None:
+        """What the capability's `input_schema` pulls out of the text (None without one);
+        with the LLM matcher configured, it is asked for the properties still missing."""
+        schema = schema_of(self.index, capability)
+        if schema is None:
+            return None
+        params = extract_params(schema, text)
+        missing = missing_properties(schema, params)
+        llm = self.matching.llm()
+        if missing and llm is not None:
+            params |= await llm.fill_params(text, missing)
+        return params

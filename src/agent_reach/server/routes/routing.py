@@ -38,12 +38,27 @@ async def route(
         runtime_of(request).security.authorize_invoke(principal, body.capability)
     trace = continue_trace(traceparent)
     decision = await runtime_of(request).routing.route(
-        body, request_id=body.request_id or new_request_id(), trace_id=trace.trace_id
+        body,
+        request_id=body.request_id or new_request_id(),
+        trace_id=trace.trace_id,
+        principal=principal.name,
     )
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
 
 
 @router.get("/policy")
 async def policy(request: Request) -> Response:
-    """The routing policy in force, its version and where it came from."""
-    return json_response(runtime_of(request).policy.status())
+    """The routing policy in force, its version and where it came from, and which text
+    matchers are ready (the sentence encoder loads in the background)."""
+    runtime = runtime_of(request)
+    status = runtime.policy.status()
+    return json_response(
+        {
+            "version": status.version,
+            "source": status.source,
+            "loaded_at": status.loaded_at,
+            "policy": status.policy,
+            "last_error": status.last_error,
+            "matching": runtime.routing.matching.status(status.policy),
+        }
+    )
