@@ -179,6 +179,7 @@ async def test_cache_answers_repeated_text_until_ttl_and_forgets_on_catalog_chan
     clock = ManualClock()
     index = shop_index()
     pipeline = pipeline_over(index, clock)
+    await pipeline.ready(POLICY)
     first = await pipeline.match("sure", POLICY)
     assert await pipeline.match("  SURE ", POLICY) == first  # normalized to the same key
     assert cheap.calls == ["sure"]
@@ -220,6 +221,7 @@ async def test_refit_after_a_registration_changes_the_match():
 async def test_unknown_matcher_and_llm_without_url_are_reported_and_the_rest_still_match():
     pipeline = pipeline_over(shop_index())
     policy = RoutingPolicy(matchers=["lexical", "nonesuch", "llm"], match_cache_s=0)
+    await pipeline.ready(policy)
     matched = await pipeline.match("我的快递到哪了", policy)
     assert matched.matches[0].capability == "logistics.track"
     assert matched.text.matchers == ["lexical"]

@@ -189,17 +189,14 @@ class MatchingPipeline:
 
     def prepare(self, policy: RoutingPolicy) -> None:
         """Start fitting now (the encoder loads), before the first text arrives."""
-        if self._job is None and not self._failed.keys() >= set(policy.matchers):
-            self._wanted = tuple(policy.matchers)
-            self._job = asyncio.create_task(self._fit_all(self._wanted))
-            self._job.add_done_callback(self._job_done)
+        if self._is_stale(tuple(policy.matchers)):
+            self._start(tuple(policy.matchers))
 
     async def watch(self, policy: Callable[[], RoutingPolicy], every_s: float = WATCH_S) -> None:
         """Refit whenever the catalog changes, without waiting for a text, until cancelled."""
         while True:
             await asyncio.sleep(every_s)
-            if self._job is None and not self._is_current():
-                self.prepare(policy())
+            self.prepare(policy())
 
     def llm(self) -> LlmMatcher | None:
         """The LLM matcher, when the policy asks it and it is configured."""
@@ -294,40 +291,51 @@ class MatchingPipeline:
 
     def _is_current(self) -> bool:
         key = self._catalog_key()
-        return self._job is None and all(f.key == key for f in self._fitted.values())
+        return not self._is_running() and all(f.key == key for f in self._fitted.values())
+
+    def _is_running(self) -> bool:
+        return self._job is not None and not self._job.done()
+
+    def _start(self, wanted: tuple[str, ...]) -> None:
+        """Fit `wanted` to the catalog in the background, unless a fit is running."""
+        if self._is_running():
+            return
+        self._wanted = wanted
+        self._job = asyncio.create_task(self._fit_all(wanted))
+        self._job.add_done_callback(self._job_done)
+
+    def _is_stale(self, wanted: tuple[str, ...]) -> bool:
+        key = self._catalog_key()
+        return wanted != self._wanted or any(
+            self._fitted.get(n, _NEVER).key != key for n in wanted if n not in self._failed
+        )
 
     async def _refresh(self, policy: RoutingPolicy) -> None:
         """Start a fit of a changed catalog; wait (briefly) for its first matcher."""
         wanted = tuple(policy.matchers)
-        key = self._catalog_key()
-        if self._job is None and (
-            wanted != self._wanted
-            or any(self._fitted.get(n, _NEVER).key != key for n in wanted if n not in self._failed)
-        ):
-            self._wanted = wanted
-            self._job = asyncio.create_task(self._fit_all(wanted))
-            self._job.add_done_callback(self._job_done)
+        if self._is_stale(wanted):
+            self._start(wanted)
         first = next((n for n in wanted if n not in self._failed), None)
-        if first is None or self._job is None:
+        if first is None:
             return
         fitted = self._fitted.get(first)
-        if fitted is not None and fitted.key == key:
+        if fitted is not None and fitted.key == self._catalog_key():
             return
         wait_s = REFIT_WAIT_S if fitted is not None else None  # never fitted: wait for it
         try:
-            await asyncio.wait_for(self._first_fitted(first, key), wait_s)
+            await asyncio.wait_for(self._first_fitted(first, wanted), wait_s)
         except TimeoutError:
             return
 
-    async def _first_fitted(self, name: str, key: CatalogKey) -> None:
-        while (f := self._fitted.get(name)) is None or f.key != key:
-            if name in self._failed or self._job is None:
+    async def _first_fitted(self, name: str, wanted: tuple[str, ...]) -> None:
+        while (f := self._fitted.get(name)) is None or f.key != self._catalog_key():
+            if name in self._failed:
                 return
+            self._start(wanted)
             self._progress.clear()
             await self._progress.wait()
 
     def _job_done(self, task: asyncio.Task[None]) -> None:
-        self._job = None
         if not task.cancelled() and task.exception() is not None:
             log.error("matcher_fit_failed", error=repr(task.exception()))
         self._announce()
