@@ -51,8 +51,9 @@ class LearnedSet:
 
 
 def given_not(matches: list[CapabilityMatch], refused: frozenset[str]) -> list[CapabilityMatch]:
-    """The matches once the `refused` capabilities said "not mine": those leave, and each
-    other confidence c becomes c / (1 - what the refused held), P(it | not them), at most 1."""
+    """Raw matches once the `refused` capabilities said "not mine": those leave, and each
+    other score s becomes s / (1 - what the refused held), P(it | not them), at most 1.
+    Raw scores (shares of one distribution) are conditioned, then calibrated again."""
     held = sum(m.confidence for m in matches if m.capability in refused)
     rest = max(1e-6, 1.0 - held)
     return [

@@ -227,6 +227,10 @@ class MatchingPipeline:
         calibrated = [n for n in asked if n in self._calibrated_names(policy)]
         calibration = self._calibration_of(tuple(calibrated))
         raw = blend({n: asked[n] for n in calibrated})
+        not_mine = learned.negative.get(text, frozenset())
+        skipped = sorted(not_mine & {m.capability for m in raw})
+        if skipped:
+            raw = given_not(raw, not_mine)
         matches = [
             CapabilityMatch(
                 m.capability,
@@ -238,10 +242,7 @@ class MatchingPipeline:
         others = {n: s for n, s in asked.items() if n not in calibrated and s}
         if others:
             matches = _blend_uncalibrated(matches, others)
-        not_mine = learned.negative.get(text, frozenset())
-        skipped = sorted(not_mine & {m.capability for m in matches})
-        if skipped:
-            matches = given_not(matches, not_mine)
+        matches = [m for m in matches if m.capability not in not_mine]
         info = self._info(policy, list(asked), skipped)
         info.calibrated = calibration.fitted
         return Matched(matches, info)
