@@ -13,7 +13,6 @@ from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers import embedding
 from agent_reach.routing.matchers.protocol import normalize_text
 
-
 CATALOG = {
     "logistics.track": CapabilityCard(
         "logistics.track",

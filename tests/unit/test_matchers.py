@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,3 +243,61 @@ def test_the_benchmark_policies_are_valid_routing_policies(name):
     path = Path(__file__).parents[2] / "bench" / "policies" / f"{name}.toml"
     policy = RoutingPolicy(**load_mapping(path))
     assert policy.matchers
+
+
+class Blocked(Scripted):
+    """A matcher whose fit waits for the test (a sentence encoder still loading)."""
+
+    def __init__(self) -> None:
+        super().__init__("slow", {"我的快递到哪了": {"logistics.track": 0.9}})
+        self.release = threading.Event()
+
+    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+        assert self.release.wait(10), "the test never released the fit"
+        super().fit(catalog)
+
+
+async def test_text_is_matched_lexically_while_a_slow_matcher_fits_and_says_so(monkeypatch):
+    slow = Blocked()
+    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
+    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    pipeline = pipeline_over(shop_index())
+    try:
+        early = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 5)
+        assert early.matches[0].capability == "logistics.track"
+        assert (early.text.matchers, early.text.pending) == (["lexical"], ["slow"])
+        assert pipeline.status(policy)["pending"] == ["slow"]
+        assert slow.calls == []
+        slow.release.set()
+        await asyncio.wait_for(pipeline.ready(policy), 10)
+        late = await pipeline.match("我的快递到哪了", policy)
+        assert (late.text.matchers, late.text.pending) == (["lexical", "slow"], [])
+        assert slow.calls == ["我的快递到哪了"]
+    finally:
+        slow.release.set()
+        await pipeline.aclose()
+
+
+async def test_a_model_matcher_is_loaded_only_once_a_capability_has_text(monkeypatch):
+    loaded: list[str] = []
+
+    def factory(settings: Settings) -> Scripted:
+        loaded.append("slow")
+        return Scripted("slow")
+
+    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", factory)
+    monkeypatch.setattr(pipeline_module, "LOADS_A_MODEL", frozenset({"slow"}))
+    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    index = RegistryIndex()
+    add(index, "bare-1", "inventory.check")  # a tag and nothing else
+    pipeline = pipeline_over(index)
+    try:
+        await asyncio.wait_for(pipeline.ready(policy), 5)
+        assert loaded == []
+        assert pipeline.status(policy)["waiting_for_text"] == ["slow"]
+        add(index, "faq-1", "faq.answer", examples=["怎么开发票"])
+        await asyncio.wait_for(pipeline.ready(policy), 5)
+        assert loaded == ["slow"]
+        assert pipeline.status(policy)["ready"] == ["lexical", "slow"]
+    finally:
+        await pipeline.aclose()

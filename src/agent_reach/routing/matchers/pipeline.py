@@ -85,6 +85,9 @@ def _llm(settings: Settings) -> Matcher:
 
 # Matcher name (as the policy's `matchers` lists it) -> factory; imported on first use.
 MATCHERS: dict[str, MatcherFactory] = {"lexical": _lexical, "embedding": _embedding, "llm": _llm}
+# Matchers that load a model (~150 MB, a second of CPU): loaded once some capability has a
+# description or examples, so a catalog of bare tags (capability routing only) never pays.
+LOADS_A_MODEL = frozenset({"embedding"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,7 @@ class MatchingPipeline:
         self._fitted: dict[str, _Fitted] = {}
         self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
         self._failed: dict[str, str] = {}  # matcher -> why it cannot be used
+        self._deferred: set[str] = set()  # model matchers waiting for a card with text
         self._job: asyncio.Task[None] | None = None
         self._wanted: tuple[str, ...] = ()
         self._progress = asyncio.Event()
@@ -164,18 +168,23 @@ class MatchingPipeline:
             "matchers": list(policy.matchers),
             "ready": list(usable),
             "pending": [m for m in policy.matchers if m not in usable and m not in self._failed],
+            "waiting_for_text": sorted(self._deferred & set(policy.matchers)),
             "failed": dict(self._failed),
             "catalog_version": list(self._catalog_key()),
-            "current": self._is_current() and len(usable) == len(policy.matchers),
+            "current": self._is_ready(policy),
         }
+
+    def _is_ready(self, policy: RoutingPolicy) -> bool:
+        done = len(self._usable(policy)) + len(
+            (self._failed.keys() | self._deferred) & set(policy.matchers)
+        )
+        return self._is_current() and done >= len(policy.matchers)
 
     async def ready(self, policy: RoutingPolicy) -> None:
         """Wait until every matcher of the policy is fitted and calibrated on this catalog."""
         while True:
             await self._refresh(policy)
-            if self._is_current() and len(self._usable(policy)) + len(self._failed) >= len(
-                policy.matchers
-            ):
+            if self._is_ready(policy):
                 return
             self._progress.clear()
             await self._progress.wait()
@@ -308,7 +317,9 @@ class MatchingPipeline:
     def _is_stale(self, wanted: tuple[str, ...]) -> bool:
         key = self._catalog_key()
         return wanted != self._wanted or any(
-            self._fitted.get(n, _NEVER).key != key for n in wanted if n not in self._failed
+            self._fitted.get(n, _NEVER).key != key
+            for n in wanted
+            if n not in self._failed and n not in self._deferred
         )
 
     async def _refresh(self, policy: RoutingPolicy) -> None:
@@ -351,10 +362,15 @@ class MatchingPipeline:
             key = self._catalog_key()
             catalog = self._catalog_at(key)
             folds = folds_of(catalog)
+            has_text = any(card.descriptions or card.examples for card in catalog.values())
             prefix: list[str] = []
             for name in wanted:
                 if name in self._failed:
                     continue
+                if name in LOADS_A_MODEL and not has_text:
+                    self._deferred.add(name)
+                    continue
+                self._deferred.discard(name)
                 matcher = await self._create(name)
                 if matcher is None:
                     continue
