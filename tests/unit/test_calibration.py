@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from agent_reach.routing.calibration import (
+    TARGET_OOS_RECALL,
     HeldOut,
     Trial,
     fit_calibration,
@@ -40,10 +41,10 @@ def test_every_example_is_held_out_once_in_scope_and_once_out_of_scope():
     assert folds_of(CATALOG)[2].held_out == folds[2].held_out  # deterministic
 
 
-def test_the_map_is_monotone_and_calls_the_balanced_middle_a_half():
+def test_the_map_is_monotone_and_half_where_it_refuses_the_target_share_out_of_scope():
     rng = np.random.default_rng(7)
     right = rng.uniform(0.5, 1.0, 200)  # in scope, the best capability is the right one
-    outside = rng.uniform(0.0, 0.5, 50)  # out of scope: 4 times fewer, weighed the same
+    outside = rng.uniform(0.0, 0.5, 50)  # out of scope: 4 times fewer
     trial = Trial(
         best=np.concatenate([right, outside]),
         second=np.zeros(250),
@@ -51,14 +52,15 @@ def test_the_map_is_monotone_and_calls_the_balanced_middle_a_half():
         in_scope=np.concatenate([np.ones(200, bool), np.zeros(50, bool)]),
     )
     calibration = fit_calibration(("lexical",), trial)
-    assert calibration.fitted
+    assert calibration.fitted and calibration.slope > 1
     values = [calibration.confidence(x) for x in (0.05, 0.3, 0.5, 0.7, 0.95)]
     assert values == sorted(values)
-    assert calibration.confidence(0.3) < 0.5 < calibration.confidence(0.7)
-    assert calibration.confidence(0.5) == pytest.approx(0.5, abs=0.1)
+    midpoint = float(np.quantile(outside, TARGET_OOS_RECALL))
+    assert calibration.confidence(midpoint) == pytest.approx(0.5, abs=0.01)
     expected = calibration.expected(0.5, 0.0)
     assert expected is not None
-    assert expected.in_scope_accuracy > 0.8 and expected.out_of_scope_recall > 0.8
+    assert expected.out_of_scope_recall == pytest.approx(TARGET_OOS_RECALL, abs=0.03)
+    assert expected.in_scope_accuracy == 1.0
 
 
 def test_too_few_held_out_texts_leave_raw_scores_as_they_are():
