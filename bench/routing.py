@@ -42,9 +42,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from rich.console import Console
 from rich.table import Table
 
+from agent_reach.invoke.pool import HttpPool
 from agent_reach.testing.agent_process import CoordinatorProcess
 
 SEED = 20_240_601  # the fixed samples: k examples per intent, SMP2017's unregistered labels
@@ -142,11 +144,9 @@ class Coordinator:
             extra_env={"AR_AUTH": "off"},
         ).start()
         os.sched_setaffinity(0, set(cores[1:]) or {self.core})  # ...the client keeps the rest
-        self.http = httpx.AsyncClient(
-            base_url=self.process.url,
-            timeout=60,
-            limits=httpx.Limits(max_connections=CONCURRENCY),
-        )
+        self.http = httpx.AsyncClient(base_url=self.process.url, timeout=60)
+        self.pool = HttpPool(max_connections_per_origin=CONCURRENCY)  # the fast client
+        self.route_url = f"{self.process.url}/v1/route"
 
     async def register(self, examples: dict[str, list[str]]) -> None:
         for label, said in examples.items():
@@ -181,9 +181,16 @@ class Coordinator:
 
     async def route(self, text: str, request_id: str | None = None) -> dict[str, Any]:
         body = {"text": text} | ({"request_id": request_id} if request_id else {})
-        response = await self.http.post("/v1/route", json=body)
-        response.raise_for_status()
-        decision: dict[str, Any] = response.json()
+        response = await self.pool.request(
+            "POST",
+            self.route_url,
+            headers=[("content-type", "application/json")],
+            body=orjson.dumps(body),
+            timeout_s=60,
+        )
+        if response.status != 200:
+            raise RuntimeError(f"route answered {response.status}: {response.body[:200]!r}")
+        decision: dict[str, Any] = orjson.loads(response.body)
         return decision
 
     async def expected(self) -> dict[str, Any]:
@@ -197,6 +204,7 @@ class Coordinator:
 
     async def aclose(self) -> None:
         await self.http.aclose()
+        await self.pool.aclose()
         self.process.stop()
 
 

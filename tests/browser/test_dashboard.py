@@ -141,9 +141,7 @@ def test_a_text_decision_explains_matchers_thresholds_and_params(
         input_schema=schema,
     )
     start_agent("parcel-1", ["parcel.track"], examples=["我的快递到哪了", "包裹怎么还没到"])
-    wait_until(
-        lambda: http.get("/v1/policy").json()["matching"]["current"], "the matchers to fit"
-    )
+    wait_until(lambda: http.get("/v1/policy").json()["matching"]["current"], "the matchers to fit")
     http.post("/v1/route", json={"text": "帮我查一下订单 888 的状态"})
 
     open_view(page, coordinator, "decisions")

