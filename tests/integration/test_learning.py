@@ -206,3 +206,30 @@ def test_a_correction_through_one_coordinator_is_learned_by_the_other(
         invoked = a.post("/v1/invoke", json={"text": OUT_OF_SCOPE, "payload": {}})
         assert invoked.json()["agent_id"] == "faq-1"
         assert len(agent.received) == 1 and other.received == []
+
+
+def test_adaptive_weights_move_with_outcomes_and_show_in_each_decision(tmp_path, fake_agents):
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[adaptation]\nenabled = true\nrate = 0.5\n", encoding="utf-8")
+    failing, failing_url = fake_agents(name="flaky", status=503)
+    steady, steady_url = fake_agents(name="steady", delay_s=0.05)
+    with (
+        run_coordinator(Settings(decision_log="off", policy_file=policy)) as (url, _),
+        httpx.Client(base_url=url) as http,
+    ):
+        for agent_id, endpoint in (("flaky-1", failing_url), ("steady-1", steady_url)):
+            body = {
+                "id": agent_id,
+                "capabilities": ["stock.check"],
+                "transport": {"endpoint": endpoint},
+            }
+            assert http.post("/v1/agents", json=body).status_code == 201
+        base = http.post("/v1/route", json={"capability": "stock.check"}).json()["weights"]
+        for _ in range(6):
+            answer = http.post("/v1/invoke", json={"capability": "stock.check", "payload": {}})
+            assert answer.status_code == 200, answer.text
+        weights = http.post("/v1/route", json={"capability": "stock.check"}).json()["weights"]
+    assert weights != base
+    assert set(weights) == set(base)
+    assert all(0.5 * base[f] - 1e-9 <= weights[f] <= 2.0 * base[f] + 1e-9 for f in base)
+    assert len(failing.received) >= 1 and len(steady.received) == 6

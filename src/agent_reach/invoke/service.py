@@ -286,6 +286,7 @@ class InvokeService:
         except ReachError as exc:
             exc.details.setdefault("route", decision)
             raise
+        self._learn_weights(decision, delivered, policy)
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
             self.routing.affinity.record(
@@ -307,6 +308,17 @@ class InvokeService:
             attempts=delivered.attempts,
         )
         return Answer.of(200, result), None
+
+    def _learn_weights(
+        self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy
+    ) -> None:
+        """Each attempt's outcome teaches the factor weights (when they adapt)."""
+        if not policy.adaptation.enabled:
+            return
+        for attempt in delivered.attempts:
+            self.routing.adaptation.record(
+                decision, attempt.agent_id, ok=attempt.outcome == "ok", policy=policy
+            )
 
     def _params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
         """The params pulled out of the text, with the caller's own payload fields kept."""

@@ -43,6 +43,17 @@ class LearningPolicy(BaseModel):
     )
 
 
+class AdaptationPolicy(BaseModel):
+    """Online adaptation of factor weights to outcomes (routing/adaptation.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False  # off: the weights are exactly the policy's
+    rate: float = Field(0.05, gt=0, le=1, description="step per delivery outcome")
+    low: float = Field(0.5, ge=0, le=1, description="a weight stays >= low x its policy value")
+    high: float = Field(2.0, ge=1, le=10, description="... and <= high x its policy value")
+
+
 class TimeoutClassPolicy(BaseModel):
     """How long one delivery of a class may take, and how often it may be re-sent."""
 
@@ -106,6 +117,7 @@ class RoutingPolicy(BaseModel):
     match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
     delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     learning: LearningPolicy = Field(default_factory=LearningPolicy)
+    adaptation: AdaptationPolicy = Field(default_factory=AdaptationPolicy)
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(

@@ -7,12 +7,15 @@ socket, and it never raises for "nothing fits" — the decision says why instead
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.scoring import factors_of, weighted_score
+
+WeightsOf = Callable[[str], tuple[tuple[str, float], ...]]
 
 _rng = random.Random()  # our own: callers seeding `random` do not steer ties
 
@@ -44,6 +47,7 @@ def decide(
     warm_agents: frozenset[str] = frozenset(),
     from_text: bool = False,
     text: TextMatch | None = None,
+    weights_of: WeightsOf | None = None,
 ) -> RouteDecision:
     """Score every live instance of every matched capability and pick the best.
 
@@ -53,9 +57,10 @@ def decide(
     `margin` (`margin`); a live generic agent then takes the request (`generic`), else the
     decision names nobody. Instance factors rank the instances of the chosen capability;
     they never turn a refusal into a guess. A text learned from a correction (`learned`)
-    goes to its capability without thresholds.
+    goes to its capability without thresholds. `weights_of` gives a capability's factor
+    weights when they adapt to outcomes (else the policy's).
     """
-    decider = _Decider(index, policy, now, warm_agents)
+    decider = _Decider(index, policy, now, warm_agents, weights_of)
     if not from_text:
         return decider.decide_exact(matches)
     decision = decider.decide_text(matches)
@@ -69,6 +74,7 @@ class _Decider:
     policy: RoutingPolicy
     now: float
     warm_agents: frozenset[str]
+    weights_of: WeightsOf | None = None
 
     def decide_exact(self, matches: list[CapabilityMatch]) -> RouteDecision:
         candidates = self.score(matches)
@@ -102,6 +108,8 @@ class _Decider:
         weights = self.policy.weight_items
         candidates: list[Candidate] = []
         for match in matches:
+            if self.weights_of is not None:
+                weights = self.weights_of(match.capability)
             for instance in self.index.instances_of(match.capability):
                 if not instance.is_live(self.now):
                     continue
@@ -153,7 +161,11 @@ class _Decider:
             candidates=candidates[:MAX_EXPLAINED],
             margin=margin,
             policy_version=self.policy.version,
-            weights=self.policy.effective_weights,
+            weights=(
+                dict(self.weights_of(chosen.capability))
+                if self.weights_of is not None and chosen is not None
+                else self.policy.effective_weights
+            ),
         )
 
 

@@ -12,6 +12,7 @@ from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.adaptation import WeightLearner
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.params import extract_params, missing_properties, schema_of
@@ -49,6 +50,7 @@ class RoutingService:
         self.tracer = tracer
         self.metrics = metrics
         self.record_text = record_text
+        self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
@@ -93,6 +95,11 @@ class RoutingService:
             warm_agents=warm,
             from_text=request.capability is None,
             text=text,
+            weights_of=(
+                (lambda tag: self.adaptation.weights(tag, policy))
+                if policy.adaptation.enabled
+                else None
+            ),
         )
         if text is not None and request.text is not None:
             if decision.capability is not None:
