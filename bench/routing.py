@@ -387,10 +387,9 @@ async def main() -> None:
     loaders = {"clinc150": load_clinc, "smp2017": load_smp}
     names = list(loaders) if args.corpus == "all" else [args.corpus]
     corpora = {name: loaders[name](args.data) for name in names}
+    ks = [int(k) for k in args.k.split(",") if int(k) > 0]  # --k 0: the corrections only
     results = [
-        await run(corpus, int(k), args.policy, console)
-        for corpus in corpora.values()
-        for k in args.k.split(",")
+        await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
     ]
     taught = None
     if args.corrections and "clinc150" in corpora:

@@ -38,7 +38,7 @@ SHOP = {
     ),
 }
 ORDER_TEXT = "帮我查一下订单 888 的状态"
-MIXED = "我想取消订单，顺便问下快递到哪了"  # an order first, a parcel second
+MIXED = "帮我取消订单，快递别送了"  # an order first, a parcel second
 OUT_OF_SCOPE = "今天天气怎么样"
 
 
