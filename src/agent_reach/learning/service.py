@@ -19,11 +19,13 @@ from agent_reach.backends.protocols import LearningStore
 from agent_reach.clock import Clock
 from agent_reach.errors import NotFound, ReachError, ValidationFailed
 from agent_reach.model.feedback import LearnedExample, RoutedText
+from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.learned import LearnedSet
 from agent_reach.routing.matchers.protocol import normalize_text
 from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.security.ownership import may_use
 
 log = structlog.get_logger("agent_reach.learning")
 
@@ -76,16 +78,18 @@ class LearningService:
         except ReachError as exc:
             log.warning("routed_text_not_kept", request_id=request_id, error=exc.code)
 
-    async def correct(self, principal: str, request_id: str, capability: str) -> LearnedExample:
+    async def correct(
+        self, principal: Principal, request_id: str, capability: str
+    ) -> LearnedExample:
         """Learn that the text of `request_id` belongs to `capability`.
 
-        `UnknownRequest` (404) unless `principal` routed that text request within the
-        policy's `learning.correctable_s`; `ValidationFailed` (422) for a capability no
-        registered agent offers.
+        `UnknownRequest` (404) unless `principal` routed that text request (or is an
+        admin) within the policy's `learning.correctable_s`; `ValidationFailed` (422) for
+        a capability no registered agent offers.
         """
         raw = await self.store.get_text(request_id)
         routed = _routed(raw)
-        if routed is None or routed.principal != principal:
+        if routed is None or not may_use(principal, routed.principal):
             raise UnknownRequest(
                 "no text request with this id of yours can be corrected (unknown or too old)",
                 request_id=request_id,

@@ -70,12 +70,14 @@ class RoutingService:
         trace_id: str,
         kind: Literal["route", "invoke"] = "route",
         parent_span_id: str | None = None,
-        principal: str = "",
+        principal: str | None = None,
     ) -> RouteDecision:
         """The explained decision for one request, logged and traced; nothing is invoked.
 
-        A text request is remembered for the policy's `learning.correctable_s`, so that
-        `principal` (and nobody else) may correct it by `POST /v1/feedback`.
+        `principal` (who asked) is kept with the decision and its span, so each caller
+        can be shown its own. A text request is remembered for the policy's
+        `learning.correctable_s`, so that `principal` (and nobody else) may correct it
+        by `POST /v1/feedback`.
         """
         started = self.clock.monotonic()
         policy = self.policy()
@@ -105,8 +107,12 @@ class RoutingService:
             if decision.capability is not None:
                 text.params = await self.params_of(decision.capability, request.text)
             if self.record_text is not None and policy.learning.correctable_s > 0:
-                await self.record_text(request_id, principal, request.text, decision.capability)
-        self.decision_log.record(decision, kind=kind, request_id=request_id, trace_id=trace_id)
+                await self.record_text(
+                    request_id, principal or "", request.text, decision.capability
+                )
+        self.decision_log.record(
+            decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
+        )
         self.metrics.route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(
             "route",
@@ -117,6 +123,7 @@ class RoutingService:
             status="ok" if decision.agent_id else decision.rule,
             agent_id=decision.agent_id,
             note=decision.rule,
+            principal=principal,
         )
         return decision
 

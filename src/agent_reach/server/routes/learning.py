@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from agent_reach.model.feedback import FeedbackRequest
+from agent_reach.security.ownership import require_not_observer
 from agent_reach.server.auth import Admin, Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -24,8 +25,9 @@ async def feedback(body: FeedbackRequest, request: Request, principal: Caller) -
     capability no agent offers; 403 for one you may not invoke.
     """
     runtime = runtime_of(request)
+    require_not_observer(principal, "correct a route")
     runtime.security.authorize_invoke(principal, body.capability)
-    example = await runtime.learning.correct(principal.name, body.request_id, body.capability)
+    example = await runtime.learning.correct(principal, body.request_id, body.capability)
     return json_response({"learned": example}, status=201)
 
 
