@@ -331,7 +331,9 @@ class MatchingPipeline:
         if first is None:
             return
         fitted = self._fitted.get(first)
-        if fitted is not None and fitted.key == self._catalog_key():
+        # a registration is waited for (briefly); learned examples are not: their own texts
+        # route at once by the snapshot, and a stream of corrections must not stall requests
+        if fitted is not None and fitted.key[0] == self.index.version:
             return
         wait_s = REFIT_WAIT_S if fitted is not None else None  # never fitted: wait for it
         try:
