@@ -32,7 +32,7 @@ from agent_reach.demo import run_demo
 from agent_reach.errors import InvalidRequest, ReachError, error_from_body
 from agent_reach.model.access import AccessRule, CapabilityPattern
 from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
-from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.decisions import RouteDecision, TextMatch
 from agent_reach.model.keys import ROLES, Principal, Role
 from agent_reach.observability.logging import configure_logging
 from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
@@ -534,6 +534,8 @@ def decision_table(decision: RouteDecision) -> Table:
         caption += f" (refused by {decision.refused_by})"
     if decision.margin is not None:
         caption += f" · margin {decision.margin:.3f}"
+    if decision.text is not None:
+        caption += "\n" + _text_explained(decision.text, decision.margin)
     table = Table(
         title=f"route decision: {chosen}",
         title_justify="left",
@@ -564,6 +566,25 @@ def decision_table(decision: RouteDecision) -> Table:
             style="bold green" if is_chosen else None,
         )
     return table
+
+
+def _text_explained(text: TextMatch, margin: float | None) -> str:
+    """How a text was matched: matchers, calibration, thresholds, what was learned, params."""
+    gap = "-" if margin is None else f"{margin:.3f}"
+    lines = [
+        f"matchers {' + '.join(text.matchers) or 'none'}"
+        + (f" (pending: {', '.join(text.pending)})" if text.pending else "")
+        + (" · calibrated on the catalog" if text.calibrated else " · not calibrated (few cards)"),
+        f"thresholds: match ≥ {text.min_confidence:g}, gap to the next capability {gap}"
+        f" ≥ {text.margin:g} (calibrated confidences, the match column)",
+    ]
+    if text.learned:
+        lines.append(f"learned example {text.learned['id']} → {text.learned['capability']}")
+    if text.not_mine:
+        lines.append(f"said not mine (421) before: {', '.join(text.not_mine)}")
+    if text.params is not None:
+        lines.append(f"params {orjson.dumps(text.params).decode()}")
+    return "\n".join(lines)
 
 
 def _optional(value: float | None, template: str) -> str:

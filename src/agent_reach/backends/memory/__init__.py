@@ -7,6 +7,7 @@ from agent_reach.backends.memory.contexts import MemoryContextStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
+from agent_reach.backends.memory.learning import MemoryLearningStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
@@ -28,4 +29,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
+        learning=MemoryLearningStore(clock),
     )

@@ -55,5 +55,17 @@ async def route(
 @router.get("/policy")
 async def policy(request: Request, _: Observer) -> Response:
     """The routing policy in force, its version and where it came from (observers and
-    admins: it names every principal's rules and quotas)."""
-    return json_response(runtime_of(request).policy.status())
+    admins: it names every principal's rules and quotas), and which text matchers are
+    ready (the sentence encoder loads in the background)."""
+    runtime = runtime_of(request)
+    status = runtime.policy.status()
+    return json_response(
+        {
+            "version": status.version,
+            "source": status.source,
+            "loaded_at": status.loaded_at,
+            "policy": status.policy,
+            "last_error": status.last_error,
+            "matching": runtime.routing.matching.status(status.policy),
+        }
+    )
