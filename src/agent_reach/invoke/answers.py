@@ -2,7 +2,8 @@
 
 Remembering is off the request path: answers wait in a bounded buffer that a
 writer drains every `FLUSH_S` (no task wake-up per request), so a slow store never
-slows a successful request; under overload the oldest are dropped.
+slows a successful request; under overload the oldest are dropped. Answers over
+`max_bytes` once encoded are not remembered (the store bounds the total).
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def answer_key(capability: str, payload: Any) -> str:
 class AnswerMemory:
     """Writes answers in the background; reads them when everything else failed."""
 
-    def __init__(self, cache: AnswerCache) -> None:
+    def __init__(self, cache: AnswerCache, max_bytes: int) -> None:
         self.cache = cache
+        self.max_bytes = max_bytes
+        self.skipped = 0  # answers too large to remember
         self._pending: deque[tuple[str, Any, Any, float]] = deque(maxlen=PENDING_MAX)
 
     def remember(self, capability: str, payload: Any, result: Any, ttl_s: float) -> None:
@@ -55,8 +58,12 @@ class AnswerMemory:
                 capability, payload, result, ttl_s = self._pending.popleft()
                 latest[answer_key(capability, payload)] = (result, ttl_s)
             for key, (result, ttl_s) in latest.items():
+                body = orjson.dumps(result)
+                if len(body) > self.max_bytes:
+                    self.skipped += 1
+                    continue
                 try:
-                    await self.cache.put(key, orjson.dumps(result), ttl_s)
+                    await self.cache.put(key, body, ttl_s)
                 except StoreUnavailable:
                     log.warning("answer_not_remembered")
                     break
