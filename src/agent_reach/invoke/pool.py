@@ -411,8 +411,6 @@ class _Origin:
                 )
         except TimeoutError:
             self._pass_slot()
-            if budget <= self.pool.connect_timeout_s:
-                raise RequestTimeout(f"timed out connecting to {self.name}", sent=False) from None
             raise ConnectTimedOut(f"connect to {self.name} timed out after {limit:g} s") from None
         except OSError as exc:
             self._pass_slot()
