@@ -14,7 +14,9 @@ ANSWERS = {
     "/bare-lf": b"HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: 15\n\n" + RESULT,
     "/dup-cl": b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\ncontent-length: 16\r\n\r\n" + RESULT,
     "/cl-te": b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\ntransfer-encoding: chunked\r\n\r\n"
-    + b"f\r\n" + RESULT + b"\r\n0\r\n\r\n",
+    + b"f\r\n"
+    + RESULT
+    + b"\r\n0\r\n\r\n",
     "/close": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n"
     + RESULT,
     "/idle-close": b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\n\r\n" + RESULT,

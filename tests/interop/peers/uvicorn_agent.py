@@ -30,8 +30,13 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     else:
         acted += 1
         if scope["path"] == "/chunked":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await send({"type": "http.response.body", "body": b'{"peer": ', "more_body": True})
             await send({"type": "http.response.body", "body": b'"uvicorn"}'})
             return
@@ -44,6 +49,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 sock = socket.socket()
 sock.bind(("127.0.0.1", 0))
+sock.listen(128)  # connections wait in the backlog until uvicorn serves them
 print(f"PORT {sock.getsockname()[1]}", flush=True)
 config = uvicorn.Config(app, http="httptools", log_level="warning", access_log=False)
 uvicorn.Server(config).run(sockets=[sock])
