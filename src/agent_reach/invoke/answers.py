@@ -53,17 +53,21 @@ class AnswerMemory:
         """Write queued answers until cancelled."""
         while True:
             await asyncio.sleep(FLUSH_S)
-            latest: dict[str, tuple[Any, float]] = {}  # one write per key: the newest wins
-            while self._pending:
-                capability, payload, result, ttl_s = self._pending.popleft()
-                latest[answer_key(capability, payload)] = (result, ttl_s)
-            for key, (result, ttl_s) in latest.items():
-                body = orjson.dumps(result)
-                if len(body) > self.max_bytes:
-                    self.skipped += 1
-                    continue
-                try:
-                    await self.cache.put(key, body, ttl_s)
-                except StoreUnavailable:
-                    log.warning("answer_not_remembered")
-                    break
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write the answers queued so far: one write per key, the newest wins."""
+        latest: dict[str, tuple[Any, float]] = {}
+        while self._pending:
+            capability, payload, result, ttl_s = self._pending.popleft()
+            latest[answer_key(capability, payload)] = (result, ttl_s)
+        for key, (result, ttl_s) in latest.items():
+            body = orjson.dumps(result)
+            if len(body) > self.max_bytes:
+                self.skipped += 1
+                continue
+            try:
+                await self.cache.put(key, body, ttl_s)
+            except StoreUnavailable:
+                log.warning("answer_not_remembered")
+                break
