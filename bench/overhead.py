@@ -26,6 +26,7 @@ import http.client
 import json
 import os
 import platform
+import secrets
 import shlex
 import shutil
 import socket
@@ -69,6 +70,7 @@ BODY = json.dumps(
 WRK_SCRIPT = """\
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %s"
 wrk.body = %s
 
 done = function(summary, latency, requests)
@@ -79,6 +81,23 @@ done = function(summary, latency, requests)
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
     latency:percentile(50), latency:percentile(99), latency.max))
 end
+"""
+# Security as deployed: the caller may invoke `echo`, the agent may register it, and a
+# quota far above the load keeps the token bucket on the hot path without refusing.
+BENCH_POLICY = """\
+[[access.invoke]]
+principals = ["name:bench-caller"]
+capabilities = ["echo"]
+
+[[access.register]]
+principals = ["name:echo-agent"]
+capabilities = ["echo"]
+
+[[quotas]]
+principals = ["name:bench-caller"]
+capabilities = ["echo"]
+rate_per_s = 1000000.0
+burst = 1000000
 """
 NGINX_CONF = """\
 daemon off;
@@ -202,6 +221,11 @@ def parse_args() -> argparse.Namespace:
         "--warmup", type=int, default=2, help="whole seconds of load per target first"
     )
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument(
+        "--profile",
+        help="sample the coordinator with py-spy during its run at the top concurrency and "
+        "write the flat profile (py-spy's raw format) here; needs `pip install py-spy`",
+    )
     # Any server can stand in for the coordinator: {python}, {port} and {repo} are filled in.
     parser.add_argument(
         "--coordinator-cmd", default=DEFAULT_COORDINATOR_CMD, help=argparse.SUPPRESS
@@ -234,12 +258,17 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         nginx = start("nginx", [NGINX, "-p", str(tmp), "-e", error_log, "-c", str(conf)])
         wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log")
 
-        # The embedded default with security off (keys are not what this measures) and the
-        # decision log written to a file, as a deployment would keep it.
+        # The embedded default as deployed: security on (API keys, access rules, a
+        # quota), the decision log written to a file, tracing on.
+        admin_key = secrets.token_urlsafe(32)
+        policy = tmp / "policy.toml"
+        policy.write_text(BENCH_POLICY)
         env = dict(
             os.environ,
             AR_REGISTRY_BACKEND="memory",
-            AR_AUTH="off",
+            AR_AUTH="on",
+            AR_ADMIN_KEY=admin_key,
+            AR_POLICY_FILE=str(policy),
             AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
         )
         # The checkout's own source first, so an uninstalled tree is benchmarked as it is.
@@ -249,10 +278,10 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         cmd = args.coordinator_cmd.format(python=sys.executable, port=coord_port, repo=REPO)
         coord = start("coordinator", shlex.split(cmd), env)
         wait_healthy("coordinator", coord, coord_port, "/healthz", tmp / "coordinator.log", cmd)
-        register_agent(coord_port, agent_port)
+        caller_key = register_agent(coord_port, agent_port, admin_key)
 
         script = tmp / "post.lua"
-        script.write_text(WRK_SCRIPT % json.dumps(BODY))
+        script.write_text(WRK_SCRIPT % (caller_key, json.dumps(BODY)))
         yield (
             [
                 Target("direct", f"http://127.0.0.1:{agent_port}/invoke", agent.pid),
@@ -283,10 +312,14 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def http_call(port: int, method: str, path: str, body: str | None = None) -> tuple[int, bytes]:
+def http_call(
+    port: int, method: str, path: str, body: str | None = None, key: str | None = None
+) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
         conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
@@ -311,19 +344,31 @@ def wait_healthy(name: str, proc: Process, port: int, path: str, log: Path, cmd:
     raise BenchError(f"{name} on 127.0.0.1:{port} {what}.\n{command}last output:\n{tail}")
 
 
-def register_agent(coord_port: int, agent_port: int) -> None:
+def register_agent(coord_port: int, agent_port: int, admin_key: str) -> str:
+    """Mint the agent's and the caller's keys, register the echo agent, invoke it once;
+    the caller's key."""
+    keys = {}
+    for principal, role in (("echo-agent", "agent"), ("bench-caller", "caller")):
+        request = {"principal": principal, "domain": "bench", "role": role}
+        status, body = http_call(coord_port, "POST", "/v1/keys", json.dumps(request), admin_key)
+        if status != 201:
+            raise BenchError(f"minting a key answered {status}: {body[:500]!r}")
+        keys[role] = json.loads(body)["key"]
     registration = {
         "id": AGENT_ID,
         "capabilities": [CAPABILITY],
         "transport": {"type": "http", "endpoint": f"http://127.0.0.1:{agent_port}/invoke"},
         "ttl": 3600,
     }
-    status, body = http_call(coord_port, "POST", "/v1/agents", json.dumps(registration))
+    status, body = http_call(
+        coord_port, "POST", "/v1/agents", json.dumps(registration), keys["agent"]
+    )
     if not 200 <= status < 300:
         raise BenchError(f"registering the echo agent answered {status}: {body[:500]!r}")
-    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY)
+    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY, keys["caller"])
     if not 200 <= status < 300:
         raise BenchError(f"a first POST /v1/invoke answered {status}: {body[:500]!r}")
+    return keys["caller"]
 
 
 def measure(
@@ -336,7 +381,11 @@ def measure(
     results = []
     for concurrency in args.concurrency:
         for target in targets:
+            profiling = args.profile and target.name == "coordinator" and concurrency == top
+            sampler = start_sampler(target.pid, args.duration, args.profile) if profiling else None
             runs = [run_wrk(target, concurrency, args.duration, script) for _ in range(args.repeat)]
+            if sampler is not None:
+                sampler.wait()
             result = median_result(runs)
             console.print(
                 f"c={concurrency:<3} {target.name:<12} {result.rps:>10,.0f} req/s  "
@@ -344,6 +393,14 @@ def measure(
             )
             results.append(result)
     return results
+
+
+def start_sampler(pid: int, duration_s: int, out: str) -> Process:
+    """py-spy sampling `pid` for `duration_s` into `out` (collapsed stacks)."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    cmd = [py_spy, "record", "-p", str(pid), "-d", str(duration_s), "-r", "200"]
+    cmd += ["-f", "raw", "-o", out, "--nonblocking"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def run_wrk(target: Target, concurrency: int, duration_s: int, script: Path) -> Result:

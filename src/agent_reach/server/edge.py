@@ -184,10 +184,16 @@ async def serve(
     await EdgeServer(app, host, port, config).serve(None if sock is None else [sock])
 
 
-def run(app: ASGIApp, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def run(
+    app: ASGIApp,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    sock: socket.socket | None = None,
+) -> None:
     """`serve` on uvloop (blocking); exits with status 3 when the app does not start."""
     try:
-        uvloop.run(serve(app, host, port))
+        uvloop.run(serve(app, host, port, sock=sock))
     except StartupFailed as exc:
         log.error("startup_failed", error=str(exc))
         raise SystemExit(STARTUP_FAILURE) from None
