@@ -85,12 +85,18 @@ def shape_result(content_type: bytes | None, body: bytes, xml: XmlMapping | None
     """The one result shape of a 2xx body (see the module docstring)."""
     if not body:
         return Shaped(None, "empty")
+    if content_type == b"application/json":  # nearly every answer: no parsing of the type
+        return _json(body, "application/json")
     media, charset = _media_type(content_type)
     if media in _TEXT_TYPES:
         return Shaped({"text": _text(body, charset)}, "text")
     if media in _XML_TYPES:
         document = _text(body, charset)
         return Shaped(xml(document) if xml is not None else {"xml": document}, "xml")
+    return _json(body, media)
+
+
+def _json(body: bytes, media: str) -> Shaped:
     try:
         return Shaped(orjson.loads(body), "json")
     except orjson.JSONDecodeError:
