@@ -116,3 +116,15 @@ def test_a_client_still_sending_an_oversized_body_reads_the_413(raw: RawClient) 
     reply = raw.reply()
     assert (reply.status, reply.code()) == (413, "payload_too_large")
     assert raw.is_closed()
+
+
+@pytest.mark.parametrize("size_line", [b"%x ;ext=1", b"%x\t;ext=1", b"%x  ;ext=1"])
+def test_whitespace_before_a_chunk_extension_is_accepted(
+    raw: RawClient, capability: str, size_line: bytes
+) -> None:
+    body = invoke(capability)
+    chunk = size_line.replace(b"%x", b"%x" % len(body)) + b"\r\n" + body + b"\r\n0\r\n\r\n"
+    raw.send(head("POST", "/v1/invoke", "host: edge", "transfer-encoding: chunked") + chunk)
+    reply = raw.reply()
+    assert reply.status == 200, reply.body
+    assert json.loads(reply.body)["result"]["echo"] == {"n": 7}

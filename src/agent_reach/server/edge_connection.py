@@ -112,7 +112,7 @@ class HttpConnection(asyncio.Protocol):
     def __init__(self, server: Host, loop: asyncio.AbstractEventLoop) -> None:
         self.server = server
         self.loop = loop
-        self.parser = httptools.HttpRequestParser(self)
+        self.parser = _request_parser(self)
         self.queue: deque[Exchange] = deque()  # arrival order; the first is being answered
         self.current: Exchange | None = None  # whose body is arriving
         self.url = b""
@@ -401,7 +401,7 @@ class HttpConnection(asyncio.Protocol):
             framing = b"content-length: %d" % self.declared
         else:
             framing = b"transfer-encoding: chunked"
-        self.parser = httptools.HttpRequestParser(self)
+        self.parser = _request_parser(self)
         self.priming = True
         self.parser.feed_data(b"POST / HTTP/1.1\r\nhost: -\r\n%s\r\n\r\n" % framing)
         self.priming = False
@@ -549,6 +549,14 @@ class _Refusal:
 
     def disconnect(self) -> None:
         """Nothing to stop."""
+
+
+def _request_parser(connection: HttpConnection) -> httptools.HttpRequestParser:
+    """llhttp as strict as it comes, but for the optional whitespace RFC 9112 §7.1.1
+    allows between a chunk size and its extensions (`5 ;name=value`)."""
+    parser = httptools.HttpRequestParser(connection)
+    parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
+    return parser
 
 
 def _check_request_line(http_version: str, hosts: int) -> None:
