@@ -97,7 +97,8 @@ capabilities = ["echo"]
 [[access.register]]
 principals = ["name:echo-agent"]
 capabilities = ["echo"]
-
+"""
+BENCH_QUOTA = """
 [[quotas]]
 principals = ["name:bench-caller"]
 capabilities = ["echo"]
@@ -195,7 +196,7 @@ def main() -> None:
                 "body_bytes": len(BODY),
                 "coordinator_cmd": args.coordinator_cmd,
                 "workers": args.workers,
-                "security": "on (keys, access rules, a quota)",
+                "security": "keys, access rules" + ("" if args.no_quota else ", a quota"),
             },
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "results": [asdict(r) for r in results],
@@ -232,6 +233,11 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=1,
         help="coordinator worker processes (Redis backend) against nginx worker_processes",
+    )
+    parser.add_argument(
+        "--no-quota",
+        action="store_true",
+        help="leave the quota out of the policy (on Redis it is one EVALSHA per request)",
     )
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument(
@@ -280,7 +286,7 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         # quota), the decision log written to a file, tracing on.
         admin_key = secrets.token_urlsafe(32)
         policy = tmp / "policy.toml"
-        policy.write_text(BENCH_POLICY)
+        policy.write_text(BENCH_POLICY + ("" if args.no_quota else BENCH_QUOTA))
         env = dict(
             os.environ,
             AR_REGISTRY_BACKEND="memory",
