@@ -6,9 +6,9 @@ background task hands the list to a thread every `FLUSH_S`, which writes it in o
 call — no per-record locks, handlers or syscalls on the request path (measured: the
 stdlib `logging` route cost about 15 % of the coordinator's CPU at 64 concurrent
 requests). Serializing in the thread instead held the GIL for a whole batch (about
-1,200 decisions at 6,000 req/s), so the event loop stalled for up to a switch
-interval (5 ms) at every flush: bench/overhead.py measured p99 at 64 concurrent
-requests 35 ms with the log against 24 ms without it.
+1,200 decisions at 6,000 req/s), which can stall the event loop for up to a switch
+interval (5 ms) at every flush; bench/overhead.py measured p99 at 64 concurrent
+requests 35 ms with the log serialized that way against 24 ms without the log.
 Whatever the target, the newest decisions also stay in memory for `GET /v1/decisions`.
 """
 
