@@ -46,6 +46,7 @@ from agent_reach.security.access import (
 )
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
+from agent_reach.server.workers import check_workers, serve_workers
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
@@ -110,6 +111,13 @@ def serve(
         Path | None,
         typer.Option(exists=True, dir_okay=False, help="TOML or YAML settings file."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Coordinator processes sharing the port (SO_REUSEPORT), one per core; "
+            "more than 1 needs the Redis backend."
+        ),
+    ] = 1,
 ) -> None:
     """Run the coordinator (settings from --config or AR_* variables; flags win)."""
     overrides: dict[str, Any] = {"host": host, "port": port}
@@ -118,8 +126,11 @@ def serve(
     else:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_level, json=settings.log_json)
+    check_workers(settings, workers)
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
     os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
+    if workers > 1:  # the workers get the settings as built here, secrets included
+        raise typer.Exit(serve_workers(settings, workers, GC_THRESHOLDS))
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms
     # to ~12 ms (bench/overhead.py).

@@ -323,6 +323,7 @@ class InvokeService:
             result=delivered.result,
             route=decision,
             attempts=delivered.attempts,
+            normalized=delivered.normalized,
         )
         return Answer.of(200, result), None
 

@@ -113,7 +113,7 @@ async def open_runtime(
         settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     invoke = InvokeService(
         routing=routing,

@@ -25,7 +25,7 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         tasks=MemoryTaskStore(clock),
         queues=MemoryQueueStore(clock),
         journal=MemoryJournalStore(),
-        answers=MemoryAnswerCache(clock),
+        answers=MemoryAnswerCache(clock, settings.answer_memory_bytes),
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
