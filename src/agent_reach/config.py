@@ -42,6 +42,7 @@ DEFAULT_CONTEXT_MAX_FIELDS = 1024  # object keys at every depth: far above any h
 DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
+CLUSTER_MODE_WORDS = ("standalone", "cluster")  # AR_CLUSTER_MODE in the original compose file
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 
 
@@ -59,6 +60,11 @@ class Settings(BaseSettings):
         "memory", description="memory, redis, or an import string package.module:factory"
     )
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_cluster: bool = Field(
+        False,
+        description="AR_REDIS_URL names any node of a Redis Cluster (AR_CLUSTER_MODE=cluster "
+        "says the same, as in the original deployment)",
+    )
     redis_prefix: str = Field("ar", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     redis_timeout_s: float = Field(0.5, gt=0, le=30)
     registry_resync_s: float = Field(
@@ -128,6 +134,20 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cluster_mode_words(cls, data: Any) -> Any:
+        """The original deployment's AR_CLUSTER_MODE=standalone|cluster, as booleans."""
+        if not isinstance(data, dict):
+            return data
+        mode = data.get("cluster_mode")
+        if isinstance(mode, str) and mode.strip().lower() in CLUSTER_MODE_WORDS:
+            is_cluster = mode.strip().lower() == "cluster"
+            data = {**data, "cluster_mode": is_cluster}
+            if is_cluster:
+                data.setdefault("redis_cluster", True)
+        return data
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
