@@ -147,11 +147,23 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         rig.close()
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> dict[str, str]:
     """Coordinator options for each backend; Redis runs under a test-private key prefix."""
     if request.param == "memory":
         return {"backend": "memory"}
+    if request.param == "redis-cluster":
+        return {
+            "backend": "redis-cluster",
+            "redis_url": request.getfixturevalue("redis_cluster").url,
+            "redis_prefix": request.getfixturevalue("redis_cluster_prefix"),
+        }
     return {
         "backend": "redis",
         "redis_url": request.getfixturevalue("redis_url"),

@@ -102,3 +102,8 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )
+
+
+async def open_redis_cluster(settings: Settings, clock: Clock) -> Backends:
+    """`open_redis` on a Redis Cluster, whatever `settings.redis_cluster` says."""
+    return await open_redis(settings.model_copy(update={"redis_cluster": True}), clock)
