@@ -45,7 +45,9 @@ def test_a_killed_master_costs_seconds_of_fast_503s_and_loses_no_request(
     rig.start(agent)
     rig.wait_healthy(coordinator.url, [agent.agent_id])
     victim = redis_cluster.master_of(registry_key(redis_cluster_prefix, "agents"))
-    probe = Load((coordinator.url,), "failover.act", RATE, DURATION_S, DEADLINE_S, id_prefix="probe")
+    probe = Load(
+        (coordinator.url,), "failover.act", RATE, DURATION_S, DEADLINE_S, id_prefix="probe"
+    )
     retried = Load(
         (coordinator.url,),
         "failover.act",
@@ -67,9 +69,7 @@ def test_a_killed_master_costs_seconds_of_fast_503s_and_loses_no_request(
     records = probe_history.records
     codes = {f"{r.status} {r.code}" for r in records}
     unavailable = [r for r in records if r.code == "store_unavailable"]
-    unavailable_s = (
-        max(r.invoke_t for r in unavailable) - killed.t if unavailable else 0.0
-    )
+    unavailable_s = max(r.invoke_t for r in unavailable) - killed.t if unavailable else 0.0
     slowest_s = max(r.latency_s or float("inf") for r in records)
     end_t = max(r.invoke_t for r in records)
     late = [r for r in records if r.invoke_t > end_t - RECOVERED_LAST_S and r.code != "ok"]
