@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     cluster_mode: bool = Field(
         False, description="several coordinators share state; needs a shared backend"
     )
+    node_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="this coordinator's name in X-Reach-Node, traces and the store (unique "
+        "per coordinator, e.g. the pod name); a random one when unset",
+    )
     registry_backend: str = Field(
         "memory", description="memory, redis, or an import string package.module:factory"
     )

@@ -66,14 +66,14 @@ async def open_runtime(
     settings: Settings, clock: Clock, policy: PolicySource
 ) -> AsyncIterator[Runtime]:
     """Open backends and clients, start the background loops; close all of it on exit."""
-    node_id = uuid.uuid4().hex[:12]
+    node_id = settings.node_id or uuid.uuid4().hex[:12]
     metrics = Metrics()
     export = (
         OtlpExport(settings.otlp_endpoint, clock, service_name="agent-reach", node_id=node_id)
         if settings.otlp_endpoint
         else None
     )
-    tracer = Tracer(TraceStore(settings.trace_store_size, clock), clock, export)
+    tracer = Tracer(TraceStore(settings.trace_store_size, clock, node_id), clock, export)
     backends = await open_backends(settings, clock)
     security = await open_security(settings, backends, policy, clock, metrics)
     transports = open_transports(security.guard.dial_address)
