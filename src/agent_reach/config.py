@@ -136,6 +136,18 @@ class Settings(BaseSettings):
         description="a file holding the first admin key (AR_ADMIN_KEY_FILE): unlike a "
         "variable, it does not stay readable in the process's environment",
     )
+    scale_webhook: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="URL that gets a signed POST when a capability falls below its "
+        "agents' min_instances (AR_SCALE_WEBHOOK); sent once across coordinators",
+    )
+    scale_webhook_secret: SecretStr | None = Field(
+        None, description="HMAC-SHA256 key of the webhook's X-Reach-Signature"
+    )
+    scale_check_s: float = Field(
+        0.5, gt=0, le=60, description="how often the registry is looked at for scale events"
+    )
     endpoint_allow: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",

@@ -19,6 +19,7 @@ from agent_reach.server.routes import (
     agents,
     contexts,
     decisions,
+    events,
     health,
     keys,
     queues,
@@ -57,6 +58,7 @@ class CoordinatorApp:
         install_error_handlers(self.api)
         for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
+        self.api.include_router(events.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)

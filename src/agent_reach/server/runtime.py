@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import httpx
 from starlette.requests import Request
 
 from agent_reach.backends.bundle import Backends
@@ -25,13 +26,16 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.observability.decision_log import DecisionLog
+from agent_reach.observability.events import EventFeed
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.registry.scale import FleetWatcher
 from agent_reach.registry.service import Registry
+from agent_reach.registry.webhook import ScaleWebhook
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
@@ -59,6 +63,7 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    events: EventFeed
 
 
 @asynccontextmanager
@@ -126,6 +131,17 @@ async def open_runtime(
         security=security,
         contexts=contexts,
     )
+    events = EventFeed(clock)
+    webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
+    fleet = FleetWatcher(
+        registry.index,
+        clock,
+        events,
+        policy,
+        backends.idempotency,
+        _scale_webhook(settings, webhook_client),
+        interval_s=settings.scale_check_s,
+    )
     runtime = Runtime(
         settings=settings,
         clock=clock,
@@ -143,6 +159,7 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        events=events,
     )
     await registry.start()
     loops = [
@@ -152,6 +169,7 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(fleet.run(), name="fleet-watcher"),
     ]
     try:
         yield runtime
@@ -166,8 +184,21 @@ async def open_runtime(
         await transports.aclose()
         await backends.aclose()
         await decision_log.aclose()
+        if webhook_client is not None:
+            await webhook_client.aclose()
         if export is not None:
             await asyncio.to_thread(export.close)
+
+
+def _scale_webhook(settings: Settings, client: httpx.AsyncClient | None) -> ScaleWebhook | None:
+    if settings.scale_webhook is None or client is None:
+        return None
+    secret = settings.scale_webhook_secret
+    return ScaleWebhook(
+        settings.scale_webhook,
+        None if secret is None else secret.get_secret_value().encode(),
+        client,
+    )
 
 
 def runtime_of(request: Request) -> Runtime:
