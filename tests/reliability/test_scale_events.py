@@ -35,8 +35,8 @@ DURATION_S = 8.0
 KILL_AT_S = 1.5
 DEADLINE_S = 2.0
 SETTLE_S = 10.0  # requests suspended while no instance was up finish on the replacement
-REPLACEMENT_WITHIN_S = 10.0
-READ_TIMEOUT = httpx.Timeout(5.0, read=30.0)  # the stream sends a keepalive every 15 s  # a Python agent process starts in about a second here
+REPLACEMENT_WITHIN_S = 10.0  # a Python agent process starts in about a second here
+READ_TIMEOUT = httpx.Timeout(5.0, read=30.0)  # the stream sends a keepalive every 15 s
 
 
 class Receiver:
