@@ -135,6 +135,7 @@ class RedisRegistryStore:
             try:
                 async with self._subscription() as pubsub:
                     delay_s = WATCH_BACKOFF_FIRST_S
+                    await _call(listener, RegistryEvent(op="resync", agent_id="", origin=""))
                     await self._follow(pubsub, listener)
             except (*DriverError, TimeoutError) as exc:
                 log.warning("registry_watch_lost", error=type(exc).__name__, retry_in_s=delay_s)
@@ -194,16 +195,20 @@ class RedisRegistryStore:
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("registry_event_unreadable", error=type(exc).__name__)
             return
-        try:
-            outcome = listener(event)
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception:
-            # One failing listener call must not end the watch that every later event needs.
-            log.exception("registry_listener_failed", op=event.op, agent_id=event.agent_id)
+        await _call(listener, event)
 
     def _key(self, kind: str, agent_id: str) -> str:
         return f"{self._prefix}{kind}:{agent_id}"
+
+
+async def _call(listener: RegistryListener, event: RegistryEvent) -> None:
+    try:
+        outcome = listener(event)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        # One failing listener call must not end the watch that every later event needs.
+        log.exception("registry_listener_failed", op=event.op, agent_id=event.agent_id)
 
 
 def encode_record(record: InstanceRecord) -> dict[str, Any]:
