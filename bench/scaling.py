@@ -10,7 +10,8 @@ decision log off) with `bench/echo_agent.py` registered. Then, per store:
 - throughput: `wrk -t1 -c<concurrency>` POSTing invokes, each with a new request_id (so
   every one claims and completes an idempotency record), `--repeat` rounds alternating
   the stores, median reported;
-- Redis commands per invoke, from INFO commandstats summed over the masters, reset
+- Redis commands per invoke and the Redis CPU they took (µs, top-level commands: a
+  script's time includes what it ran), from INFO commandstats summed over the masters, reset
   before `--invokes` sequential invokes (with and without request_id), minus what the
   same time idle costs (the registry's resync); the hot path sends no pipeline, so each
   command is one round trip;
@@ -173,12 +174,17 @@ def register(port: int, agent_port: int) -> None:
     call(port, "POST", "/v1/invoke", {"capability": CAPABILITY, "payload": {}})
 
 
-def command_counts(nodes: list[redis.Redis]) -> Counter[str]:
+def command_counts(nodes: list[redis.Redis]) -> tuple[Counter[str], float]:
+    """Calls per command over the masters, and the microseconds the top-level ones took."""
     counts: Counter[str] = Counter()
+    usec = 0.0
     for node in nodes:
         for name, stats in node.info("commandstats").items():
-            counts[name.removeprefix("cmdstat_")] += int(stats["calls"])
-    return counts
+            command = name.removeprefix("cmdstat_")
+            counts[command] += int(stats["calls"])
+            if command in TOP_LEVEL:  # a script's usec includes the commands it ran
+                usec += float(stats["usec"])
+    return counts, usec
 
 
 def reset(nodes: list[redis.Redis]) -> None:
@@ -199,10 +205,10 @@ def commands_per_invoke(running: dict[str, Any], invokes: int) -> dict[str, Any]
                 body["request_id"] = f"count-{label}-{n}-{time.time_ns()}"
             call(port, "POST", "/v1/invoke", body)
         busy_s = time.monotonic() - started
-        busy = command_counts(nodes)
+        busy, busy_usec = command_counts(nodes)
         reset(nodes)
         time.sleep(busy_s)
-        idle = command_counts(nodes)
+        idle, idle_usec = command_counts(nodes)
         net = {k: (busy[k] - idle.get(k, 0)) / invokes for k in busy}
         net = {
             k: round(v, 3) for k, v in net.items() if abs(v) >= 0.001 and k != "config|resetstat"
@@ -211,6 +217,7 @@ def commands_per_invoke(running: dict[str, Any], invokes: int) -> dict[str, Any]
             "per_invoke": net,
             "commands_per_invoke": round(sum(net.values()), 3),
             "round_trips_per_invoke": round(sum(v for k, v in net.items() if k in TOP_LEVEL), 3),
+            "redis_usec_per_invoke": round((busy_usec - idle_usec) / invokes, 2),
         }
     return figures
 
@@ -280,7 +287,7 @@ def render(console: Console, results: dict[str, Any], args: argparse.Namespace) 
         title=f"one coordinator, wrk -t1 -c{args.concurrency}, a new request_id each; "
         "Redis per invoke with request_id (without)"
     )
-    columns = ("store", "invokes/s", "p50 ms", "p99 ms", "round trips", "commands")
+    columns = ("store", "invokes/s", "p50 ms", "p99 ms", "round trips", "commands", "Redis µs")
     for column in columns:
         table.add_column(column, justify="right")
     for store in STORES:
@@ -293,6 +300,7 @@ def render(console: Console, results: dict[str, Any], args: argparse.Namespace) 
             f"{median['p99_ms']:.2f}",
             f"{with_id['round_trips_per_invoke']:.2f} ({without_id['round_trips_per_invoke']:.2f})",
             f"{with_id['commands_per_invoke']:.2f} ({without_id['commands_per_invoke']:.2f})",
+            f"{with_id['redis_usec_per_invoke']:.1f} ({without_id['redis_usec_per_invoke']:.1f})",
         )
     console.print(table)
     ratio = results["redis-cluster"]["median"]["rps"] / results["redis"]["median"]["rps"]
