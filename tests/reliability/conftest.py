@@ -40,9 +40,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="long fault scenario: set AR_RELIABILITY_FULL=1 to run it")
+    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn; the
+    # failover, balancer scenarios are cluster-only): the rest repeat standalone Redis.
+    on_cluster = pytest.mark.skip(reason="on the Redis Cluster with AR_RELIABILITY_FULL=1")
     for item in items:
-        if item.get_closest_marker("slow") and here in item.path.parents:
+        if here not in item.path.parents:
+            continue
+        if item.get_closest_marker("slow"):
             item.add_marker(skip)
+        elif "[redis-cluster]" in item.name and not item.get_closest_marker("cluster_smoke"):
+            item.add_marker(on_cluster)
 
 
 def pytest_configure(config: pytest.Config) -> None:

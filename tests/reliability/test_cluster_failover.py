@@ -21,7 +21,7 @@ POLICY = """
 timeout_s = 1.0
 """
 RATE = 20  # per load, so 40 req/s in all
-DURATION_S = 10.0
+DURATION_S = 8.0
 KILL_AT_S = 2.0
 DEADLINE_S = 2.0
 FAILOVER_S = 15.0  # how long `retried` keeps sending a request again

@@ -20,7 +20,7 @@ POLICY = """
 timeout_s = 1.0
 """
 RATE = 30
-STOP_AT_S, DOWN_S, AFTER_S = 2.0, 1.0, 5.0
+STOP_AT_S, DOWN_S, AFTER_S = 2.0, 1.0, 3.5
 DEADLINE_S = 2.0
 TTL_S = 30.0  # heartbeats every 10 s: far later than the recovery bound
 RECOVERY_BOUND_S = 2.0
