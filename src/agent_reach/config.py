@@ -71,6 +71,16 @@ class Settings(BaseSettings):
         description="AR_REDIS_URL names any node of a Redis Cluster (AR_CLUSTER_MODE=cluster "
         "says the same, as in the original deployment)",
     )
+    redis_wait_replicas: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="after each idempotency claim and answer, WAIT until this many replicas "
+        "have it (a failover then cannot lose it); 0: asynchronous replication only",
+    )
+    redis_wait_ms: int = Field(
+        50, ge=1, le=5000, description="how long such a WAIT may take before going on"
+    )
     redis_prefix: str = Field("ar", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     redis_timeout_s: float = Field(0.5, gt=0, le=30)
     registry_resync_s: float = Field(

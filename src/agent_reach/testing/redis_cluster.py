@@ -59,6 +59,8 @@ def node_options() -> tuple[str, ...]:
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
         "--cluster-require-full-coverage", "no",
+        # A replica's first full sync starts at once (Redis waits 5 s for more replicas).
+        "--repl-diskless-sync-delay", "0",
     )  # fmt: skip
 
 
@@ -126,6 +128,16 @@ class RedisClusterServer:
                 return node
         raise RuntimeError(f"no running master serves slot {slot} of {key!r}")
 
+    def replica_of(self, master: RedisServer) -> RedisServer:
+        """The running replica that follows `master`."""
+        for node in self.nodes:
+            if not node.is_running or node is master:
+                continue
+            role = self._cli(node.port, "ROLE").splitlines()
+            if role[:1] == ["slave"] and len(role) > 2 and role[2].strip() == str(master.port):
+                return node
+        raise RuntimeError(f"no running replica follows port {master.port}")
+
     def kill_master(self, node: RedisServer) -> None:
         """SIGKILL a master: its replica takes its slots over after the node timeout."""
         node.kill()
@@ -153,6 +165,15 @@ class RedisClusterServer:
     def _reports_ok(self, port: int) -> bool:
         info = self._cli(port, "CLUSTER", "INFO")
         return "cluster_state:ok" in info and f"cluster_size:{MASTERS}" in info
+
+    def _is_whole(self) -> bool:
+        running = [node.port for node in self.nodes if node.is_running]
+        if not all(self._reports_ok(port) for port in running):
+            return False
+        infos = [self._cli(port, "INFO", "replication") for port in running]
+        masters = sum("role:master" in info for info in infos)
+        in_sync = sum("master_link_status:up" in info for info in infos)
+        return masters == MASTERS and masters + in_sync == len(running)
 
     def _role(self, port: int) -> str:
         lines = self._cli(port, "ROLE").splitlines()

@@ -28,6 +28,7 @@ from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
+from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -88,10 +89,17 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         max_connections=MAX_BLOCKING_CONNECTIONS,
         socket_timeout_s=timeout_s + MAX_BLOCK_S,
     )
+    wait = (
+        ReplicaWait(
+            client, settings.redis_wait_replicas, settings.redis_wait_ms, timeout_s=timeout_s
+        )
+        if settings.redis_wait_replicas
+        else None
+    )
     return Backends(
         name="redis-cluster" if settings.redis_cluster else "redis",
         registry=RedisRegistryStore(client, prefix, timeout_s=timeout_s),
-        idempotency=RedisIdempotencyStore(client, prefix),
+        idempotency=RedisIdempotencyStore(client, prefix, wait),
         tasks=RedisTaskStore(client, prefix),
         queues=RedisQueueStore(client, blocking, prefix, timeout_s=timeout_s),
         journal=RedisJournalStore(client, prefix),
@@ -100,7 +108,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
         is_shared=True,
-        closers=[client.aclose, blocking.aclose],
+        closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],
     )
 
 

@@ -8,9 +8,10 @@ even after its record was released or expired (layout and shards: `keys`).
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from redis.asyncio import Redis, RedisCluster
+from redis.commands.core import AsyncScript
 
 from agent_reach.backends.protocols import Claim
 from agent_reach.backends.redis.errors import translate_errors
@@ -21,6 +22,7 @@ from agent_reach.backends.redis.keys import (
     join_key,
     to_ms,
 )
+from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.scripts import register_script
 
 # An in-progress record's key outlives its lease by this much, so a late owner's
@@ -33,8 +35,11 @@ ClaimState = Literal["claimed", "completed", "in_progress", "mismatch"]
 class RedisIdempotencyStore:
     """`IdempotencyStore` on Redis, shared by every coordinator using the same prefix."""
 
-    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
+    def __init__(
+        self, client: Redis | RedisCluster, prefix: str, wait: ReplicaWait | None = None
+    ) -> None:
         self._prefix = prefix
+        self._wait = wait  # claims and answers then wait for a replica (AR_REDIS_WAIT_REPLICAS)
         self._claim = register_script(client, "idempotency_claim")
         self._complete = register_script(client, "idempotency_complete")
         self._release = register_script(client, "idempotency_release")
@@ -42,9 +47,10 @@ class RedisIdempotencyStore:
 
     @translate_errors
     async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
-        reply = await self._claim(
-            keys=[self._record(key), self._fences(key)],
-            args=[
+        reply = await self._write(
+            self._claim,
+            [self._record(key), self._fences(key)],
+            [
                 fingerprint,
                 to_ms(lease_s),
                 to_ms(lease_s + TAKEOVER_GRACE_S),
@@ -56,10 +62,15 @@ class RedisIdempotencyStore:
 
     @translate_errors
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
-        stored = await self._complete(
-            keys=[self._record(key)], args=[fence, status, body, to_ms(ttl_s)]
+        stored = await self._write(
+            self._complete, [self._record(key)], [fence, status, body, to_ms(ttl_s)]
         )
         return bool(stored)
+
+    async def _write(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        if self._wait is None:
+            return await script(keys=keys, args=args)
+        return await self._wait.run(script, keys, args)
 
     @translate_errors
     async def release(self, key: str, fence: int) -> None:
