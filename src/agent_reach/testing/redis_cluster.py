@@ -21,7 +21,11 @@ from agent_reach.testing.redis_server import RedisServer
 MASTERS = 3
 REPLICAS_PER_MASTER = 1
 BUS_PORT_OFFSET = 10_000  # Redis Cluster's fixed offset of the node-to-node bus port
-PORT_RANGE = (20_000, 45_000)  # below the kernel's ephemeral ports, and bus port <= 55535
+# Node ports and their bus ports (20000-32767) stay below the kernel's ephemeral range
+# (32768-60999 by default), where outgoing connections could take a port between our
+# check that it is free and the node binding it.
+PORT_RANGE = (10_000, 22_768)
+START_TRIES = 3  # a node whose port was taken after all is moved to other ports
 # A master silent this long is failed over: 1 s keeps a test's failover to a few seconds
 # (Redis's default, 15 s, suits real networks).
 NODE_TIMEOUT_MS = 1000
@@ -89,8 +93,8 @@ class RedisClusterServer:
 
     def start(self) -> RedisClusterServer:
         """Start the nodes, join them (slots over 3 masters, one replica each), wait for ok."""
-        for node in self.nodes:
-            node.start()
+        for index in range(len(self.nodes)):
+            self._start_node(index)
         addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
         command = [
             self.cli, "--cluster", "create", *addresses,
@@ -107,6 +111,23 @@ class RedisClusterServer:
             raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout.decode()}")
         self.wait_until_ok()
         return self
+
+    def _start_node(self, index: int) -> None:
+        for _ in range(START_TRIES - 1):
+            try:
+                self.nodes[index].start()
+                return
+            except RuntimeError:  # its port or bus port was taken after all
+                failed = self.nodes[index]
+                failed.close()
+                taken = {q for p in self.ports for q in (p, p + BUS_PORT_OFFSET)}
+                port = next(
+                    p
+                    for p in free_cluster_ports(len(self.nodes) + 1)
+                    if not {p, p + BUS_PORT_OFFSET} & taken
+                )
+                self.nodes[index] = RedisServer(failed.binary, port=port, options=node_options())
+        self.nodes[index].start()
 
     def wait_until_ok(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Return once every running node reports cluster_state:ok and 3 masters."""
