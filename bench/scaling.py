@@ -15,6 +15,7 @@ decision log off) with `bench/echo_agent.py` registered. Then, per store:
   before `--invokes` sequential invokes (with and without request_id), minus what the
   same time idle costs (the registry's resync); the hot path sends no pipeline, so each
   command is one round trip;
+- the time one invoke takes when they are sent one after another (c=1);
 - store bytes (MEMORY USAGE, standalone only): per registered instance, per context and
   per idempotency record.
 
@@ -62,9 +63,11 @@ request = function()
   return wrk.format(nil, nil, nil, body)
 end
 """
-STORES = ("redis", "redis-cluster")
+# The third: the same cluster, each idempotency claim and answer waiting for a replica.
+STORES = ("redis", "redis-cluster", "redis-cluster-wait")
 # Commands a coordinator sends itself, each one round trip (no pipeline on the hot path);
 # every other command in commandstats ran inside one of its scripts.
+# WAIT (redis-cluster-wait) shares its script's round trip: it is not counted here.
 TOP_LEVEL = frozenset({"evalsha", "eval", "set", "get", "xadd", "xlen", "spublish", "publish"})
 
 
@@ -125,16 +128,19 @@ def deployments(tmp: Path) -> Iterator[dict[str, dict[str, Any]]]:
         single.start()
         cluster.start()
         running = {}
-        for store, url, clients in (
-            ("redis", single.url, [redis.Redis(port=single.port)]),
-            ("redis-cluster", cluster.url, [redis.Redis(port=m.port) for m in cluster.masters()]),
-        ):
+        masters = [redis.Redis(port=m.port) for m in cluster.masters()]
+        for store, backend, url, clients, env in (
+            ("redis", "redis", single.url, [redis.Redis(port=single.port)], {}),
+            ("redis-cluster", "redis-cluster", cluster.url, masters, {}),
+            ("redis-cluster-wait", "redis-cluster", cluster.url, masters,
+             {"AR_REDIS_WAIT_REPLICAS": "1"}),
+        ):  # fmt: skip
             coordinator = CoordinatorProcess(
                 directory=tmp,
-                backend=store,
+                backend=backend,
                 redis_url=url,
-                redis_prefix=PREFIX,
-                extra_env={"AR_AUTH": "off"},
+                redis_prefix=f"{PREFIX}-{store}",
+                extra_env={"AR_AUTH": "off", **env},
             ).start()
             coordinators.append(coordinator)
             register(coordinator.port, agent_port)
@@ -218,6 +224,7 @@ def commands_per_invoke(running: dict[str, Any], invokes: int) -> dict[str, Any]
             "commands_per_invoke": round(sum(net.values()), 3),
             "round_trips_per_invoke": round(sum(v for k, v in net.items() if k in TOP_LEVEL), 3),
             "redis_usec_per_invoke": round((busy_usec - idle_usec) / invokes, 2),
+            "sequential_ms_per_invoke": round(busy_s / invokes * 1000, 3),
         }
     return figures
 
@@ -227,19 +234,19 @@ def store_bytes(running: dict[str, Any]) -> dict[str, int]:
     [node], port = running["nodes"], running["port"]
     registry = sum(
         int(node.memory_usage(key) or 0)
-        for key in node.scan_iter(match=f"{PREFIX}:*registry*:*echo-1")
+        for key in node.scan_iter(match=f"{PREFIX}-redis:*registry*:*echo-1")
     )
     created = json.loads(
         call(port, "POST", "/v1/contexts", {"document": {"customer": "c-1", "turns": 0}})
     )
     context = sum(
         int(node.memory_usage(key) or 0)
-        for key in node.scan_iter(match=f"{PREFIX}:ctx:{{{created['context_id']}}}*")
+        for key in node.scan_iter(match=f"{PREFIX}-redis:ctx:{{{created['context_id']}}}*")
     )
     request_id = f"bytes-{time.time_ns()}"
     body = {"capability": CAPABILITY, "payload": {}, "request_id": request_id}
     call(port, "POST", "/v1/invoke", body)
-    [record] = list(node.scan_iter(match=f"{PREFIX}:idem:*:{request_id}"))
+    [record] = list(node.scan_iter(match=f"{PREFIX}-redis:idem:*:{request_id}"))
     return {
         "instance": registry,
         "context_small": context,
@@ -287,7 +294,8 @@ def render(console: Console, results: dict[str, Any], args: argparse.Namespace) 
         title=f"one coordinator, wrk -t1 -c{args.concurrency}, a new request_id each; "
         "Redis per invoke with request_id (without)"
     )
-    columns = ("store", "invokes/s", "p50 ms", "p99 ms", "round trips", "commands", "Redis µs")
+    columns = ("store", "invokes/s", "p50 ms", "p99 ms", "c=1 ms", "round trips", "commands",
+               "Redis µs")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     for store in STORES:
@@ -298,13 +306,15 @@ def render(console: Console, results: dict[str, Any], args: argparse.Namespace) 
             f"{median['rps']:.0f}",
             f"{median['p50_ms']:.2f}",
             f"{median['p99_ms']:.2f}",
+            f"{with_id['sequential_ms_per_invoke']:.2f}",
             f"{with_id['round_trips_per_invoke']:.2f} ({without_id['round_trips_per_invoke']:.2f})",
             f"{with_id['commands_per_invoke']:.2f} ({without_id['commands_per_invoke']:.2f})",
             f"{with_id['redis_usec_per_invoke']:.1f} ({without_id['redis_usec_per_invoke']:.1f})",
         )
     console.print(table)
-    ratio = results["redis-cluster"]["median"]["rps"] / results["redis"]["median"]["rps"]
-    console.print(f"cluster / standalone invokes/s: {ratio:.2f}")
+    for store in STORES[1:]:
+        ratio = results[store]["median"]["rps"] / results["redis"]["median"]["rps"]
+        console.print(f"{store} / redis invokes/s: {ratio:.2f}")
     for store in STORES:
         console.print(f"{store} commands per invoke: {results[store]['commands']}")
     console.print(f"store bytes: {results['bytes']}")
