@@ -95,29 +95,32 @@ def test_a_signature_over_other_bytes_does_not_verify() -> None:
     assert not is_signed_by(b"another-secret", b"{}", sign(SECRET, b"{}"))
 
 
-def test_event_stream_is_for_admins_only(tmp_path: Path) -> None:
+def test_event_stream_is_for_observers_and_admins(tmp_path: Path) -> None:
     admin_key = secrets.token_urlsafe(32)
     coordinator = CoordinatorProcess(
         directory=tmp_path, extra_env={"AR_AUTH": "on", "AR_ADMIN_KEY": admin_key}
     ).start()
     try:
         as_admin = {"authorization": f"Bearer {admin_key}"}
-        minted = httpx.post(
-            f"{coordinator.url}/v1/keys",
-            json={"principal": "bot", "domain": "d", "role": "caller"},
-            headers=as_admin,
-        )
-        assert minted.status_code == 201, minted.text
-        as_caller = {"authorization": f"Bearer {minted.json()['key']}"}
+        keys = {}
+        for role in ("caller", "observer"):
+            minted = httpx.post(
+                f"{coordinator.url}/v1/keys",
+                json={"principal": f"{role}-bot", "domain": "d", "role": role},
+                headers=as_admin,
+            )
+            assert minted.status_code == 201, minted.text
+            keys[role] = {"authorization": f"Bearer {minted.json()['key']}"}
         events = f"{coordinator.url}/v1/events"
 
         assert httpx.get(events).status_code == 401
-        refused = httpx.get(events, headers=as_caller)
+        refused = httpx.get(events, headers=keys["caller"])
         assert refused.status_code == 403
         assert refused.json()["error"]["code"] == "forbidden"
-        with httpx.stream("GET", events, headers=as_admin, timeout=5.0) as stream:
-            assert stream.status_code == 200
-            assert stream.headers["content-type"].startswith("text/event-stream")
-            assert next(stream.iter_lines()) == ": subscribed"
+        for allowed in (as_admin, keys["observer"]):
+            with httpx.stream("GET", events, headers=allowed, timeout=5.0) as stream:
+                assert stream.status_code == 200
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                assert next(stream.iter_lines()) == ": subscribed"
     finally:
         coordinator.kill()

@@ -2,7 +2,7 @@
 
 Registrations, health transitions, scale events and policy changes, each as one
 ``event: <kind>`` with a JSON ``data`` line; a comment line every `KEEPALIVE_S` keeps
-proxies from closing a quiet stream. For admins (the observer role will be let in too).
+proxies from closing a quiet stream. For observers and admins.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import StreamingResponse
 
 from agent_reach.observability.events import EventFeed
-from agent_reach.server.auth import Admin
+from agent_reach.server.auth import Observer
 from agent_reach.server.runtime import runtime_of
 
 router = APIRouter(prefix="/v1/events", tags=["events"])
@@ -23,9 +23,8 @@ KEEPALIVE_S = 15.0  # below nginx's and most proxies' 60 s idle timeouts
 KEEPALIVE = b": keepalive\n\n"
 
 
-# Seam: when security/ gains the `observer` role, accept it here beside admin.
 @router.get("")
-async def stream_events(request: Request, principal: Admin) -> StreamingResponse:
+async def stream_events(request: Request, principal: Observer) -> StreamingResponse:
     """Events from now on, until the client disconnects."""
     feed = runtime_of(request).events
     return StreamingResponse(
