@@ -17,9 +17,10 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
   claim touches one record and one counter, and requests spread over all masters.
 - contexts: ``<p>:ctx:{<id>}`` and its segments ``<p>:ctx:{<id>}:<list>:<n>``: per context.
 - api keys: ``<p>:{<p>:apikeys}:apikey:<id>`` and ``...:apikeys``: put is one MULTI.
+  Scale events are deduplicated as idempotency records (``scale-event:<event id>``).
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
   (per caller-capability pair), ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
-  ``answer:<key>``, ``context-secret``, ``scale:<capability>:<episode>``.
+  ``answer:<key>``, ``context-secret``.
 
 A new store with a multi-key script adds its tag helper here, next to these.
 """
