@@ -40,9 +40,12 @@ class RegistryEvent:
 
     `lease_left_s` is set for `put` and `renew`, `record` for `put`, `health` for
     `health` (a health state some coordinator's checks moved the instance to).
+    `resync` (no agent, no origin) says the watch has just (re)connected: changes may
+    have been missed, or the store may have lost its data (a restart without
+    persistence); the listener reloads.
     """
 
-    op: Literal["put", "renew", "remove", "health"]
+    op: Literal["put", "renew", "remove", "health", "resync"]
     agent_id: str
     origin: str
     record: InstanceRecord | None = None
@@ -86,7 +89,8 @@ class RegistryStore(Protocol):
         """Call `listener` for every change any coordinator makes, until cancelled.
 
         Changes made before the call are not replayed: call `load` after `watch` has
-        started to get a complete view. Returns at once when the store is not shared.
+        started to get a complete view. A `resync` event follows every (re)subscription.
+        Returns at once when the store is not shared.
         """
 
 

@@ -100,6 +100,9 @@ class AgentSpec(BaseModel):
     capacity: int = Field(DEFAULT_CAPACITY, ge=1, le=100_000)
     domain: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
     generic: bool = False
+    # Healthy instances each capability of this agent should keep; below it the coordinator
+    # emits a scale event (webhook, GET /v1/events) carrying this spec. 0: no minimum.
+    min_instances: int = Field(0, ge=0, le=10_000)
     context_fields: Annotated[
         list[Annotated[str, StringConstraints(max_length=256, pattern=FIELD_PATH_PATTERN)]],
         Field(max_length=64),

@@ -91,6 +91,7 @@ class EdgeServer:
         self.lifespan = Lifespan(app)
         self.invoke: InvokeService | None = None  # the coordinator's, once it has started
         self.body_limit = 0
+        self.node_header = b""
 
     @property
     def timeouts(self) -> EdgeConfig:
@@ -106,6 +107,7 @@ class EdgeServer:
             app = self.app
             if isinstance(app, CoordinatorApp) and app.runtime is not None:
                 self.invoke, self.body_limit = app.runtime.invoke, app.settings.max_body_bytes
+                self.node_header = b"x-reach-node: %s\r\n" % app.runtime.node_id.encode()
             try:
                 backlog = self.config.backlog
 

@@ -85,6 +85,7 @@ class Host(Protocol):
     app: ASGIApp
     invoke: InvokeService | None  # the coordinator's invoke service, once it has started
     body_limit: int
+    node_header: bytes  # ``x-reach-node: <id>`` and CRLF on every invoke answer
     draining: bool
     connections: set[HttpConnection]
     tasks: set[asyncio.Task[None]]
@@ -339,7 +340,7 @@ class HttpConnection(asyncio.Protocol):
     def reply(self, exchange: _Invoke, answer: Answer, trace_id: str) -> None:
         """An invoke answer in one write."""
         keep_alive = exchange.keep_alive and not self.draining
-        headers = b"x-trace-id: %s\r\n" % trace_id.encode()
+        headers = b"x-trace-id: %s\r\n%s" % (trace_id.encode(), self.server.node_header)
         if answer.retry_after is not None:
             headers += b"retry-after: %s\r\n" % answer.retry_after.encode()
         self.write(_json_response(answer.status, answer.body, headers, keep_alive, exchange.http10))
