@@ -18,6 +18,9 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
 - contexts: ``<p>:ctx:{<id>}`` and its segments ``<p>:ctx:{<id>}:<list>:<n>``: per context.
 - api keys: ``<p>:{<p>:apikeys}:apikey:<id>`` and ``...:apikeys``: put is one MULTI.
   Scale events are deduplicated as idempotency records (``scale-event:<event id>``).
+- learned examples: ``<p>:{<p>:learned}:docs``, ``...:cap``, ``...:all``, ``...:version``
+  and ``...:by:<capability>``: one tag, because adding or deleting an example updates the
+  documents, the indexes and the version together. Feedback-rate traffic.
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
   (per caller-capability pair), ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
   ``answer:<key>``, ``context-secret``.
@@ -56,6 +59,11 @@ def registry_key(prefix: str, *parts: str) -> str:
 def apikey_key(prefix: str, *parts: str) -> str:
     """A key of the API key store, all in one slot."""
     return join_key(prefix, hash_tag(prefix, "apikeys"), *parts)
+
+
+def learning_key(prefix: str, *parts: str) -> str:
+    """A key of the learned-examples store, all in one slot."""
+    return join_key(prefix, hash_tag(prefix, "learned"), *parts)
 
 
 def idempotency_shard(request_key: str) -> int:

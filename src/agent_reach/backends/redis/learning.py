@@ -1,37 +1,37 @@
 """Routed texts and learned examples in Redis, shared by every coordinator.
 
-Keys under ``<prefix>:``: ``routed:<request id>`` (a string with PX expiry),
-``learned:docs`` and ``learned:cap`` (hashes by example id), ``learned:by:<capability>``
-and ``learned:all`` (sorted sets scored by expiry, Redis TIME in ms), ``learned:version``.
+Keys under ``<prefix>:``: ``routed:<request id>`` (a string with PX expiry); in the
+``{<p>:learned}`` slot, ``docs`` and ``cap`` (hashes by example id), ``by:<capability>``
+and ``all`` (sorted sets scored by expiry, Redis TIME in ms) and ``version``.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent_reach.backends.redis.errors import translate_errors
-from agent_reach.backends.redis.keys import join_key, to_ms
+from agent_reach.backends.redis.keys import join_key, learning_key, to_ms
 from agent_reach.backends.redis.scripts import register_script
 
 
 class RedisLearningStore:
     """`LearningStore` on Redis: every change of the examples is one Lua script."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         self._client = client
         self._prefix = prefix
-        self._docs = join_key(prefix, "learned", "docs")
-        self._capability_of = join_key(prefix, "learned", "cap")
-        self._all = join_key(prefix, "learned", "all")
-        self._version = join_key(prefix, "learned", "version")
+        self._docs = learning_key(prefix, "docs")
+        self._capability_of = learning_key(prefix, "cap")
+        self._all = learning_key(prefix, "all")
+        self._version = learning_key(prefix, "version")
         self._add = register_script(client, "learning_add")
         self._list = register_script(client, "learning_list")
         self._delete = register_script(client, "learning_delete")
 
     def _keys(self, capability: str) -> list[str]:
-        by_capability = join_key(self._prefix, "learned", "by", capability)
+        by_capability = learning_key(self._prefix, "by", capability)
         return [self._docs, self._capability_of, by_capability, self._all, self._version]
 
     @translate_errors
