@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from agent_reach.testing.redis_cluster import RedisClusterServer
 from agent_reach.testing.redis_server import RedisServer, find_redis_url
 
 # Coordinators in tests run without API keys unless a test turns security on itself
@@ -44,6 +45,29 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
         keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
         if keys:
             client.unlink(*keys)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    """A 3-master, 3-replica Redis Cluster on loopback, started once per session.
+
+    Tests that fail a node over must leave it with 3 masters serving every slot again.
+    """
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        pytest.fail(REDIS_MISSING)
+    with RedisClusterServer() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_prefix(redis_cluster: RedisClusterServer) -> Iterator[str]:
+    """A key prefix of the cluster no other test uses; its keys are deleted afterwards."""
+    prefix = f"test-{secrets.token_hex(6)}"
+    yield prefix
+    redis_cluster.wait_until_ok()
+    with redis.RedisCluster.from_url(redis_cluster.url) as client:
+        for key in list(client.scan_iter(match=f"{prefix}:*", count=1000)):
+            client.unlink(key)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -26,6 +26,10 @@ DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
     1 << 20
 )  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
+# Remembered answers for the `degraded` fallback: 64 MiB in memory in all, and none
+# above 256 KiB (an answer that large is a document, not a reply worth replaying).
+DEFAULT_ANSWER_MEMORY_BYTES = 64 * 1024 * 1024
+DEFAULT_ANSWER_MAX_BYTES = 256 * 1024
 DEFAULT_TRACE_STORE_SIZE = 10_000  # traces kept for /v1/traces: about 10 MB at 4 spans each
 # Contexts (DESIGN.md, "Context store").
 DEFAULT_CONTEXT_TTL_S = 1800.0  # AR_TTL_DEFAULT of the original deployment: 30 min since last use
@@ -42,6 +46,7 @@ DEFAULT_CONTEXT_MAX_FIELDS = 1024  # object keys at every depth: far above any h
 DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
+CLUSTER_MODE_WORDS = ("standalone", "cluster")  # AR_CLUSTER_MODE in the original compose file
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 # An operator-chosen admin key shorter than this is refused (as security.keys refuses it).
 MIN_ADMIN_KEY_CHARS = 24
@@ -58,10 +63,31 @@ class Settings(BaseSettings):
     cluster_mode: bool = Field(
         False, description="several coordinators share state; needs a shared backend"
     )
+    node_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="this coordinator's name in X-Reach-Node, traces and the store (unique "
+        "per coordinator, e.g. the pod name); a random one when unset",
+    )
     registry_backend: str = Field(
         "memory", description="memory, redis, or an import string package.module:factory"
     )
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_cluster: bool = Field(
+        False,
+        description="AR_REDIS_URL names any node of a Redis Cluster (AR_CLUSTER_MODE=cluster "
+        "says the same, as in the original deployment)",
+    )
+    redis_wait_replicas: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="after each idempotency claim and answer, WAIT until this many replicas "
+        "have it (a failover then cannot lose it); 0: asynchronous replication only",
+    )
+    redis_wait_ms: int = Field(
+        50, ge=1, le=5000, description="how long such a WAIT may take before going on"
+    )
     redis_prefix: str = Field("ar", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     redis_timeout_s: float = Field(0.5, gt=0, le=30)
     registry_resync_s: float = Field(
@@ -85,6 +111,14 @@ class Settings(BaseSettings):
         30.0, gt=0, le=3600, description="a task untouched this long is taken over from a dead node"
     )
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    answer_memory_bytes: int = Field(
+        DEFAULT_ANSWER_MEMORY_BYTES,
+        ge=0,
+        description="bytes of remembered answers (degraded fallback) the memory backend keeps",
+    )
+    answer_max_bytes: int = Field(
+        DEFAULT_ANSWER_MAX_BYTES, ge=0, description="answers larger than this are not remembered"
+    )
     log_level: str = "info"
     log_json: bool = True
     trace_store_size: int = Field(
@@ -127,6 +161,18 @@ class Settings(BaseSettings):
         description="a file holding the first admin key (AR_ADMIN_KEY_FILE): unlike a "
         "variable, it does not stay readable in the process's environment",
     )
+    scale_webhook: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="URL that gets a signed POST when a capability falls below its "
+        "agents' min_instances (AR_SCALE_WEBHOOK); sent once across coordinators",
+    )
+    scale_webhook_secret: SecretStr | None = Field(
+        None, description="HMAC-SHA256 key of the webhook's X-Reach-Signature"
+    )
+    scale_check_s: float = Field(
+        0.5, gt=0, le=60, description="how often the registry is looked at for scale events"
+    )
     endpoint_allow: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
@@ -136,6 +182,20 @@ class Settings(BaseSettings):
         description="a bearer token that opens /metrics and nothing else (AR_METRICS_TOKEN), "
         "for a Prometheus scraper; without it /metrics needs an observer or admin key",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cluster_mode_words(cls, data: Any) -> Any:
+        """The original deployment's AR_CLUSTER_MODE=standalone|cluster, as booleans."""
+        if not isinstance(data, dict):
+            return data
+        mode = data.get("cluster_mode")
+        if isinstance(mode, str) and mode.strip().lower() in CLUSTER_MODE_WORDS:
+            is_cluster = mode.strip().lower() == "cluster"
+            data = {**data, "cluster_mode": is_cluster}
+            if is_cluster:
+                data.setdefault("redis_cluster", True)
+        return data
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:

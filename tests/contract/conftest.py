@@ -21,8 +21,15 @@ from agent_reach.testing.redis_server import RedisServer
 OUTAGE_TIMEOUT_S = 0.2  # redis_timeout_s for the outage tests
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
 def backend_name(request: pytest.FixtureRequest) -> str:
+    """memory, a standalone Redis, or the session's 6-node Redis Cluster."""
     return str(request.param)
 
 
@@ -36,6 +43,13 @@ def clock(backend_name: str) -> Clock:
 def settings(backend_name: str, request: pytest.FixtureRequest) -> Settings:
     if backend_name == "memory":
         return Settings(registry_backend="memory")
+    if backend_name == "redis-cluster":
+        return Settings(
+            registry_backend="redis",
+            redis_cluster=True,
+            redis_url=request.getfixturevalue("redis_cluster").url,
+            redis_prefix=request.getfixturevalue("redis_cluster_prefix"),
+        )
     return Settings(
         registry_backend=backend_name,
         redis_url=request.getfixturevalue("redis_url"),

@@ -52,6 +52,9 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance_in_80_columns() 
     assert inventory_instances(after) == {SURVIVOR}
     total = sum(len(step) for step in (*SCRIPT, *SCRIPT_AFTER_STOP))
     assert f"{total}/{total} requests answered" in after
+    assert "0 to a wrong one" in after  # by text, with the default install
+    routed = re.search(r"(\d+)/\d+ texts routed by meaning", after)
+    assert routed is not None and int(routed.group(1)) >= total // 2, after
     assert "Traceback" not in finished.stderr
     assert "security is OFF" in finished.stdout  # said loudly, not only in a log line
     wide = [line for line in finished.stdout.splitlines() if cell_len(line) > TERMINAL_COLUMNS]

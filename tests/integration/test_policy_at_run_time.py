@@ -191,7 +191,7 @@ def test_a_redis_that_lost_the_policy_gets_it_back_from_the_coordinators():
 
 def _stored_margin(url: str) -> float | None:
     with redis_client.Redis.from_url(url) as client:
-        document = client.hget("lost:policy", "document")
+        document = client.hget("lost:{lost:policy}", "document")
     return None if document is None else float(orjson.loads(document)["margin"])
 
 

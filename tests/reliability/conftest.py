@@ -40,9 +40,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="long fault scenario: set AR_RELIABILITY_FULL=1 to run it")
+    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn; the
+    # failover, balancer scenarios are cluster-only): the rest repeat standalone Redis.
+    on_cluster = pytest.mark.skip(reason="on the Redis Cluster with AR_RELIABILITY_FULL=1")
     for item in items:
-        if item.get_closest_marker("slow") and here in item.path.parents:
+        if here not in item.path.parents:
+            continue
+        if item.get_closest_marker("slow"):
             item.add_marker(skip)
+        elif "[redis-cluster]" in item.name and not item.get_closest_marker("cluster_smoke"):
+            item.add_marker(on_cluster)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -147,11 +154,23 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         rig.close()
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> dict[str, str]:
     """Coordinator options for each backend; Redis runs under a test-private key prefix."""
     if request.param == "memory":
         return {"backend": "memory"}
+    if request.param == "redis-cluster":
+        return {
+            "backend": "redis-cluster",
+            "redis_url": request.getfixturevalue("redis_cluster").url,
+            "redis_prefix": request.getfixturevalue("redis_cluster_prefix"),
+        }
     return {
         "backend": "redis",
         "redis_url": request.getfixturevalue("redis_url"),

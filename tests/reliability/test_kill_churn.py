@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from agent_reach.testing.load import Load, LoadRun, check
 
 POLICY = """
@@ -27,6 +29,7 @@ SETTLE_S = 15.0  # while restarted instances wait for their probe, requests may 
 SEED = 4
 
 
+@pytest.mark.cluster_smoke
 def test_kill_churn_loses_nothing_and_executes_each_request_once(rig, backend, report, tier):
     rate, duration_s = SIZES[tier]
     coordinator = rig.coordinator(policy=POLICY, **backend)

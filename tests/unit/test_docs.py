@@ -30,6 +30,8 @@ REQUIRED_DOCS = ("agent-contract.md", "api.md", "configuration.md", "policy.md")
 CLIENT_SIDE = ("cli.py", "sdk", "demo", "testing")
 # `error_from_body` makes it when an answer is no error body at all: the SDK's code.
 CLIENT_CODES = {"unexpected_answer"}
+# Raised through a helper or a constant, not a `code=` literal (checked to exist below).
+INDIRECT_CODES = {"agent_bad_answer", "agent_response_too_large"}
 CODE_LITERAL = re.compile(r"""\bcode\s*=\s*"([a-z_]+)"|_count\([^)]*"([a-z_]+)"\)""")
 TABLE_CODE = re.compile(r"^\| `([a-z_]+)` \|", re.MULTILINE)
 SETTING_ROW = re.compile(r"^\| `(AR_[A-Z0-9_]+)` \| (.+?) \|", re.MULTILINE)
@@ -50,6 +52,8 @@ def _server_codes() -> set[str]:
             continue
         for match in CODE_LITERAL.finditer(path.read_text(encoding="utf-8")):
             codes.add(match.group(1) or match.group(2))
+    source = "".join(p.read_text(encoding="utf-8") for p in SOURCE.rglob("*.py"))
+    codes |= {code for code in INDIRECT_CODES if f'"{code}"' in source}
     return codes - CLIENT_CODES
 
 

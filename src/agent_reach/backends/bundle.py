@@ -11,6 +11,7 @@ from agent_reach.backends.protocols import (
     IdempotencyStore,
     JournalStore,
     KeyStore,
+    LearningStore,
     PolicyStore,
     QueueStore,
     QuotaStore,
@@ -33,6 +34,7 @@ class Backends:
     keys: KeyStore
     quotas: QuotaStore
     contexts: ContextStore
+    learning: LearningStore
     policy: PolicyStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

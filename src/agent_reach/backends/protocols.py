@@ -40,9 +40,12 @@ class RegistryEvent:
 
     `lease_left_s` is set for `put` and `renew`, `record` for `put`, `health` for
     `health` (a health state some coordinator's checks moved the instance to).
+    `resync` (no agent, no origin) says the watch has just (re)connected: changes may
+    have been missed, or the store may have lost its data (a restart without
+    persistence); the listener reloads.
     """
 
-    op: Literal["put", "renew", "remove", "health"]
+    op: Literal["put", "renew", "remove", "health", "resync"]
     agent_id: str
     origin: str
     record: InstanceRecord | None = None
@@ -86,7 +89,8 @@ class RegistryStore(Protocol):
         """Call `listener` for every change any coordinator makes, until cancelled.
 
         Changes made before the call are not replayed: call `load` after `watch` has
-        started to get a complete view. Returns at once when the store is not shared.
+        started to get a complete view. A `resync` event follows every (re)subscription.
+        Returns at once when the store is not shared.
         """
 
 
@@ -189,6 +193,32 @@ class AnswerCache(Protocol):
 
     async def get(self, key: str) -> bytes | None:
         """The remembered answer, or None."""
+
+
+class LearningStore(Protocol):
+    """What the router learns from, shared by every coordinator: the texts it routed (so
+    their callers can correct them) and the examples learned from corrections and 421s."""
+
+    async def put_text(self, request_id: str, document: bytes, ttl_s: float) -> None:
+        """Remember a routed text request for `ttl_s` seconds (the same id replaces it)."""
+
+    async def get_text(self, request_id: str) -> bytes | None:
+        """The routed text request, or None when unknown or expired."""
+
+    async def add_example(
+        self, example_id: str, capability: str, document: bytes, *, ttl_s: float, keep: int
+    ) -> None:
+        """Store or replace a learned example for `ttl_s` seconds; in the same atomic step
+        the capability keeps only its `keep` newest examples and the version changes."""
+
+    async def examples(self) -> list[bytes]:
+        """Every unexpired learned example."""
+
+    async def delete_example(self, example_id: str) -> bool:
+        """Forget one example (the version changes); False when there was none."""
+
+    async def version(self) -> int:
+        """Changes with every add and delete (not when an example expires)."""
 
 
 class KeyStore(Protocol):

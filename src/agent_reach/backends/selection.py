@@ -1,4 +1,7 @@
-"""Pick a backend by name (`memory`, `redis`) or import string (`package.module:factory`)."""
+"""Pick a backend by name (`memory`, `redis`, `redis-cluster`) or import string.
+
+`redis-cluster` is `redis` with `AR_REDIS_CLUSTER=1`: the URL names any cluster node.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ BackendFactory = Callable[[Settings, Clock], Awaitable[Backends]]
 BACKENDS: dict[str, str] = {
     "memory": "agent_reach.backends.memory:open_memory",
     "redis": "agent_reach.backends.redis:open_redis",
+    "redis-cluster": "agent_reach.backends.redis:open_redis_cluster",
 }
 
 

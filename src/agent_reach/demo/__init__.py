@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from rich import box
+import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
@@ -27,7 +26,10 @@ from agent_reach.sdk.client import ReachClient
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
 STOPPED_INSTANCE = "inventory-01"
-VERBOSE_HINT = "answers are shortened to fit; `agent-reach demo --verbose` shows them in full"
+
+
+HUMAN = "human.handoff"  # the generic agent: takes what the router will not guess
+MATCHERS_READY_POLLS = 300  # 0.1 s apart: the encoder loads and fits in a few seconds
 
 
 @dataclass(slots=True)
@@ -37,26 +39,23 @@ class Row:
     number: int
     ask: Ask
     agent_id: str | None
-    score: float | None
+    routed: str | None  # the capability the text was routed to
+    confidence: float | None  # its calibrated match confidence
     latency_ms: float
     summary: str
-    factors: dict[str, float] = field(default_factory=dict)
-    weights: dict[str, float] = field(default_factory=dict)
 
 
-def run_demo(console: Console | None = None, *, verbose: bool = False) -> int:
+def run_demo(console: Console | None = None) -> int:
     """Run the whole scenario and print it; 0 when everything behaved as the demo claims.
 
-    Tables fit the terminal (80 columns included) by shortening each answer to one
-    line; `verbose` prints answers in full. Logging is turned down to warnings for the
-    process, so the tables stay readable.
+    Logging is turned down to warnings for the process, so the tables stay readable.
     """
     console = console or Console()
     configure_logging("warning", json=False)
     # Security off: a local demo on loopback, without keys to hand around — and said so.
     settings = Settings(registry_backend="memory", decision_log="off", auth="off")
     console.print(
-        "[bold yellow]security is OFF for this demo[/] (AR_AUTH=off: no API keys, every\n"
+        "[bold yellow]security is OFF for this demo[/] (AR_AUTH=off: no API keys, every "
         "caller is an admin); `agent-reach serve` runs with it on"
     )
     with run_coordinator(settings) as (url, _), ExitStack() as stack:
@@ -66,37 +65,43 @@ def run_demo(console: Console | None = None, *, verbose: bool = False) -> int:
             server = ServerThread(agent.app)
             agent.endpoint_url = f"{server.url}/invoke"
             servers[agent.id] = stack.enter_context(server)
-        return asyncio.run(_play(console, url, servers, verbose))
+        return asyncio.run(_play(console, url, servers))
 
 
-async def _play(console: Console, url: str, servers: dict[str, ServerThread], verbose: bool) -> int:
+async def _play(console: Console, url: str, servers: dict[str, ServerThread]) -> int:
     async with ReachClient(url) as client:
         await _check_registered(client, set(servers))
+        await _matchers_ready(url)
         console.print(
             f"[bold]Agent-Reach demo[/]: coordinator {url}, {len(servers)} agents registered"
         )
         before = await _send_all(client, SCRIPT, first_number=1)
-        console.print(_table("Customer requests", before, verbose))
-        for line in _score_legend(before):
-            console.print(line, highlight=False)
-        if not verbose:
-            console.print(f"[dim]{VERBOSE_HINT}[/]")
+        console.print(_table("Customer requests", before))
 
         console.rule(f"stopping {STOPPED_INSTANCE}")
         await asyncio.to_thread(servers[STOPPED_INSTANCE].stop)  # its lifespan deregisters it
         after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
-        console.print(_table("Inventory requests after the stop", after, verbose))
+        console.print(_table("Inventory requests after the stop", after))
 
     served_before, served_after = _inventory_agents(before), _inventory_agents(after)
-    answered = sum(row.agent_id is not None for row in (*before, *after))
+    rows = (*before, *after)
+    answered = sum(row.agent_id is not None for row in rows)
+    routed = sum(row.routed == row.ask.capability for row in rows)
+    # a refused text goes to the generic human agent: never to the wrong specialist
+    misrouted = sum(row.routed not in (row.ask.capability, HUMAN) for row in rows)
     total = len(before) + len(after)
     console.print(
-        f"[bold]summary[/]: {answered}/{total} requests answered; inventory.check went to "
+        f"[bold]summary[/]: {answered}/{total} requests answered; {routed}/{total} texts "
+        f"routed by meaning to the capability meant, {total - routed - misrouted} the router "
+        f"would not guess went to {HUMAN}, {misrouted} to a wrong one; inventory.check went to "
         f"{', '.join(sorted(served_before))} before the stop and to "
         f"{', '.join(sorted(served_after))} after it"
     )
     is_expected = (
-        answered == total and len(served_before) == 2 and STOPPED_INSTANCE not in served_after
+        answered == total
+        and misrouted == 0
+        and len(served_before) == 2
+        and STOPPED_INSTANCE not in served_after
     )
     return 0 if is_expected else 1
 
@@ -108,6 +113,17 @@ async def _check_registered(client: ReachClient, agent_ids: set[str]) -> None:
         raise ReachError(
             f"agents not registered: {sorted(agent_ids - live)}", code="demo_not_ready"
         )
+
+
+async def _matchers_ready(url: str) -> None:
+    """Wait until the sentence encoder has loaded and both matchers are calibrated on the
+    agents' cards (a few seconds); text is routed lexically until then."""
+    async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+        for _ in range(MATCHERS_READY_POLLS):
+            if (await http.get("/v1/policy")).json()["matching"]["current"]:
+                return
+            await asyncio.sleep(0.1)
+    raise ReachError("the text matchers did not get ready", code="demo_not_ready")
 
 
 async def _send_all(client: ReachClient, script: list[list[Ask]], first_number: int) -> list[Row]:
@@ -124,24 +140,34 @@ async def _send_all(client: ReachClient, script: list[list[Ask]], first_number: 
 async def _send(client: ReachClient, number: int, ask: Ask) -> Row:
     started = SYSTEM_CLOCK.monotonic()
     try:
-        answer = await client.invoke(ask.capability, payload=ask.payload)
+        answer = await client.invoke(text=ask.text, payload=ask.payload)
     except ReachError as exc:
         latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
-        return Row(
-            number, ask, None, None, latency_ms, f"[red]{exc.code}[/]: {escape(exc.message)}"
-        )
+        message = f"[red]{exc.code}[/]: {escape(exc.message)}"
+        return Row(number, ask, None, None, None, latency_ms, message)
     latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
-    chosen = next((c for c in answer.route.candidates if c.agent_id == answer.agent_id), None)
+    route = answer.route
+    confidence = None  # a generic agent is no match: it takes what was refused
+    if route.rule != "generic":
+        confidence = next(
+            (c.factors.get("match") for c in route.candidates if c.agent_id == answer.agent_id),
+            None,
+        )
     return Row(
         number,
         ask,
         answer.agent_id,
-        None if chosen is None else chosen.score,
+        route.capability,
+        confidence,
         latency_ms,
         _summary(answer.result),
-        {} if chosen is None else chosen.factors,
-        answer.route.weights,
     )
+
+
+def _routed(row: Row) -> str:
+    if row.routed == row.ask.capability:
+        return row.routed
+    return f"[red]{row.routed or 'refused'}[/] (meant {row.ask.capability})"
 
 
 def _summary(result: Any) -> str:
@@ -149,54 +175,26 @@ def _summary(result: Any) -> str:
 
 
 def _inventory_agents(rows: list[Row]) -> set[str]:
-    return {
-        row.agent_id for row in rows if row.ask.capability == "inventory.check" and row.agent_id
-    }
+    return {row.agent_id for row in rows if row.routed == "inventory.check" and row.agent_id}
 
 
-def _table(title: str, rows: list[Row], verbose: bool) -> Table:
-    """One row per request; the last cell holds what the customer said and the answer,
-    each one line cut to fit the terminal (or wrapped in full when `verbose`)."""
-    table = Table(
-        title=title,
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-    )
+def _table(title: str, rows: list[Row]) -> Table:
+    table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("capability", no_wrap=True)
+    table.add_column("user text")
+    table.add_column("routed by meaning to", no_wrap=True)
+    table.add_column("match", justify="right", no_wrap=True)
     table.add_column("instance", no_wrap=True, style="cyan")
-    table.add_column("score", justify="right", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
-    table.add_column("customer → answer", min_width=12)  # shrinks first: the others stay whole
+    table.add_column("answer")
     for row in rows:
-        cell = Text("\n").join([Text(row.ask.text), Text.from_markup(f"[dim]→[/] {row.summary}")])
-        if not verbose:
-            cell.no_wrap, cell.overflow = True, "ellipsis"
         table.add_row(
             str(row.number),
-            row.ask.capability,
+            row.ask.text,
+            _routed(row),
+            "-" if row.confidence is None else f"{row.confidence:.2f}",
             row.agent_id or "[red]-[/]",
-            "-" if row.score is None else f"{row.score:.3f}",
             f"{row.latency_ms:.1f}",
-            cell,
+            row.summary,
         )
     return table
-
-
-def _score_legend(rows: list[Row]) -> list[str]:
-    """What a score is made of, said once, with the first answered request as the example."""
-    example = next((row for row in rows if row.factors and row.weights), None)
-    if example is None or example.score is None:
-        return []
-    terms = " + ".join(f"{weight:.2f}×{name}" for name, weight in example.weights.items())
-    factors = " ".join(f"{name} {example.factors.get(name, 0.0):.2f}" for name in example.weights)
-    return [
-        f"[bold]score[/] = {terms}",
-        "times the instance's weight; each factor is 0–1.",
-        f"Request {example.number}: {factors} → {example.score:.3f}.",
-        "A named capability matches 1.00 and affinity stays 0 without a context_id, so "
-        "healthy idle instances score alike.",
-    ]

@@ -40,6 +40,7 @@ class TraceSummary:
     spans: int
     attempts: int
     retries: int
+    node: str = ""  # the coordinator that kept it (its node id): which one served what
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +61,10 @@ class TraceFilter:
 class TraceStore:
     """trace id -> its spans, the newest `size` traces."""
 
-    def __init__(self, size: int, clock: Clock) -> None:
+    def __init__(self, size: int, clock: Clock, node_id: str = "") -> None:
         self.size = size
         self.clock = clock
+        self.node_id = node_id
         self.dropped_spans = 0
         self._traces: OrderedDict[str, list[Span]] = OrderedDict()
         # trace id -> the principals its spans name: a caller's listing skips the traces
@@ -109,7 +111,8 @@ class TraceStore:
         first = ordered[0].started
         return {
             "trace_id": trace_id,
-            "summary": _summarize(trace_id, spans, offset_s),
+            "node": self.node_id,
+            "summary": _summarize(trace_id, spans, offset_s, self.node_id),
             "spans": [
                 {
                     "span_id": s.span_id,
@@ -146,7 +149,7 @@ class TraceStore:
                 continue
             if where.agent_id is not None and all(s.agent_id != where.agent_id for s in spans):
                 continue
-            summary = _summarize(trace_id, spans, offset_s)
+            summary = _summarize(trace_id, spans, offset_s, self.node_id)
             if where.min_ms is not None and summary.duration_ms < where.min_ms:
                 continue
             if where.status is not None and not (
@@ -187,7 +190,7 @@ def _start_order(span: Span) -> tuple[float, float]:
     return span.started, -span.duration_ms
 
 
-def _summarize(trace_id: str, spans: list[Span], offset_s: float) -> TraceSummary:
+def _summarize(trace_id: str, spans: list[Span], offset_s: float, node: str) -> TraceSummary:
     ids = {s.span_id for s in spans}
     roots = sorted((s for s in spans if s.parent_id not in ids), key=lambda s: s.started) or spans
     root = next((s for s in roots if s.is_error), roots[0])
@@ -208,4 +211,5 @@ def _summarize(trace_id: str, spans: list[Span], offset_s: float) -> TraceSummar
         spans=len(spans),
         attempts=len(attempts),
         retries=sum(1 for s in attempts if s.attempt > 1),
+        node=node,
     )

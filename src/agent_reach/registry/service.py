@@ -12,7 +12,12 @@ import contextlib
 
 import structlog
 
-from agent_reach.backends.protocols import InstanceRecord, RegistryEvent, RegistryStore
+from agent_reach.backends.protocols import (
+    InstanceRecord,
+    LeasedRecord,
+    RegistryEvent,
+    RegistryStore,
+)
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownAgent
 from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
@@ -88,15 +93,31 @@ class Registry:
         log.info("agent_deregistered", agent_id=agent_id)
 
     async def resync(self) -> None:
-        """Replace the index's records and leases with what the store holds now."""
+        """Replace the index's records and leases with what the store holds now.
+
+        A store holding nothing while this index still has instances with live leases
+        has lost its data (Redis restarted empty): those are written back at once, so
+        routing goes on and their agents' next heartbeats find them, rather than 404s
+        and a re-registration of every agent at its next heartbeat.
+        """
         now = self.clock.monotonic()
         leased = await self.store.load()
+        if not leased:
+            leased = await self._restore(now)
         seen = set()
         for item in leased:
             seen.add(item.record.spec.id)
             self.index.upsert(item.record, now + item.lease_left_s)
         for agent_id in [i for i in self.index.by_id if i not in seen]:
             self.index.remove(agent_id)
+
+    async def _restore(self, now: float) -> list[LeasedRecord]:
+        live = [i for i in self.index.by_id.values() if i.lease_until > now]
+        for instance in live:
+            await self.store.put(instance.record, self.node_id)
+        if live:
+            log.warning("registry_restored", instances=len(live))
+        return [LeasedRecord(i.record, i.spec.ttl) for i in live]
 
     def availability_changed(self) -> None:
         """Wake whoever waits for instances to come (back): the suspended-queue replayer."""
@@ -128,6 +149,10 @@ class Registry:
         }
 
     async def _apply(self, event: RegistryEvent) -> None:
+        if event.op == "resync":
+            with contextlib.suppress(StoreUnavailable):
+                await self.resync()
+            return
         if event.origin == self.node_id:
             return
         now = self.clock.monotonic()

@@ -215,6 +215,7 @@ class Agent:
         generic: bool = False,
         context_fields: Sequence[str] = (),
         api_key: str | None = None,
+        min_instances: int = 0,
     ) -> None:
         self.id = id
         self.capabilities = list(capabilities)
@@ -230,6 +231,7 @@ class Agent:
         self.generic = generic
         self.context_fields = list(context_fields)
         self.api_key = api_key
+        self.min_instances = min_instances
         self._handlers: dict[str, Callable[[AgentRequest], Awaitable[Any]]] = {}
         self._default: Callable[[AgentRequest], Awaitable[Any]] | None = None
         self._runs = _RunOnce(REMEMBERED_REQUESTS)
@@ -292,6 +294,7 @@ class Agent:
             domain=self.domain,
             generic=self.generic,
             context_fields=self.context_fields,
+            min_instances=self.min_instances,
         )
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "info") -> None:

@@ -20,8 +20,10 @@ from agent_reach.server.routes import (
     agents,
     contexts,
     decisions,
+    events,
     health,
     keys,
+    learning,
     policy,
     queues,
     routing,
@@ -30,6 +32,8 @@ from agent_reach.server.routes import (
 )
 from agent_reach.server.routes.dashboard import mount_dashboard
 from agent_reach.server.runtime import Runtime, open_runtime
+
+NODE_HEADER = b"x-reach-node"
 
 
 class CoordinatorApp:
@@ -64,12 +68,16 @@ class CoordinatorApp:
         routers = (agents, routing, tasks, health, traces, decisions, queues, contexts, keys)
         for module in (*routers, policy):
             self.api.include_router(module.router)
+        self.api.include_router(learning.router)
+        self.api.include_router(events.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         runtime = self.runtime
+        if runtime is not None and scope["type"] == "http":
+            send = _naming_node(send, runtime.node_id.encode())
         if (
             runtime is not None
             and scope["type"] == "http"
@@ -79,6 +87,17 @@ class CoordinatorApp:
             await handle_invoke(scope, receive, send, runtime.invoke, self.settings.max_body_bytes)
         else:
             await self._control_plane(scope, receive, send)
+
+
+def _naming_node(send: Any, node: bytes) -> Any:
+    """`send` adding ``X-Reach-Node``: behind a balancer, which coordinator answered."""
+
+    async def send_named(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), (NODE_HEADER, node)]
+        await send(message)
+
+    return send_named
 
 
 def create_app(settings: Settings | None = None, clock: Clock = SYSTEM_CLOCK) -> CoordinatorApp:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import httpx
 from starlette.requests import Request
 
 from agent_reach.backends.bundle import Backends
@@ -24,14 +25,18 @@ from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
+from agent_reach.learning.service import LearningService
 from agent_reach.observability.decision_log import DecisionLog
+from agent_reach.observability.events import EventFeed
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.registry.scale import FleetWatcher
 from agent_reach.registry.service import Registry
+from agent_reach.registry.webhook import ScaleWebhook
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
@@ -59,6 +64,8 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    learning: LearningService
+    events: EventFeed
 
 
 @asynccontextmanager
@@ -66,14 +73,14 @@ async def open_runtime(
     settings: Settings, clock: Clock, policy: PolicySource
 ) -> AsyncIterator[Runtime]:
     """Open backends and clients, start the background loops; close all of it on exit."""
-    node_id = uuid.uuid4().hex[:12]
+    node_id = settings.node_id or uuid.uuid4().hex[:12]
     metrics = Metrics()
     export = (
         OtlpExport(settings.otlp_endpoint, clock, service_name="agent-reach", node_id=node_id)
         if settings.otlp_endpoint
         else None
     )
-    tracer = Tracer(TraceStore(settings.trace_store_size, clock), clock, export)
+    tracer = Tracer(TraceStore(settings.trace_store_size, clock, node_id), clock, export)
     backends = await open_backends(settings, clock)
     try:
         await policy.attach(backends.policy)
@@ -92,15 +99,17 @@ async def open_runtime(
         return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)
 
     health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
+    learning = LearningService(backends.learning, registry.index, policy, clock, metrics)
     routing = RoutingService(
         registry.index,
         policy,
         clock,
         AffinityTable(),
-        MatchingPipeline(registry.index, clock, settings),
+        MatchingPipeline(registry.index, clock, settings, learning.snapshot),
         decision_log,
         tracer=tracer,
         metrics=metrics,
+        record_text=learning.record_text,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
@@ -114,7 +123,7 @@ async def open_runtime(
         settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     invoke = InvokeService(
         routing=routing,
@@ -130,6 +139,18 @@ async def open_runtime(
         tracer=tracer,
         security=security,
         contexts=contexts,
+        learning=learning,
+    )
+    events = EventFeed(clock)
+    webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
+    fleet = FleetWatcher(
+        registry.index,
+        clock,
+        events,
+        policy,
+        backends.idempotency,
+        _scale_webhook(settings, webhook_client),
+        interval_s=settings.scale_check_s,
     )
     runtime = Runtime(
         settings=settings,
@@ -148,8 +169,11 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        learning=learning,
+        events=events,
     )
     await registry.start()
+    routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
         asyncio.create_task(health.run(), name="health-monitor"),
@@ -157,6 +181,9 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(learning.run(), name="learned-examples"),
+        asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
+        asyncio.create_task(fleet.run(), name="fleet-watcher"),
     ]
     try:
         yield runtime
@@ -171,8 +198,21 @@ async def open_runtime(
         await transports.aclose()
         await backends.aclose()
         await decision_log.aclose()
+        if webhook_client is not None:
+            await webhook_client.aclose()
         if export is not None:
             await asyncio.to_thread(export.close)
+
+
+def _scale_webhook(settings: Settings, client: httpx.AsyncClient | None) -> ScaleWebhook | None:
+    if settings.scale_webhook is None or client is None:
+        return None
+    secret = settings.scale_webhook_secret
+    return ScaleWebhook(
+        settings.scale_webhook,
+        None if secret is None else secret.get_secret_value().encode(),
+        client,
+    )
 
 
 def runtime_of(request: Request) -> Runtime:

@@ -163,6 +163,7 @@ def build_agent(options: argparse.Namespace) -> Agent:
         endpoint_url=options.endpoint,
         ttl=options.ttl,
         timeout_class=options.timeout_class,
+        min_instances=options.min_instances,
     )
     ledger = Ledger(options.ledger, options.id)
 
@@ -207,6 +208,7 @@ def parse_options(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--forward-to", help="capability the handler calls next (ping-pong)")
     parser.add_argument("--endpoint", help="URL to register instead of our own (a proxy)")
     parser.add_argument("--timeout-class", default="query")
+    parser.add_argument("--min-instances", type=int, default=0, help="healthy instances wanted")
     options = parser.parse_args(argv)
     if options.ledger is None:
         options.ledger = Path(f"{options.id}.ledger.db")
@@ -306,6 +308,7 @@ class AgentProcess(ManagedProcess):
         forward_to: str | None = None,
         endpoint: str | None = None,
         timeout_class: str = "query",
+        min_instances: int = 0,
     ) -> None:
         self.agent_id = agent_id
         self.ledger_path = directory / f"{agent_id}.ledger.db"
@@ -320,6 +323,7 @@ class AgentProcess(ManagedProcess):
             "--latency-ms", f"{latency_ms[0]}-{latency_ms[1]}",
             "--ledger", str(self.ledger_path),
             "--timeout-class", timeout_class,
+            "--min-instances", str(min_instances),
         ]  # fmt: skip
         if forward_to:
             command += ["--forward-to", forward_to]

@@ -56,7 +56,13 @@ class RedisServer(ChildProcess):
     Usable as a context manager, which starts it and removes it afterwards.
     """
 
-    def __init__(self, binary: str = "redis-server") -> None:
+    def __init__(
+        self,
+        binary: str = "redis-server",
+        *,
+        port: int | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
         found = shutil.which(binary)
         if found is None:
             raise FileNotFoundError(
@@ -64,7 +70,8 @@ class RedisServer(ChildProcess):
             )
         super().__init__()
         self.binary = found
-        self.port = free_port()
+        self.port = free_port() if port is None else port
+        self.options = options  # more redis-server flags, e.g. a cluster node's
         self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-redis-"))
 
     @property
@@ -84,6 +91,7 @@ class RedisServer(ChildProcess):
             "--appendonly", "no",
             "--dir", str(self.directory),
             "--logfile", str(log_file),
+            *self.options,
         ]  # fmt: skip
         self.spawn(command)
         deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S

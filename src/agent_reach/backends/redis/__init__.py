@@ -9,22 +9,28 @@ they see `StoreUnavailable` and nothing else.
 
 from __future__ import annotations
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.redis.apikeys import RedisKeyStore
+from agent_reach.backends.redis.cluster import (
+    CLIENT_NAME,
+    HEALTH_CHECK_INTERVAL_S,
+    connect_cluster,
+)
 from agent_reach.backends.redis.contexts import RedisContextStore
-from agent_reach.backends.redis.errors import store_unavailable
+from agent_reach.backends.redis.errors import DriverError, store_unavailable
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
+from agent_reach.backends.redis.learning import RedisLearningStore
 from agent_reach.backends.redis.policy import RedisPolicyStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
+from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -34,8 +40,6 @@ MAX_CONNECTIONS = 64  # per coordinator; a caller waits up to redis_timeout_s fo
 # Each waiting queue consumer holds one of these for up to MAX_BLOCK_S; a coordinator runs
 # a handful of consumers, and a pull finding none free fails after redis_timeout_s.
 MAX_BLOCKING_CONNECTIONS = 16
-HEALTH_CHECK_INTERVAL_S = 10  # a pooled connection idle this long is pinged before reuse
-CLIENT_NAME = "agent-reach"  # shows in CLIENT LIST, to tell our connections apart
 
 # One quick retry on a dropped connection heals a pool that a Redis restart left stale;
 # timeouts are not retried, so a stalled Redis costs one redis_timeout_s, not several.
@@ -44,8 +48,14 @@ _RETRY = Retry(
 )
 
 
-def _connect(settings: Settings, *, max_connections: int, socket_timeout_s: float) -> Redis:
+def _connect(
+    settings: Settings, *, max_connections: int, socket_timeout_s: float
+) -> Redis | RedisCluster:
     """A client on its own pool; `InvalidRequest` when the URL is unusable."""
+    if settings.redis_cluster:
+        return connect_cluster(
+            settings, max_connections=max_connections, socket_timeout_s=socket_timeout_s
+        )
     try:
         pool = BlockingConnectionPool.from_url(
             settings.redis_url,
@@ -65,6 +75,7 @@ def _connect(settings: Settings, *, max_connections: int, socket_timeout_s: floa
 async def open_redis(settings: Settings, clock: Clock) -> Backends:
     """Connect to `settings.redis_url` and check it answers; `StoreUnavailable` when not.
 
+    With `settings.redis_cluster` the URL names any node of a Redis Cluster.
     Leases are Redis key expiry and Redis TIME, so `clock` is not consulted. Blocking
     queue reads get a client of their own, whose socket waits out the longest block.
     """
@@ -72,7 +83,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
     client = _connect(settings, max_connections=MAX_CONNECTIONS, socket_timeout_s=timeout_s)
     try:
         await client.ping()
-    except RedisError as exc:
+    except DriverError as exc:
         await client.aclose()
         raise store_unavailable(exc) from exc
     blocking = _connect(
@@ -80,10 +91,17 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         max_connections=MAX_BLOCKING_CONNECTIONS,
         socket_timeout_s=timeout_s + MAX_BLOCK_S,
     )
+    wait = (
+        ReplicaWait(
+            client, settings.redis_wait_replicas, settings.redis_wait_ms, timeout_s=timeout_s
+        )
+        if settings.redis_wait_replicas
+        else None
+    )
     return Backends(
-        name="redis",
+        name="redis-cluster" if settings.redis_cluster else "redis",
         registry=RedisRegistryStore(client, prefix, timeout_s=timeout_s),
-        idempotency=RedisIdempotencyStore(client, prefix),
+        idempotency=RedisIdempotencyStore(client, prefix, wait),
         tasks=RedisTaskStore(client, prefix),
         queues=RedisQueueStore(client, blocking, prefix, timeout_s=timeout_s),
         journal=RedisJournalStore(client, prefix),
@@ -91,7 +109,13 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         keys=RedisKeyStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
+        learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
         is_shared=True,
-        closers=[client.aclose, blocking.aclose],
+        closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],
     )
+
+
+async def open_redis_cluster(settings: Settings, clock: Clock) -> Backends:
+    """`open_redis` on a Redis Cluster, whatever `settings.redis_cluster` says."""
+    return await open_redis(settings.model_copy(update={"redis_cluster": True}), clock)

@@ -1,7 +1,7 @@
 """API key records in Redis: one hash per key id, digests only.
 
-Keys under ``<prefix>:``: ``apikey:<key id>`` (fields of the record) and ``apikeys``
-(the set of ids, for listing).
+Keys under ``<prefix>:{<prefix>:apikeys}:``: ``apikey:<key id>`` (fields of the record)
+and ``apikeys`` (the set of ids, for listing), in one cluster slot so `put` is one MULTI.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import cast
 
 import orjson
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.typing import EncodableT, FieldT
 
 from agent_reach.backends.redis.errors import translate_errors
-from agent_reach.backends.redis.keys import join_key
+from agent_reach.backends.redis.keys import apikey_key
 from agent_reach.backends.redis.scripts import register_script
 from agent_reach.model.keys import KeyRecord, Role
 
@@ -21,10 +21,10 @@ from agent_reach.model.keys import KeyRecord, Role
 class RedisKeyStore:
     """`KeyStore` on Redis, shared by every coordinator: a revocation is seen by all."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         self._client = client
         self._prefix = prefix
-        self._listing = join_key(prefix, "apikeys")
+        self._listing = apikey_key(prefix, "apikeys")
         self._revoke = register_script(client, "apikey_revoke")
 
     @translate_errors
@@ -55,7 +55,7 @@ class RedisKeyStore:
         return [_decode(key_id, fields) for key_id, fields in zip(ids, rows, strict=True) if fields]
 
     def _key(self, key_id: str) -> str:
-        return join_key(self._prefix, "apikey", key_id)
+        return apikey_key(self._prefix, "apikey", key_id)
 
 
 def _encode(record: KeyRecord) -> dict[FieldT, EncodableT]:

@@ -10,11 +10,12 @@ tokens (it never expires).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
 from typing import Literal, cast
 
 import orjson
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
 
 from agent_reach.backends.protocols import ContextWrite, SegmentPolicy, StoredContext, Swept
@@ -23,11 +24,12 @@ from agent_reach.backends.redis.keys import join_key, to_ms
 from agent_reach.backends.redis.scripts import read_script
 
 HOLD_BATCH = 1000  # hold scripts sent per round trip; each is short, so Redis never stalls
+CLUSTER_HOLD_BATCH = 32  # hold scripts in flight at once on a cluster, well within a node's pool
 
 WriteState = Literal["written", "missing", "conflict", "not_a_list", "too_many_segments"]
 
 
-def _context_script(client: Redis, name: str) -> AsyncScript:
+def _context_script(client: Redis | RedisCluster, name: str) -> AsyncScript:
     """A context script with the shared helpers of ``lua/context_lib.lua`` in front."""
     return client.register_script(read_script("context_lib") + "\n" + read_script(name))
 
@@ -35,7 +37,7 @@ def _context_script(client: Redis, name: str) -> AsyncScript:
 class RedisContextStore:
     """`ContextStore` on Redis, shared by every coordinator using the same prefix."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         self._client = client
         self._prefix = prefix
         self._create = _context_script(client, "context_create")
@@ -135,6 +137,17 @@ class RedisContextStore:
     async def hold(self, context_ids: Collection[str], hold_s: float) -> int:
         """One script per context (they may live in different cluster slots), pipelined."""
         ids, held = list(context_ids), 0
+        if isinstance(self._client, RedisCluster):
+            # A cluster pipeline refuses scripts: send them concurrently, a batch at a time.
+            for start in range(0, len(ids), CLUSTER_HOLD_BATCH):
+                found = await asyncio.gather(
+                    *(
+                        self._hold(keys=[self._key(context_id)], args=[to_ms(hold_s)])
+                        for context_id in ids[start : start + CLUSTER_HOLD_BATCH]
+                    )
+                )
+                held += sum(int(f) for f in found)
+            return held
         for start in range(0, len(ids), HOLD_BATCH):
             async with self._client.pipeline(transaction=False) as pipe:
                 for context_id in ids[start : start + HOLD_BATCH]:

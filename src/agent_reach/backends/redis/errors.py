@@ -6,7 +6,14 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-from redis.exceptions import BusyLoadingError, RedisError
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    RedisClusterException,
+    RedisError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -16,7 +23,12 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def store_unavailable(exc: RedisError) -> StoreUnavailable:
+# What redis-py raises: RedisError, and on a cluster also RedisClusterException (a slot no
+# node serves yet, a topology it cannot read), which does not derive from RedisError.
+DriverError = (RedisError, RedisClusterException)
+
+
+def store_unavailable(exc: RedisError | RedisClusterException) -> StoreUnavailable:
     """The one error callers see, whatever redis-py raised."""
     # BusyLoadingError is a ConnectionError: test it first.
     if isinstance(exc, BusyLoadingError):
@@ -25,6 +37,9 @@ def store_unavailable(exc: RedisError) -> StoreUnavailable:
         return StoreUnavailable("redis did not answer in time")
     if isinstance(exc, RedisConnectionError):
         return StoreUnavailable("redis is unreachable")
+    if isinstance(exc, ClusterDownError | TryAgainError | SlotNotCoveredError):
+        # During a failover, until a replica has taken over the lost master's slots.
+        return StoreUnavailable("redis cluster is failing over")
     return StoreUnavailable("redis refused the operation")
 
 
@@ -37,7 +52,7 @@ def translate_errors(
     async def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await operation(*args, **kwargs)
-        except RedisError as exc:
+        except DriverError as exc:
             raise store_unavailable(exc) from exc
 
     return guarded

@@ -1,19 +1,28 @@
 """Idempotency records in Redis: claim, complete, release and peek are one Lua script each.
 
-Keys under ``<prefix>:``: ``idem:<key>`` is a hash (fingerprint, fence, lease deadline
-on Redis's clock, then status and body); ``idem-fence`` is the counter every fence comes
-from, so a fence is never handed out twice, even after a record was released or expired.
+Keys under ``<prefix>:``: ``idem:{<shard>}:<key>`` is a hash (fingerprint, fence, lease
+deadline on Redis's clock, then status and body); ``idem-fence:{<shard>}`` is the counter
+every fence of the shard's keys comes from, so a fence is never handed out twice for a key,
+even after its record was released or expired (layout and shards: `keys`).
 """
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
+from redis.commands.core import AsyncScript
 
 from agent_reach.backends.protocols import Claim
 from agent_reach.backends.redis.errors import translate_errors
-from agent_reach.backends.redis.keys import join_key, to_ms
+from agent_reach.backends.redis.keys import (
+    IDEMPOTENCY_SHARDS,
+    idempotency_shard,
+    idempotency_tag,
+    join_key,
+    to_ms,
+)
+from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.scripts import register_script
 
 # An in-progress record's key outlives its lease by this much, so a late owner's
@@ -26,9 +35,11 @@ ClaimState = Literal["claimed", "completed", "in_progress", "mismatch"]
 class RedisIdempotencyStore:
     """`IdempotencyStore` on Redis, shared by every coordinator using the same prefix."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(
+        self, client: Redis | RedisCluster, prefix: str, wait: ReplicaWait | None = None
+    ) -> None:
         self._prefix = prefix
-        self._fences = join_key(prefix, "idem-fence")
+        self._wait = wait  # claims and answers then wait for a replica (AR_REDIS_WAIT_REPLICAS)
         self._claim = register_script(client, "idempotency_claim")
         self._complete = register_script(client, "idempotency_complete")
         self._release = register_script(client, "idempotency_release")
@@ -36,18 +47,30 @@ class RedisIdempotencyStore:
 
     @translate_errors
     async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
-        reply = await self._claim(
-            keys=[self._record(key), self._fences],
-            args=[fingerprint, to_ms(lease_s), to_ms(lease_s + TAKEOVER_GRACE_S)],
+        reply = await self._write(
+            self._claim,
+            [self._record(key), self._fences(key)],
+            [
+                fingerprint,
+                to_ms(lease_s),
+                to_ms(lease_s + TAKEOVER_GRACE_S),
+                IDEMPOTENCY_SHARDS,
+                idempotency_shard(key),
+            ],
         )
         return decode_claim(reply)
 
     @translate_errors
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
-        stored = await self._complete(
-            keys=[self._record(key)], args=[fence, status, body, to_ms(ttl_s)]
+        stored = await self._write(
+            self._complete, [self._record(key)], [fence, status, body, to_ms(ttl_s)]
         )
         return bool(stored)
+
+    async def _write(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        if self._wait is None:
+            return await script(keys=keys, args=args)
+        return await self._wait.run(script, keys, args)
 
     @translate_errors
     async def release(self, key: str, fence: int) -> None:
@@ -59,7 +82,12 @@ class RedisIdempotencyStore:
         return None if reply is None else decode_claim(reply)
 
     def _record(self, request_key: str) -> str:
-        return join_key(self._prefix, "idem", request_key)
+        tag = idempotency_tag(self._prefix, idempotency_shard(request_key))
+        return join_key(self._prefix, "idem", tag, request_key)
+
+    def _fences(self, request_key: str) -> str:
+        tag = idempotency_tag(self._prefix, idempotency_shard(request_key))
+        return join_key(self._prefix, "idem-fence", tag)
 
 
 def decode_claim(reply: list[bytes | int]) -> Claim:

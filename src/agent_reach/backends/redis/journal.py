@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.backends.redis.keys import PAYLOAD_FIELD, StreamEntries, join_key
@@ -17,7 +17,7 @@ from agent_reach.backends.redis.keys import PAYLOAD_FIELD, StreamEntries, join_k
 class RedisJournalStore:
     """`JournalStore` on Redis Streams."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         self._client = client
         self._prefix = prefix
 

@@ -1,8 +1,9 @@
 """The routing policy and its audit log in Redis, shared by every coordinator.
 
-Keys under ``<prefix>:``: ``policy`` (a hash: revision, version, document, file_digest)
-and ``policy:audit`` (a stream of changes, trimmed exactly to the cap). One Lua script
-writes both, so no change goes unrecorded and no two writers take the same revision.
+Keys under ``<prefix>:``, in one hash slot: ``{<prefix>:policy}`` (a hash: revision,
+version, document, file_digest) and ``{<prefix>:policy}:audit`` (a stream of changes,
+trimmed exactly to the cap). One Lua script writes both, so no change goes unrecorded
+and no two writers take the same revision.
 """
 
 from __future__ import annotations
@@ -10,22 +11,23 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent_reach.backends.memory.policy import AUDIT_CAP
 from agent_reach.backends.protocols import PolicyChange, StoredPolicy
 from agent_reach.backends.redis.errors import translate_errors
-from agent_reach.backends.redis.keys import StreamEntries, join_key
+from agent_reach.backends.redis.keys import StreamEntries, hash_tag, join_key
 from agent_reach.backends.redis.scripts import register_script
 
 
 class RedisPolicyStore:
     """`PolicyStore` on Redis: a compare-and-set hash plus an audit stream."""
 
-    def __init__(self, client: Redis, prefix: str, cap: int = AUDIT_CAP) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str, cap: int = AUDIT_CAP) -> None:
         self._client = client
-        self._key = join_key(prefix, "policy")
-        self._audit = join_key(prefix, "policy", "audit")
+        tag = hash_tag(prefix, "policy")  # one slot: the script writes both keys
+        self._key = join_key(prefix, tag)
+        self._audit = join_key(prefix, tag, "audit")
         self._cap = cap
         self._replace = register_script(client, "policy_replace")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent_reach.backends.redis.errors import store_unavailable, translate_errors
@@ -28,7 +28,14 @@ MAX_BLOCK_S = 30.0  # a longer `block_s` is cut to this; the blocking client's s
 class RedisQueueStore:
     """`QueueStore` on Redis Streams, shared by every coordinator using the same prefix."""
 
-    def __init__(self, client: Redis, blocking: Redis, prefix: str, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        blocking: Redis | RedisCluster,
+        prefix: str,
+        *,
+        timeout_s: float,
+    ) -> None:
         self._client = client
         self._blocking = blocking
         self._prefix = prefix

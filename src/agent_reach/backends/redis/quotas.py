@@ -6,7 +6,7 @@ counted, expiring once a full refill has passed (an idle bucket is a full bucket
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.backends.redis.keys import join_key
@@ -16,7 +16,7 @@ from agent_reach.backends.redis.scripts import register_script
 class RedisQuotaStore:
     """`QuotaStore` on Redis: several coordinators draw from the same buckets."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         self._prefix = prefix
         self._take = register_script(client, "quota_take")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.commands.core import AsyncScript
 
 
@@ -15,6 +15,6 @@ def read_script(name: str) -> str:
     return (files("agent_reach.backends.redis") / "lua" / f"{name}.lua").read_text(encoding="utf-8")
 
 
-def register_script(client: Redis, name: str) -> AsyncScript:
+def register_script(client: Redis | RedisCluster, name: str) -> AsyncScript:
     """A callable script: EVALSHA, loading the source again if the server lost it."""
     return client.register_script(read_script(name))

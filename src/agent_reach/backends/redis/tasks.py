@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.backends.redis.keys import join_key, to_ms
@@ -16,7 +16,7 @@ from agent_reach.backends.redis.keys import join_key, to_ms
 class _ExpiringBlobs:
     """Bytes by name under ``<prefix>:<area>:``, each with its own expiry."""
 
-    def __init__(self, client: Redis, prefix: str, area: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str, area: str) -> None:
         self._client = client
         self._prefix = prefix
         self._area = area
@@ -33,7 +33,7 @@ class _ExpiringBlobs:
 class RedisTaskStore(_ExpiringBlobs):
     """`TaskStore` on Redis."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         super().__init__(client, prefix, "task")
 
     async def put(self, task_id: str, document: bytes, ttl_s: float) -> None:
@@ -46,7 +46,7 @@ class RedisTaskStore(_ExpiringBlobs):
 class RedisAnswerCache(_ExpiringBlobs):
     """`AnswerCache` on Redis."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
         super().__init__(client, prefix, "answer")
 
     async def put(self, key: str, body: bytes, ttl_s: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
@@ -18,9 +19,13 @@ router = APIRouter(prefix="/v1/policy", tags=["policy"])
 @router.get("")
 async def show_policy(request: Request, _: Observer) -> Response:
     """The policy in force: version (also the `ETag`), revision, source, the policy itself
-    (observers and admins: it names every principal's rules and quotas)."""
-    status = runtime_of(request).policy.status()
-    return json_response(status, headers={"etag": f'"{status.version}"'})
+    (observers and admins: it names every principal's rules and quotas), and which text
+    matchers are ready (the sentence encoder loads in the background)."""
+    runtime = runtime_of(request)
+    status = runtime.policy.status()
+    body = {field.name: getattr(status, field.name) for field in dataclasses.fields(status)}
+    body["matching"] = runtime.routing.matching.status(status.policy)
+    return json_response(body, headers={"etag": f'"{status.version}"'})
 
 
 @router.put("")

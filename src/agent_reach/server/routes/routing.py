@@ -36,13 +36,17 @@ async def route(
 
     A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
     decision is in the error's `route`). Naming a capability needs the right to invoke
-    it; text may be routed by any key but an observer's (observers only read).
+    it, naming a context the right to use it (else 404); text may be routed by any key
+    but an observer's (observers only read).
     """
     require_not_observer(principal, "route")
+    runtime = runtime_of(request)
     if body.capability is not None:
-        runtime_of(request).security.authorize_invoke(principal, body.capability)
+        runtime.security.authorize_invoke(principal, body.capability)
+    if body.context_id is not None:  # its affinity would tell who served someone's context
+        await runtime.contexts.check_use(principal, body.context_id)
     trace = continue_trace(traceparent)
-    decision = await runtime_of(request).routing.route(
+    decision = await runtime.routing.route(
         body,
         request_id=body.request_id or new_request_id(),
         trace_id=trace.trace_id,

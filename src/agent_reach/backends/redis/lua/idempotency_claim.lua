@@ -1,8 +1,10 @@
 -- Decide who executes a key, in one step (see `IdempotencyStore.claim`).
 -- The record is a hash: fingerprint, fence, lease_until (ms on Redis's own clock), and
 -- status and body once completed. Leases are compared with Redis TIME, never a caller's clock.
--- KEYS: record, fence counter
--- ARGV: fingerprint, lease ms, key ttl ms of an in-progress record (well past the lease)
+-- KEYS: record, the fence counter of the record's shard
+-- ARGV: fingerprint, lease ms, key ttl ms of an in-progress record (well past the lease),
+--       number of shards, this record's shard
+-- A fence is counter * shards + shard: rising for each key, and never the same for two keys.
 -- Returns {state, fence[, status, body]}.
 local record = redis.call('HMGET', KEYS[1], 'fingerprint', 'fence', 'lease_until', 'status', 'body')
 local time = redis.call('TIME')
@@ -19,7 +21,7 @@ if record[1] then
   end
 end
 -- No record, or its owner's lease ran out: a new owner with a higher fence.
-local fence = redis.call('INCR', KEYS[2])
+local fence = redis.call('INCR', KEYS[2]) * tonumber(ARGV[4]) + tonumber(ARGV[5])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1], 'fence', fence,
   'lease_until', now_ms + tonumber(ARGV[2]))

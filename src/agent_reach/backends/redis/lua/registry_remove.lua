@@ -1,12 +1,12 @@
 -- Delete record and lease at once; 1 and an event when something was deleted, else 0.
 -- KEYS: record, lease, listing
--- ARGV: agent id, origin, channel
+-- ARGV: agent id, origin, channel, publish command (PUBLISH or SPUBLISH)
 local deleted = redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 if deleted == 0 then
   return 0
 end
-redis.call('PUBLISH', ARGV[3], cjson.encode({
+redis.call(ARGV[4], ARGV[3], cjson.encode({
   op = 'remove', agent_id = ARGV[1], origin = ARGV[2], lease_left_ms = 0,
 }))
 return 1
