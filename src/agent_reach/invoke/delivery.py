@@ -18,18 +18,20 @@ class Delivery:
     trace_id: str
     hop: int
     context: dict[str, Any] | None = None
+    text: str | None = None  # the user's words, when the request was routed by text
 
     def body(self) -> bytes:
-        return orjson.dumps(
-            {
-                "request_id": self.request_id,
-                "capability": self.capability,
-                "payload": self.payload,
-                "context": self.context,
-                "trace_id": self.trace_id,
-                "hop": self.hop,
-            }
-        )
+        body = {
+            "request_id": self.request_id,
+            "capability": self.capability,
+            "payload": self.payload,
+            "context": self.context,
+            "trace_id": self.trace_id,
+            "hop": self.hop,
+        }
+        if self.text is not None:
+            body["text"] = self.text
+        return orjson.dumps(body)
 
     def headers(self, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:
         """Contract headers, plus what is left of the caller's deadline."""

@@ -33,6 +33,7 @@ from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
+from agent_reach.invoke.schemas import PayloadSchemas, schema_of
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
@@ -83,6 +84,7 @@ class InvokeService:
         self.tracer = tracer
         self.security = security
         self.contexts = contexts
+        self.schemas = PayloadSchemas()
 
     async def handle(
         self,
@@ -240,6 +242,7 @@ class InvokeService:
         span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
+            self._check_payload(decision, request)
             if decision.capability is not None:
                 if queued or request.capability is None:
                     self.security.authorize_invoke(task.principal, decision.capability)
@@ -255,6 +258,7 @@ class InvokeService:
                 payload=request.payload,
                 trace_id=trace.trace_id,
                 hop=task.hop_budget - 1,
+                text=request.text,
             )
             delivered = await self._deliver(
                 decision, delivery, trace, timeout_class, deadline, policy, request.context_id
@@ -336,6 +340,20 @@ class InvokeService:
         """A metric label: registered capabilities by name, anything else as one value
         (callers' typos must not grow the metrics without bound)."""
         return capability if capability in self.routing.index.by_capability else "(unknown)"
+
+    def _check_payload(self, decision: RouteDecision, request: InvokeRequest) -> None:
+        """422 before any delivery when the payload breaks the capability's `input_schema`.
+
+        A text request without a payload is not checked: its words are the input.
+        """
+        instance = self.routing.index.by_id.get(decision.agent_id or "")
+        if instance is None or decision.capability is None:
+            return
+        if request.payload is None and request.capability is None:
+            return
+        schema = schema_of(instance.spec, decision.capability)
+        if schema is not None:
+            self.schemas.check(schema, request.payload, decision.capability)
 
     @staticmethod
     def _check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:

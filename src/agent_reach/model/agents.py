@@ -5,7 +5,10 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Any, Literal
 
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -23,6 +26,18 @@ CAPABILITY_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,127}$"
 FIELD_PATH_PATTERN = r"^[^\x00-\x1f\x7f.,]+(\.[^\x00-\x1f\x7f.,]+)*$"
 
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
+
+
+def check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema unchanged, or `ValueError` saying why it is not a valid JSON Schema.
+
+    Remote `$ref`s are never fetched (jsonschema resolves only what the schema holds).
+    """
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"input_schema is not a valid JSON Schema: {exc.message}") from None
+    return schema
 
 
 def normalize_capability(tag: Any) -> Any:
@@ -48,6 +63,8 @@ class TransportSpec(BaseModel):
 
 
 Example = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+# A JSON Schema for the payload, checked when registered (`invoke.schemas`).
+InputSchema = Annotated[dict[str, Any], AfterValidator(check_schema)]
 
 
 class SkillSpec(BaseModel):
@@ -58,6 +75,7 @@ class SkillSpec(BaseModel):
     capability: Capability
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
+    input_schema: InputSchema | None = None
 
 
 class AgentSpec(BaseModel):
@@ -82,6 +100,7 @@ class AgentSpec(BaseModel):
         Field(max_length=64),
     ] = []
     skills: Annotated[list[SkillSpec], Field(max_length=256)] = []
+    input_schema: InputSchema | None = None
 
     @field_validator("capabilities")
     @classmethod

@@ -88,6 +88,7 @@ class AgentRequest:
     trace_id: str
     hop: int
     client: ReachClient
+    text: str | None = None
     _context: _ContextLink | None = field(default=None, repr=False, compare=False)
 
     async def context_data(self) -> dict[str, Any]:
@@ -405,6 +406,7 @@ class Agent:
             context=delivery.context,
             trace_id=delivery.trace_id,
             hop=delivery.hop,
+            text=delivery.text,
             client=self._client.for_handler(
                 hop=delivery.hop, traceparent=request.headers.get("traceparent")
             ),
