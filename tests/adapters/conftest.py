@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from agent_reach.config import Settings
+from peers.foreign import express_service, java_service
 from agent_reach.testing.servers import run_coordinator
 
 
@@ -34,3 +35,15 @@ def coordinator(settings: Settings) -> Iterator[str]:
 def http(coordinator: str) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=coordinator, timeout=10) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def express_url() -> Iterator[str]:
+    with express_service() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def java_url() -> Iterator[str]:
+    with java_service() as url:
+        yield url
