@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from peers.foreign import express_service, java_service
 
 from agent_reach.config import Settings
-from peers.foreign import express_service, java_service
 from agent_reach.testing.servers import run_coordinator
 
 

@@ -28,7 +28,7 @@ class Ledger:
 def _service(ledger: Ledger) -> type[ServiceBase]:
     class InventoryService(ServiceBase):  # type: ignore[misc]
         @rpc(Unicode, _returns=Integer)  # type: ignore[misc]
-        def CheckStock(ctx: Any, sku: str) -> int:  # noqa: N802, N805 - the WSDL's name
+        def CheckStock(ctx: Any, sku: str) -> int:
             ledger.calls.append(sku)
             if sku not in STOCK:
                 raise Fault(faultcode="Client.UnknownSku", faultstring=f"no such sku: {sku}")
@@ -38,7 +38,7 @@ def _service(ledger: Ledger) -> type[ServiceBase]:
 
 
 class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -17,13 +17,13 @@ NAMESPACE = "urn:ship.rates"
 class _Rates(BaseHTTPRequestHandler):
     calls: list[bytes]
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self._answer(200, b"<ok/>")
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
         self.calls.append(body)
         request = etree.fromstring(body)
