@@ -11,6 +11,19 @@ if [ ! -x /usr/bin/chromium ]; then  # the browser tests drive Debian's chromium
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
 fi
+# The adapter tests reach unchanged services written in Node (Express) and Java.
+missing=""
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+command -v java >/dev/null 2>&1 || missing="$missing default-jdk-headless"
+if [ -n "$missing" ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  # shellcheck disable=SC2086  # one word per package
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
+fi
+(cd tests/adapters/peers && npm install --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

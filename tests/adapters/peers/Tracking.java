@@ -33,8 +33,12 @@ public class Tracking {
         try (OutputStream out = ex.getResponseBody()) { out.write(bytes); }
     }
 
-    static String escape(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace("\"", "\\\"");
+    static String xmlEscape(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;");
+    }
+
+    static String jsonEscape(String s) {
+        return s.replace("\\", "\\\\").replace("\"", "\\\"");
     }
 
     public static void main(String[] args) throws IOException {
@@ -46,14 +50,14 @@ public class Tracking {
             trackCalls.incrementAndGet();
             String no = form(ex.getRequestURI().getRawQuery()).getOrDefault("no", "");
             answer(ex, 200, "application/json",
-                "{\"parcel\":{\"no\":\"" + escape(no) + "\",\"where\":\"Hangzhou hub\"}}");
+                "{\"parcel\":{\"no\":\"" + jsonEscape(no) + "\",\"where\":\"Hangzhou hub\"}}");
         });
         server.createContext("/legacy/points", ex -> {
             pointsCalls.incrementAndGet();
             Map<String, String> f = form(new String(ex.getRequestBody().readAllBytes(),
                                                     StandardCharsets.UTF_8));
             int balance = 100 + Integer.parseInt(f.getOrDefault("points", "0"));
-            answer(ex, 200, "text/xml", "<result><member>" + escape(f.getOrDefault("member", ""))
+            answer(ex, 200, "text/xml", "<result><member>" + xmlEscape(f.getOrDefault("member", ""))
                 + "</member><balance>" + balance + "</balance></result>");
         });
         server.start();
