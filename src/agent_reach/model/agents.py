@@ -85,7 +85,8 @@ class AgentSpec(BaseModel):
 
     id: AgentId
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
-    capabilities: Annotated[list[Capability], Field(min_length=1, max_length=256)]
+    # May be omitted for an A2A agent only: its card's skills give them (`transport.a2a`).
+    capabilities: Annotated[list[Capability], Field(max_length=256)] = []
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
     transport: TransportSpec
@@ -106,6 +107,12 @@ class AgentSpec(BaseModel):
     @classmethod
     def _unique_capabilities(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
+
+    @model_validator(mode="after")
+    def _capabilities_given(self) -> AgentSpec:
+        if not self.capabilities and self.transport.type != "a2a":
+            raise ValueError("capabilities: give at least one (only an A2A card may give them)")
+        return self
 
     @model_validator(mode="after")
     def _skills_name_own_capabilities(self) -> AgentSpec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent_reach.errors import ValidationFailed
 from agent_reach.invoke.pool import HttpPool, Resolve
+from agent_reach.invoke.transports.a2a import A2ATransport
 from agent_reach.invoke.transports.http import HttpTransport
 from agent_reach.invoke.transports.http_template import http_template_transport
 from agent_reach.invoke.transports.protocol import Transport
@@ -49,8 +50,9 @@ def open_transports(resolve: Resolve | None = None) -> Transports:
             "http-template": http_template_transport(client),
             "xml": xml_transport(client),
             "soap": soap_transport(client),
+            "a2a": A2ATransport(client),
         }
     )
 
 
-__all__ = ["Transport", "Transports", "open_transports"]
+__all__ = ["A2ATransport", "Transport", "Transports", "open_transports"]
