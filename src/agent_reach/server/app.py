@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
+from agent_reach.faces import a2a_routes
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
@@ -55,6 +56,7 @@ class CoordinatorApp:
         install_error_handlers(self.api)
         for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
+        self.api.include_router(a2a_routes.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)
