@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.faces import a2a_routes
+from agent_reach.faces.mcp_server import McpFace
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
@@ -38,12 +39,14 @@ class CoordinatorApp:
         self.settings = settings
         self.runtime: Runtime | None = None
         policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        self.mcp = McpFace(lambda: self.runtime)
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
             async with open_runtime(settings, clock, policy) as runtime:
                 api.state.runtime = self.runtime = runtime
-                yield
+                async with self.mcp.running(runtime):
+                    yield
                 self.runtime = None
 
         self.api = FastAPI(
@@ -70,6 +73,8 @@ class CoordinatorApp:
             and scope["method"] == "POST"
         ):
             await handle_invoke(scope, receive, send, runtime.invoke, self.settings.max_body_bytes)
+        elif scope["type"] == "http" and scope["path"] == "/mcp":
+            await self.mcp(scope, receive, send)
         else:
             await self._control_plane(scope, receive, send)
 
