@@ -86,7 +86,7 @@ class AgentSpec(BaseModel):
     id: AgentId
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
     # May be omitted for an A2A agent only: its card's skills give them (`transport.a2a`).
-    capabilities: Annotated[list[Capability], Field(max_length=256)] = []
+    capabilities: Annotated[list[Capability], Field(max_length=256)]
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
     transport: TransportSpec
@@ -107,6 +107,15 @@ class AgentSpec(BaseModel):
     @classmethod
     def _unique_capabilities(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a2a_may_omit_capabilities(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "capabilities" not in data:
+            transport = data.get("transport")
+            if isinstance(transport, dict) and transport.get("type") == "a2a":
+                return {**data, "capabilities": []}
+        return data
 
     @model_validator(mode="after")
     def _capabilities_given(self) -> AgentSpec:
