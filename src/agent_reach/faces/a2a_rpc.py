@@ -143,7 +143,9 @@ class A2AEndpoint:
         return _task(version, document, None)  # GetTask answers the Task itself
 
 
-def _invocation(message: dict[str, Any], configuration: dict[str, Any], version: str) -> Any:
+def _invocation(
+    message: dict[str, Any], configuration: dict[str, Any], version: str
+) -> InvokeRequest:
     parts = msgs.parts_of(message.get("parts"))
     metadata = message.get("metadata") or {}
     capability = metadata.get("capability") if isinstance(metadata, dict) else None

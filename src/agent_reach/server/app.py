@@ -11,7 +11,6 @@ from fastapi import FastAPI
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.faces import a2a_routes
-from agent_reach.faces.mcp_server import McpFace
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
@@ -39,6 +38,10 @@ class CoordinatorApp:
         self.settings = settings
         self.runtime: Runtime | None = None
         policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        # Imported here, not at the top: the `mcp` SDK takes ~1 s to import, and every
+        # agent process imports this module through `agent_reach` without serving MCP.
+        from agent_reach.faces.mcp_server import McpFace
+
         self.mcp = McpFace(lambda: self.runtime)
 
         @asynccontextmanager
