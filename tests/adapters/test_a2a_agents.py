@@ -132,3 +132,90 @@ def test_an_oversized_card_is_refused(http: httpx.Client) -> None:
         )
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "agent_card_too_large"
+
+
+class SlowTaskAgent:
+    """A v1.0 JSON-RPC agent answering a working Task, finished after `polls_needed` reads."""
+
+    def __init__(self, polls_needed: int) -> None:
+        self.polls_needed = polls_needed
+        self.sends: list[dict[str, object]] = []
+        self.polls = 0
+
+    def app(self, base: str) -> Starlette:
+        card = {
+            "name": "slow",
+            "supportedInterfaces": [
+                {"url": f"{base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ],
+            "skills": [{"id": "report.build", "name": "Reports", "description": "build a report"}],
+        }
+
+        async def serve_card(request: Request) -> JSONResponse:
+            return JSONResponse(card)
+
+        async def rpc(request: Request) -> JSONResponse:
+            call = await request.json()
+            if call["method"] == "SendMessage":
+                assert request.headers["a2a-version"] == "1.0"
+                self.sends.append(call["params"])
+                state = "TASK_STATE_WORKING"
+            else:
+                self.polls += 1
+                done = self.polls >= self.polls_needed
+                state = "TASK_STATE_COMPLETED" if done else "TASK_STATE_WORKING"
+            task: dict[str, object] = {"id": "t-1", "contextId": "c-1", "status": {"state": state}}
+            if state == "TASK_STATE_COMPLETED":
+                task["artifacts"] = [{"artifactId": "a", "parts": [{"data": {"pages": 3}}]}]
+            result = {"task": task} if call["method"] == "SendMessage" else task
+            return JSONResponse({"jsonrpc": "2.0", "id": call["id"], "result": result})
+
+        return Starlette(
+            routes=[
+                Route("/.well-known/agent-card.json", serve_card),
+                Route("/rpc", rpc, methods=["POST"]),
+            ]
+        )
+
+
+def _serve_slow(agent: SlowTaskAgent) -> ServerThread:
+    holder: dict[str, Starlette] = {}
+
+    async def late(scope: object, receive: object, send: object) -> None:
+        await holder["app"](scope, receive, send)  # type: ignore[arg-type]
+
+    server = ServerThread(late)
+    holder["app"] = agent.app(server.url)
+    return server.start()
+
+
+def test_a_returned_task_is_polled_until_it_completes(http: httpx.Client) -> None:
+    agent = SlowTaskAgent(polls_needed=3)
+    server = _serve_slow(agent)
+    try:
+        body = {"id": "slow", "transport": {"type": "a2a", "endpoint": server.url}}
+        assert http.post("/v1/agents", json=body).status_code == 201
+        answer = http.post("/v1/invoke", json={"capability": "report.build", "payload": {}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"] == {"text": None, "data": {"pages": 3}, "task_id": "t-1"}
+        assert (len(agent.sends), agent.polls) == (1, 3)
+    finally:
+        server.stop()
+
+
+def test_a_task_still_working_at_the_deadline_is_not_sent_again(http: httpx.Client) -> None:
+    agent = SlowTaskAgent(polls_needed=10**6)
+    server = _serve_slow(agent)
+    try:
+        body = {"id": "slow", "transport": {"type": "a2a", "endpoint": server.url}}
+        assert http.post("/v1/agents", json=body).status_code == 201
+        answer = http.post(
+            "/v1/invoke",
+            json={"capability": "report.build", "payload": {}, "timeout_class": "query"},
+            headers={"x-reach-deadline-ms": "600"},
+        )
+        assert answer.status_code == 504, answer.text
+        assert answer.json()["error"]["outcome_unknown"] is True
+        assert len(agent.sends) == 1
+    finally:
+        server.stop()
