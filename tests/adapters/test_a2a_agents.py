@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from peers.a2a_agents import Ledger, start_travel_agent
+from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agent_reach.testing.servers import ServerThread
+from agent_reach.config import Settings
+from agent_reach.testing.servers import ServerThread, run_coordinator
 
 
 @pytest.fixture(params=["1.0", "0.3"])
@@ -219,3 +222,32 @@ def test_a_task_still_working_at_the_deadline_is_not_sent_again(http: httpx.Clie
         assert len(agent.sends) == 1
     finally:
         server.stop()
+
+
+def test_a_caller_key_cannot_make_the_coordinator_fetch_a_card() -> None:
+    admin = secrets.token_urlsafe(24)
+    settings = Settings(auth="on", admin_key=SecretStr(admin), decision_log="off")
+    fetched: list[str] = []
+
+    async def serve(request: Request) -> JSONResponse:
+        fetched.append(request.url.path)
+        return JSONResponse(SNEAKY_CARD)
+
+    app = Starlette(routes=[Route("/.well-known/agent-card.json", serve)])
+    with (
+        run_coordinator(settings) as (url, _),
+        ServerThread(app) as card_server,
+        httpx.Client(base_url=url) as http,
+    ):
+        minted = http.post(
+            "/v1/keys",
+            headers={"authorization": f"Bearer {admin}"},
+            json={"principal": "shopper", "domain": "shop", "role": "caller"},
+        ).json()
+        refused = http.post(
+            "/v1/agents",
+            headers={"authorization": f"Bearer {minted['key']}"},
+            json={"id": "x", "transport": {"type": "a2a", "endpoint": card_server.url}},
+        )
+    assert refused.status_code == 403
+    assert fetched == []

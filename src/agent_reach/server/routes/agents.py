@@ -32,6 +32,7 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     security = runtime.security
     transport = runtime.transports.get(spec.transport.type)
     if isinstance(transport, A2ATransport):  # the card gives capabilities and the endpoint
+        security.authorize_register(principal, spec.capabilities)  # before fetching anything
         await security.check_endpoints(spec.transport)
         spec = await transport.complete(spec, security.guard.check_url)
     security.authorize_register(principal, spec.capabilities)
