@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_reach.errors import Forbidden
 from agent_reach.invoke.schemas import schema_of
 from agent_reach.model.keys import Principal
 from agent_reach.routing.catalog import build_catalog
+from agent_reach.security.access import decide_access
 from agent_reach.server.runtime import Runtime
 
 
@@ -24,11 +24,11 @@ def live_capabilities(runtime: Runtime, principal: Principal) -> list[LiveCapabi
     """Capabilities with a live instance now that `principal` may invoke, sorted by tag."""
     live = {tag for tag, ids in runtime.registry.capabilities().items() if ids}
     cards = build_catalog(runtime.registry.index)
+    rules = runtime.security.policy().access.invoke
     out = []
     for tag in sorted(live):
-        try:
-            runtime.security.authorize_invoke(principal, tag)
-        except Forbidden:
+        # the access decision itself: listing is not an attempt, so nothing is logged as denied
+        if not decide_access(rules, principal, tag).allowed:
             continue
         card = cards.get(tag)
         schema = next(
