@@ -23,7 +23,7 @@ if [ -n "$missing" ]; then
   # shellcheck disable=SC2086  # one word per package
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
 fi
-(cd tests/adapters/peers && npm install --no-audit --no-fund --silent)
+(cd tests/adapters/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

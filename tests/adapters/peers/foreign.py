@@ -56,7 +56,9 @@ def express_service() -> Iterator[str]:
     node = _need("node")
     if not (HERE / "node_modules" / "express").is_dir():
         subprocess.run(
-            [_need("npm"), "install", "--no-audit", "--no-fund", "--silent"], cwd=HERE, check=True
+            [_need("npm"), "install", "--no-package-lock", "--no-audit", "--no-fund", "--silent"],
+            cwd=HERE,
+            check=True,
         )
     with _serve([node, "orders.js"]) as url:
         yield url
