@@ -28,7 +28,7 @@ def live_capabilities(runtime: Runtime, principal: Principal) -> list[LiveCapabi
     out = []
     for tag in sorted(live):
         # the access decision itself: listing is not an attempt, so nothing is logged as denied
-        if not decide_access(rules, principal, tag).allowed:
+        if not decide_access(rules, principal, tag, "invoke").allowed:
             continue
         card = cards.get(tag)
         schema = next(
