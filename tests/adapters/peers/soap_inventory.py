@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -37,6 +38,12 @@ def _service(ledger: Ledger) -> type[ServiceBase]:
     return InventoryService
 
 
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """One thread per request: a WSDL read never waits behind a call."""
+
+    daemon_threads = True
+
+
 class _Quiet(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -53,7 +60,9 @@ def soap_service(version: str = "1.1") -> Iterator[tuple[str, Ledger]]:
         in_protocol=protocol(validator="lxml"),
         out_protocol=protocol(),
     )
-    server: WSGIServer = make_server("127.0.0.1", 0, WsgiApplication(app), handler_class=_Quiet)
+    server: WSGIServer = make_server(
+        "127.0.0.1", 0, WsgiApplication(app), server_class=_ThreadingServer, handler_class=_Quiet
+    )
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
