@@ -39,10 +39,10 @@ def test_card_skills_become_capabilities_and_messages_reach_the_agent(
     assert view["capabilities"] == ["weather.forecast", "weather", "flight.search", "travel"]
     assert view["transport"]["rpc_url"] == f"{url}/rpc"
     assert view["transport"]["a2a_version"] == version
-    weather = http.post("/v1/invoke", json={"capability": "weather", "text": "Hangzhou tomorrow?"})
+    weather = http.post("/v1/invoke", json={"text": "will it rain in Hangzhou tomorrow"})
     assert weather.status_code == 200, weather.text
     assert weather.json()["result"] == {
-        "text": "sunny, you asked: Hangzhou tomorrow?",
+        "text": "sunny, you asked: will it rain in Hangzhou tomorrow",
         "data": None,
     }
     flights = http.post(
@@ -55,7 +55,10 @@ def test_card_skills_become_capabilities_and_messages_reach_the_agent(
     assert result["text"] == "2 flights to Beijing"
     assert result["data"] == {"flights": 2, "to": "Beijing"}
     assert result["task_id"]
-    assert [run[0] for run in ledger.runs] == ["weather", flights.json()["route"]["capability"]]
+    assert [run[0] for run in ledger.runs] == [
+        "weather.forecast",
+        flights.json()["route"]["capability"],
+    ]
     assert ledger.runs[1][2] == [{"to": "Beijing"}]
 
 
@@ -69,9 +72,7 @@ def test_a_failed_task_is_a_clear_agent_error_and_not_resent(
         ).status_code
         == 201
     )
-    answer = http.post(
-        "/v1/invoke", json={"capability": "weather", "text": "storm warning for Xiamen"}
-    )
+    answer = http.post("/v1/invoke", json={"text": "will it rain in Hangzhou tomorrow, storm?"})
     assert answer.status_code == 502, answer.text
     assert answer.json()["error"]["code"] in ("a2a_task_failed", "a2a_error")
     assert len(ledger.runs) == 1

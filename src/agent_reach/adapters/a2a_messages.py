@@ -42,8 +42,10 @@ def message(
     parts: list[dict[str, Any]] = []
     if text:
         parts.append({"text": text})
-    if data is not None:
-        parts.append({"data": data if isinstance(data, dict) else {"value": data}})
+    if data is not None or not parts:  # a message needs a part: an empty payload then
+        parts.append(
+            {"data": data if isinstance(data, dict) else ({} if data is None else {"value": data})}
+        )
     if version == "0.3":
         for part in parts:
             part["kind"] = "text" if "text" in part else "data"

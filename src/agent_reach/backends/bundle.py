@@ -11,6 +11,7 @@ from agent_reach.backends.protocols import (
     IdempotencyStore,
     JournalStore,
     KeyStore,
+    LearningStore,
     QueueStore,
     QuotaStore,
     RegistryStore,
@@ -32,6 +33,7 @@ class Backends:
     keys: KeyStore
     quotas: QuotaStore
     contexts: ContextStore
+    learning: LearningStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

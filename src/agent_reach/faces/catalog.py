@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_reach.invoke.schemas import schema_of
+from agent_reach.invoke.schemas import spec_schema
 from agent_reach.model.keys import Principal
 from agent_reach.routing.catalog import build_catalog
 from agent_reach.security.access import decide_access
@@ -35,7 +35,7 @@ def live_capabilities(runtime: Runtime, principal: Principal) -> list[LiveCapabi
             (
                 s
                 for i in runtime.registry.index.instances_of(tag)
-                if (s := schema_of(i.spec, tag)) is not None
+                if (s := spec_schema(i.spec, tag)) is not None
             ),
             None,
         )

@@ -18,7 +18,8 @@ class Delivery:
     trace_id: str
     hop: int
     context: dict[str, Any] | None = None
-    text: str | None = None  # the user's words, when the request was routed by text
+    text: str | None = None  # the user's words, for a request routed by text
+    params: dict[str, Any] | None = None  # what the capability's input_schema pulled out
 
     def body(self) -> bytes:
         body = {
@@ -31,6 +32,8 @@ class Delivery:
         }
         if self.text is not None:
             body["text"] = self.text
+            if self.params is not None:
+                body["params"] = self.params
         return orjson.dumps(body)
 
     def headers(self, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ MAX_PROBLEMS = 20  # enough to fix a payload; a huge bad payload must not make a
 _CACHE_SIZE = 1024  # distinct schemas compiled; registrations are few
 
 
-def schema_of(spec: AgentSpec, capability: str) -> dict[str, Any] | None:
+def spec_schema(spec: AgentSpec, capability: str) -> dict[str, Any] | None:
     """The capability's own skill schema, else the agent-wide one, else None."""
     for skill in spec.skills:
         if skill.capability == capability and skill.input_schema is not None:

@@ -24,6 +24,7 @@ from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
+from agent_reach.learning.service import LearningService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
@@ -59,6 +60,7 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    learning: LearningService
 
 
 @asynccontextmanager
@@ -87,15 +89,17 @@ async def open_runtime(
         return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)
 
     health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
+    learning = LearningService(backends.learning, registry.index, policy, clock, metrics)
     routing = RoutingService(
         registry.index,
         policy,
         clock,
         AffinityTable(),
-        MatchingPipeline(registry.index, clock, settings),
+        MatchingPipeline(registry.index, clock, settings, learning.snapshot),
         decision_log,
         tracer=tracer,
         metrics=metrics,
+        record_text=learning.record_text,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
@@ -109,7 +113,7 @@ async def open_runtime(
         settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     invoke = InvokeService(
         routing=routing,
@@ -125,6 +129,7 @@ async def open_runtime(
         tracer=tracer,
         security=security,
         contexts=contexts,
+        learning=learning,
     )
     runtime = Runtime(
         settings=settings,
@@ -143,8 +148,10 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        learning=learning,
     )
     await registry.start()
+    routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
         asyncio.create_task(health.run(), name="health-monitor"),
@@ -152,6 +159,8 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(learning.run(), name="learned-examples"),
+        asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
     ]
     try:
         yield runtime
