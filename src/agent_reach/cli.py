@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings, load_mapping, setting_problems
 from agent_reach.demo import run_demo
@@ -800,3 +802,38 @@ def _policy_line(status: dict[str, Any]) -> str:
     if status.get("last_error"):
         line += f"; last rejected edit: {status['last_error']}"
     return line
+@agents_app.command("import-a2a")
+@reporting_errors
+def import_a2a(
+    url: Annotated[str, typer.Argument(help="The A2A agent's base URL or its agent card URL.")],
+    agent_id: Annotated[
+        str | None, typer.Option("--id", help="Instance id; default: from the URL's host and port.")
+    ] = None,
+    ttl: Annotated[
+        float,
+        typer.Option(help="Lease in seconds; an A2A agent does not heartbeat: import it again."),
+    ] = 86_400.0,
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Register an A2A agent: the coordinator reads its card; its skills become capabilities."""
+    parts = urlsplit(url)
+    name = agent_id or re.sub(r"[^A-Za-z0-9._-]+", "-", f"a2a-{parts.netloc}").strip("-")
+    body = {"id": name, "ttl": ttl, "transport": {"type": "a2a", "endpoint": url}}
+    with SyncReachClient(coordinator, api_key=api_key) as client:
+        view = client.register(body)
+    console = Console()
+    console.print(f"imported [bold]{escape(view.id)}[/]: {escape(', '.join(view.capabilities))}")
+    console.print(instances_table([view]))
+
+
+@app.command()
+@reporting_errors
+def sidecar(
+    config: Annotated[
+        Path, typer.Option(exists=True, dir_okay=False, help="The sidecar's YAML file.")
+    ],
+) -> None:
+    """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it."""
+    configure_logging("info", json=True)
+    Sidecar(SidecarConfig.load(config)).serve()
