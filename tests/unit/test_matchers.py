@@ -19,7 +19,7 @@ from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.matchers import pipeline as pipeline_module
 from agent_reach.routing.matchers.lexical import LexicalMatcher
-from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend
+from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend, strongest
 from agent_reach.routing.matchers.protocol import normalize_text
 from agent_reach.routing.policy import RoutingPolicy
 
@@ -174,6 +174,16 @@ async def test_a_matcher_with_no_opinion_does_not_dilute_the_blend():
     assert [(m.capability, m.confidence) for m in matches] == [("a", 0.8)]
     assert matches[0].scores == {"lexical": 0.8, "llm": 0.0}
     assert blend({"lexical": {}}) == []
+
+
+async def test_an_uncalibrated_catalog_keeps_the_strongest_matchers_score():
+    # lexical is sure (the text is nearly the card's words), the encoder less so: the
+    # blend's mean would put it under any sensible threshold
+    asked = {"lexical": {"track": 0.99, "stock": 0.0}, "embedding": {"track": 0.43, "stock": 0.07}}
+    matches = strongest(asked)
+    assert [(m.capability, m.confidence) for m in matches] == [("track", 0.99), ("stock", 0.07)]
+    assert matches[0].scores == {"lexical": 0.99, "embedding": 0.43}
+    assert blend(asked)[0].confidence < 0.5
 
 
 async def test_cache_answers_repeated_text_until_ttl_and_forgets_on_catalog_change(scripted):

@@ -4,7 +4,8 @@ Matchers are asked cheapest first. The pipeline stops at the first one whose bes
 reaches the policy's `confident_at[name]`; otherwise it asks the next. The raw answer is
 the weighted mean of the scores of every matcher asked that had an opinion
 (`BLEND_WEIGHTS`), mapped to a calibrated confidence by the self-calibration fitted for
-exactly that set of matchers on the current catalog (`calibration.py`). An LLM's answer
+exactly that set of matchers on the current catalog (`calibration.py`); on a catalog too
+small to calibrate, the strongest matcher's score stands as it is. An LLM's answer
 is not calibrated: it is blended with the calibrated confidence.
 
 Nothing here blocks a request for long. Fits and calibrations run in a worker thread,
@@ -235,7 +236,8 @@ class MatchingPipeline:
                 break
         calibrated = [n for n in asked if n in self._calibrated_names(policy)]
         calibration = self._calibration_of(tuple(calibrated))
-        raw = blend({n: asked[n] for n in calibrated})
+        scored = {n: asked[n] for n in calibrated}
+        raw = blend(scored) if calibration.fitted else strongest(scored)
         not_mine = learned.negative.get(text, frozenset())
         skipped = sorted(not_mine & {m.capability for m in raw})
         if skipped:
@@ -468,6 +470,22 @@ def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
     for name, weight in weights.items():
         for capability, score in asked[name].items():
             confidence[capability] = confidence.get(capability, 0.0) + weight * score / total
+    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
+    return [
+        CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
+        for tag, value in best
+    ]
+
+
+def strongest(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
+    """Each capability's best score from any matcher; best first. Used while the catalog
+    is too small to calibrate: the blend's weights were chosen for calibrated scores, and
+    a weighted mean of uncalibrated ones hides a matcher that is sure (a text that is
+    nearly a card's own words scores ~1.0 lexically and far less by embedding)."""
+    confidence: dict[str, float] = {}
+    for scores in asked.values():
+        for capability, score in scores.items():
+            confidence[capability] = max(confidence.get(capability, 0.0), score)
     best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
     return [
         CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
