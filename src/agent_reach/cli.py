@@ -162,7 +162,7 @@ def serve(
     except ValidationError as exc:
         _refuse_to_start(*setting_problems(exc))
     except ReachError as exc:
-        _refuse_to_start(exc.message)
+        _refuse_to_start(f"{exc.code}: {exc.message}")
     except OSError as exc:
         _refuse_to_start(f"{exc.filename}: {exc.strerror}")
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on

@@ -37,7 +37,7 @@ def test_workers_on_the_memory_backend_are_refused_with_a_reason() -> None:
         timeout=STARTUP_S,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a bad setting: one line, exit status 2
     assert "workers_need_shared_state" in done.stderr
     assert "AR_REGISTRY_BACKEND=redis" in done.stderr
 
