@@ -168,7 +168,7 @@ class ContextService:
         if not await self.store.hold([context_id], self.sweeper.hold_s):
             raise unknown_context()
         self.references.take(request_id, context_id)
-        token = self.signer.sign(Grant(context_id, fields, fields), self.token_ttl_s)
+        token = self.signer.sign(Grant(context_id, fields, fields, request_id), self.token_ttl_s)
         return {"id": context_id, "token": token, "url": self.url(context_id)}
 
     async def release(self, request_id: str) -> None:

@@ -34,6 +34,7 @@ class Grant:
     context_id: str | None
     read: tuple[str, ...] | None
     write: tuple[str, ...] | None
+    request_id: str | None = None  # the delivery it was issued for (`agent-reach why` joins on it)
 
 
 CALLER_GRANT = Grant(None, None, None)  # the caller path: every context, every field
@@ -54,6 +55,8 @@ class TokenSigner:
             "w": grant.write,
             "e": round(self._clock.wall() + ttl_s),
         }
+        if grant.request_id is not None:
+            claims["q"] = grant.request_id
         payload = _b64encode(orjson.dumps(claims))
         return f"{TOKEN_PREFIX}{payload}.{self._signature(payload)}"
 
@@ -72,7 +75,7 @@ class TokenSigner:
         claims = orjson.loads(_b64decode(payload))  # signed by us: well-formed
         if claims["e"] <= self._clock.wall():
             raise Unauthorized("the context token has expired", code="token_expired")
-        return Grant(claims["c"], tuple(claims["r"]), tuple(claims["w"]))
+        return Grant(claims["c"], tuple(claims["r"]), tuple(claims["w"]), claims.get("q"))
 
     def _signature(self, payload: str) -> str:
         material = f"{TOKEN_PREFIX}{payload}".encode()

@@ -46,6 +46,7 @@ from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService
+from agent_reach.troubleshooting.journal import RequestJournal
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -69,6 +70,7 @@ class InvokeService:
         tracer: Tracer,
         security: SecurityService,
         contexts: ContextService,
+        journal: RequestJournal | None = None,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -83,6 +85,7 @@ class InvokeService:
         self.tracer = tracer
         self.security = security
         self.contexts = contexts
+        self.journal = journal  # what `agent-reach why` reads back
 
     async def handle(
         self,
@@ -164,6 +167,10 @@ class InvokeService:
             self.clock.monotonic() - started
         )
         self.tracer.end(span, error.code if error is not None else None)
+        if self.journal is not None:
+            self.journal.record(
+                request_id, principal, trace.trace_id, request.context_id, answer, started
+            )
         return answer
 
     async def run_task(self, task: TaskEntry) -> Answer:
@@ -261,6 +268,7 @@ class InvokeService:
             )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
+                exc.details.setdefault("route", decision)  # as every other failure after routing
                 raise
             capability = decision.capability or request.capability or ""
             self.health.probe_soon(list(exc.details.get("tried", [])))

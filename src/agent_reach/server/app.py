@@ -22,6 +22,7 @@ from agent_reach.server.routes import (
     health,
     keys,
     queues,
+    requests,
     routing,
     tasks,
     traces,
@@ -55,6 +56,7 @@ class CoordinatorApp:
         install_error_handlers(self.api)
         for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
+        self.api.include_router(requests.router)  # `agent-reach why`
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)

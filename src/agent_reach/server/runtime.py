@@ -29,6 +29,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
+from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.service import Registry
@@ -37,6 +38,7 @@ from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService, open_security
+from agent_reach.troubleshooting.journal import RequestJournal
 
 
 @dataclass(slots=True)
@@ -59,6 +61,8 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    history: InstanceHistory
+    journal: RequestJournal
 
 
 @asynccontextmanager
@@ -111,6 +115,8 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers)
     contexts = await ContextService.open(backends.contexts, clock, settings)
+    journal = RequestJournal(clock)
+    history = InstanceHistory(registry.index, clock)
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
@@ -125,6 +131,7 @@ async def open_runtime(
         tracer=tracer,
         security=security,
         contexts=contexts,
+        journal=journal,
     )
     runtime = Runtime(
         settings=settings,
@@ -143,6 +150,8 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        history=history,
+        journal=journal,
     )
     await registry.start()
     loops = [
@@ -152,6 +161,7 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(history.run(), name="instance-history"),
     ]
     try:
         yield runtime
