@@ -129,6 +129,26 @@ class Settings(BaseSettings):
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
 
+    route_affinity_default: (
+        Annotated[
+            list[Literal["capability", "health", "context", "load", "success", "latency"]],
+            NoDecode,
+        ]
+        | None
+    ) = Field(
+        None,
+        description="instance factors on by default, comma separated (the original deployment: "
+        "capability,health,context); the others weigh 0 unless the policy sets them; "
+        "unset: every factor of the preset",
+    )
+
+    @field_validator("route_affinity_default", mode="before")
+    @classmethod
+    def _factor_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
+
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
         if self.cluster_mode and self.registry_backend == "memory":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from agent_reach.clock import Clock
 from agent_reach.config import load_mapping
 from agent_reach.errors import InvalidRequest
+from agent_reach.routing.factor_defaults import with_factor_defaults
 from agent_reach.routing.policy import RoutingPolicy
 
 log = structlog.get_logger("agent_reach.policy")
@@ -38,16 +40,19 @@ class PolicyStatus:
 class PolicySource:
     """Holds the current `RoutingPolicy`; calling it returns the policy in force."""
 
-    def __init__(self, clock: Clock, path: Path | None = None) -> None:
+    def __init__(
+        self, clock: Clock, path: Path | None = None, factors_on: Sequence[str] | None = None
+    ) -> None:
         self.clock = clock
         self.path = path
-        self.current = RoutingPolicy()
+        self.factors_on = factors_on  # AR_ROUTE_AFFINITY_DEFAULT
+        self.current = RoutingPolicy.model_validate(with_factor_defaults({}, factors_on))
         self.loaded_at = clock.wall()
         self.last_error: str | None = None
         self._digest: bytes | None = None
         if path is not None:
             content = path.read_bytes()
-            self.current = _parse(path, content)
+            self.current = _parse(path, content, factors_on)
             self._digest = hashlib.sha256(content).digest()
 
     def __call__(self) -> RoutingPolicy:
@@ -75,7 +80,7 @@ class PolicySource:
             return False
         self._digest = digest
         try:
-            policy = _parse(self.path, content)
+            policy = _parse(self.path, content, self.factors_on)
         except InvalidRequest as exc:
             return self._reject(exc.message)
         previous, self.current = self.current.version, policy
@@ -95,11 +100,11 @@ class PolicySource:
         return False
 
 
-def _parse(path: Path, content: bytes) -> RoutingPolicy:
+def _parse(path: Path, content: bytes, factors_on: Sequence[str] | None) -> RoutingPolicy:
     """A policy from TOML/YAML bytes; any problem is one `InvalidRequest` with the reason."""
     try:
         data = load_mapping(path, content.decode("utf-8"))
-        return RoutingPolicy.model_validate(data)
+        return RoutingPolicy.model_validate(with_factor_defaults(data, factors_on))
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"{path}: not UTF-8 text") from exc
     except ValidationError as exc:

@@ -37,7 +37,9 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
-        policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        policy = PolicySource(  # a bad file fails here, not later
+            clock, settings.policy_file, settings.route_affinity_default
+        )
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
