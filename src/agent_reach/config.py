@@ -42,6 +42,9 @@ DEFAULT_CONTEXT_MAX_FIELDS = 1024  # object keys at every depth: far above any h
 DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
+# Overload (issue 17): about 4x what the coordinator holds at its measured knee on
+# 2 cores (docs/overload.md); more only queues inside the process.
+DEFAULT_MAX_IN_FLIGHT = 256
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 
 
@@ -129,6 +132,13 @@ class Settings(BaseSettings):
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
 
+    max_in_flight: int = Field(
+        DEFAULT_MAX_IN_FLIGHT,
+        ge=0,
+        description="invocations one coordinator holds at once (AR_MAX_IN_FLIGHT); beyond "
+        "it a request gets a remembered answer marked degraded, else 503 overloaded at "
+        "once; 0: no bound",
+    )
     route_affinity_default: (
         Annotated[
             list[Literal["capability", "health", "context", "load", "success", "latency"]],

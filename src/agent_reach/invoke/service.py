@@ -26,6 +26,7 @@ from agent_reach.errors import (
     ValidationFailed,
 )
 from agent_reach.ids import new_request_id
+from agent_reach.invoke.admission import Admission, Limit
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop, ContextOf, Delivered
@@ -71,6 +72,7 @@ class InvokeService:
         security: SecurityService,
         contexts: ContextService,
         journal: RequestJournal | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -86,6 +88,7 @@ class InvokeService:
         self.security = security
         self.contexts = contexts
         self.journal = journal  # what `agent-reach why` reads back
+        self.admission = admission
 
     async def handle(
         self,
@@ -100,7 +103,44 @@ class InvokeService:
 
         `principal` must be allowed to invoke the capability (checked before anything
         else for a named capability, after routing for text) and within its quotas.
+        Beyond the admission limits the answer comes at once (`invoke/admission.py`).
         """
+        ticket = self.admission.enter(request.capability) if self.admission else None
+        if isinstance(ticket, str):
+            return await self._shed(request, trace, ticket, principal)
+        try:
+            return await self._admitted(request, trace, hop_budget, deadline_ms, principal)
+        finally:
+            if self.admission is not None and ticket is not None:
+                self.admission.leave(ticket)
+
+    async def _shed(
+        self, request: InvokeRequest, trace: TraceContext, limit: Limit, principal: Principal
+    ) -> Answer:
+        """A request refused by admission: forbidden stays forbidden, else the refusal."""
+        assert self.admission is not None  # only admission refuses
+        request_id = request.request_id or new_request_id()
+        started = self.clock.monotonic()
+        try:
+            if request.capability is not None:
+                self.security.authorize_invoke(principal, request.capability)
+            answer = await self.admission.refuse(request, limit, request_id, trace.trace_id)
+        except ReachError as exc:
+            answer = _error_answer(exc, request_id, trace)
+        if self.journal is not None:
+            self.journal.record(
+                request_id, principal, trace.trace_id, request.context_id, answer, started
+            )
+        return answer
+
+    async def _admitted(
+        self,
+        request: InvokeRequest,
+        trace: TraceContext,
+        hop_budget: int | None,
+        deadline_ms: int | None,
+        principal: Principal,
+    ) -> Answer:
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
         span = self.tracer.start("invoke", trace, request.capability or "", request_id)

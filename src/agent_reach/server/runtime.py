@@ -16,6 +16,7 @@ from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.service import ContextService
+from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
@@ -25,6 +26,7 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.observability.decision_log import DecisionLog
+from agent_reach.observability.loop_lag import LoopLagMonitor
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
@@ -132,6 +134,7 @@ async def open_runtime(
         security=security,
         contexts=contexts,
         journal=journal,
+        admission=Admission(settings.max_in_flight, policy, answers, metrics),
     )
     runtime = Runtime(
         settings=settings,
@@ -162,6 +165,7 @@ async def open_runtime(
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
         asyncio.create_task(history.run(), name="instance-history"),
+        asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
     ]
     try:
         yield runtime
