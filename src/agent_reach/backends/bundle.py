@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from agent_reach.backends.protocols import (
     AnswerCache,
     ContextStore,
+    FleetLoadStore,
     IdempotencyStore,
     JournalStore,
     KeyStore,
@@ -32,6 +33,7 @@ class Backends:
     keys: KeyStore
     quotas: QuotaStore
     contexts: ContextStore
+    fleet_load: FleetLoadStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -31,6 +31,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
+from agent_reach.registry.fleet_load import FleetLoad
 from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
@@ -167,6 +168,9 @@ async def open_runtime(
         asyncio.create_task(history.run(), name="instance-history"),
         asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
     ]
+    if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
+        fleet = FleetLoad(registry.index, backends.fleet_load, node_id)
+        loops.append(asyncio.create_task(fleet.run(), name="fleet-load"))
     try:
         yield runtime
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.memory.contexts import MemoryContextStore
+from agent_reach.backends.memory.fleet_load import MemoryFleetLoadStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
@@ -28,4 +29,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
+        fleet_load=MemoryFleetLoadStore(clock),
     )

@@ -19,6 +19,7 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.redis.apikeys import RedisKeyStore
 from agent_reach.backends.redis.contexts import RedisContextStore
 from agent_reach.backends.redis.errors import store_unavailable
+from agent_reach.backends.redis.fleet_load import RedisFleetLoadStore
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
@@ -90,6 +91,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         keys=RedisKeyStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
+        fleet_load=RedisFleetLoadStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )
