@@ -16,6 +16,7 @@ import structlog
 from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
 from agent_reach.errors import (
+    AgentFailed,
     Ambiguous,
     Forbidden,
     HopLimit,
@@ -34,6 +35,7 @@ from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
+from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
@@ -73,6 +75,7 @@ class InvokeService:
         contexts: ContextService,
         journal: RequestJournal | None = None,
         admission: Admission | None = None,
+        similar: SimilarAnswers | None = None,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -89,6 +92,7 @@ class InvokeService:
         self.contexts = contexts
         self.journal = journal  # what `agent-reach why` reads back
         self.admission = admission
+        self.similar = similar
 
     async def handle(
         self,
@@ -309,7 +313,11 @@ class InvokeService:
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
                 exc.details.setdefault("route", decision)  # as every other failure after routing
-                raise
+                similar = await self._similar_answer(task, decision, exc)
+                if similar is None:
+                    raise
+                span.status = "degraded"
+                return similar, None
             capability = decision.capability or request.capability or ""
             self.health.probe_soon(list(exc.details.get("tried", [])))
             self.metrics.fallbacks.labels("suspended").inc()
@@ -322,7 +330,11 @@ class InvokeService:
             raise  # without the route: it would show what the caller may not reach
         except ReachError as exc:
             exc.details.setdefault("route", decision)
-            raise
+            similar = await self._similar_answer(task, decision, exc)
+            if similar is None:
+                raise
+            span.status = "degraded"
+            return similar, None
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
             self.routing.affinity.record(
@@ -332,6 +344,8 @@ class InvokeService:
             self.answers.remember(
                 decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
             )
+        if self.similar is not None and request.text and decision.capability:
+            self.similar.remember(decision.capability, request.text, task.task_id, delivered.result)
         self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
         span.status, span.agent_id = status, delivered.instance.id
         result = InvokeResult(
@@ -379,6 +393,41 @@ class InvokeService:
         finally:
             if context_id is not None:
                 await self.contexts.release(request_id)
+
+    async def _similar_answer(
+        self, task: TaskEntry, decision: RouteDecision, error: ReachError
+    ) -> Answer | None:
+        """A text request whose delivery failed: the closest earlier answer, `degraded`."""
+        request = task.request
+        if (
+            self.similar is None
+            or not request.text
+            or not decision.capability
+            or not isinstance(error, AgentFailed | NoInstance)
+        ):
+            return None
+        found = await self.similar.find(decision.capability, request.text)
+        if found is None:
+            return None
+        self.metrics.fallbacks.labels("similar").inc()
+        self.metrics.requests.labels(decision.capability, "degraded").inc()
+        return Answer.of(
+            200,
+            {
+                "request_id": task.task_id,
+                "trace_id": task.trace_id,
+                "status": "degraded",
+                "agent_id": None,
+                "result": found.result,
+                "route": decision,
+                "attempts": error.details.get("attempts", []),
+                "degraded": {
+                    "reason": error.code,
+                    "similarity": found.similarity,
+                    "original_request_id": found.request_id,
+                },
+            },
+        )
 
     def _label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

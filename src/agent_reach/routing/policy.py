@@ -54,6 +54,13 @@ class DeliveryPolicy(BaseModel):
     idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # DESIGN.md: 3600 s
     degraded_answers: bool = Field(True, description="remember answers for the degraded fallback")
     answer_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+    similar_answers: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="a failed text request gets an earlier answer of the capability whose "
+        "text is at least this close (cosine; needs the embeddings extra); unset: off",
+    )
 
     def backoff(self, retry: int) -> float:
         """The pause before re-send number `retry` (1-based), before jitter."""

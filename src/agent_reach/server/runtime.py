@@ -23,6 +23,7 @@ from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.service import InvokeService
+from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.observability.decision_log import DecisionLog
@@ -119,6 +120,7 @@ async def open_runtime(
     answers = AnswerMemory(backends.answers)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     journal = RequestJournal(clock)
+    similar = SimilarAnswers(policy)
     history = InstanceHistory(registry.index, clock)
     invoke = InvokeService(
         routing=routing,
@@ -136,6 +138,7 @@ async def open_runtime(
         contexts=contexts,
         journal=journal,
         admission=Admission(settings.max_in_flight, policy, answers, metrics),
+        similar=similar,
     )
     runtime = Runtime(
         settings=settings,
@@ -166,6 +169,7 @@ async def open_runtime(
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
         asyncio.create_task(history.run(), name="instance-history"),
+        asyncio.create_task(similar.run(), name="similar-answers"),
         asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
     ]
     if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
