@@ -62,9 +62,7 @@ def test_a_close_question_gets_the_earlier_answer_with_its_similarity_and_origin
         agent.status = 500  # from now on the only instance fails every delivery
 
         close = http.post("/v1/invoke", json={"text": "我的快递到哪里了", "suspend": False})
-        unlike = http.post(
-            "/v1/invoke", json={"text": "快递什么时候送到", "suspend": False}
-        )
+        unlike = http.post("/v1/invoke", json={"text": "快递什么时候送到", "suspend": False})
         named = http.post("/v1/invoke", json={"capability": "logistics.track", "suspend": False})
 
     assert close.status_code == 200, close.text

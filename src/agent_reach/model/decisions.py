@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Rule = Literal["exact", "best", "margin", "no_match", "generic", "no_instance"]
 
@@ -35,3 +35,4 @@ class RouteDecision:
     policy_version: str
     weights: dict[str, float]
     refused_by: Rule | None = None
+    intent: dict[str, Any] | None = None  # what the intent parser agent did, when asked

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
 from agent_reach.model.admission import AdmissionPolicy
+from agent_reach.model.intent import IntentEscalation
 
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
@@ -97,6 +98,10 @@ class RoutingPolicy(BaseModel):
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
     admission: AdmissionPolicy = Field(default_factory=AdmissionPolicy)
+    intent_parser: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,127}$")] | None = Field(
+        None, description="capability whose agent parses unsure texts (routing/intent_parser.py)"
+    )
+    intent_escalation: IntentEscalation = Field(default_factory=IntentEscalation)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

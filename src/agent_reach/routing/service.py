@@ -13,6 +13,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.affinity import AffinityTable
+from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import CapabilityMatch, decide, exact_match
@@ -44,6 +45,7 @@ class RoutingService:
         self.tracer = tracer
         self.metrics = metrics
         self._exact: dict[str, list[CapabilityMatch]] = {}
+        self.intent: IntentParser | None = None  # set by the runtime: it delivers through invoke
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
         """The one-element match list of a named capability, made once per registered tag."""
@@ -70,6 +72,15 @@ class RoutingService:
             matches = self._exact_match(request.capability)
         else:
             matches = await self.matching.match(request.text or "", policy)
+        note = None
+        if self.intent is not None and request.capability is None:
+            matches, note = await self.intent.refine(
+                request.text or "",
+                matches,
+                policy,
+                trace_id=trace_id,
+                parent_span_id=parent_span_id,
+            )
         now = self.clock.monotonic()
         warm = self.affinity.warm_agents(request.context_id, now)
         decision = decide(
@@ -80,6 +91,8 @@ class RoutingService:
             warm_agents=warm,
             from_text=request.capability is None,
         )
+        if note is not None:
+            decision.intent = note
         self.decision_log.record(decision, kind=kind, request_id=request_id, trace_id=trace_id)
         self.metrics.route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(

@@ -22,6 +22,7 @@ from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.idempotency import IdempotencyGuard
+from agent_reach.invoke.intent_delivery import intent_asker
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
@@ -38,6 +39,7 @@ from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.service import Registry
 from agent_reach.routing.affinity import AffinityTable
+from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
@@ -140,6 +142,7 @@ async def open_runtime(
         admission=Admission(settings.max_in_flight, policy, answers, metrics),
         similar=similar,
     )
+    routing.intent = IntentParser(intent_asker(invoke), clock)
     runtime = Runtime(
         settings=settings,
         clock=clock,
