@@ -51,7 +51,9 @@ class IntentParser:
         payload = {
             "text": text,
             "candidates": [
-                {"capability": m.capability, "confidence": m.confidence} for m in matches
+                {"capability": m.capability, "confidence": m.confidence}
+                for m in matches
+                if m.capability != parser
             ],
         }
         try:
