@@ -17,7 +17,7 @@ request_id, so no idempotency record or remembered answer grows with the count):
 
 Checks per overload run: admitted p99 <= 3 x B99; every shed request got 503
 `overloaded` with Retry-After; coordinator RSS growth < 50 MB (from a coordinator
-warmed up for 10 s at half the knee, so its bounded stores are already full);
+warmed up with 11,000 requests at the knee, so its bounded stores are already full);
 event-loop lag (the coordinator's own gauge, scraped every 0.5 s) < 100 ms; after the
 overload, the first 1 s window whose p99 <= 3 x B99 with nothing shed comes within 5 s.
 The machine may be shared: figures are noisy; compare ratios within one run.
@@ -55,7 +55,11 @@ BODY = orjson.dumps({"capability": CAPABILITY, "payload": {"q": "ping"}})
 HEADERS = (("content-type", "application/json"),)
 BASELINE_RATE, BASELINE_S = 100.0, 10.0
 KNEE_START, KNEE_FACTOR, KNEE_STEP_S, KNEE_MAX = 200.0, 1.3, 4.0, 20_000.0
-WARMUP_S, RECOVERY_S, WINDOW_S = 10.0, 10.0, 1.0
+KNEE_TRIES = 2  # a rate misses the knee only when it misses twice
+# Warm-up: enough requests at the knee to fill the bounded in-memory stores (10,000
+# traces, 10,000 journal entries), so RSS growth shows queues, not stores filling up.
+WARMUP_REQUESTS, WARMUP_MAX_S = 11_000, 30.0
+RECOVERY_S, WINDOW_S = 10.0, 1.0
 TIMEOUT_S = 10.0  # far above any answer: a late answer shows as latency, not as loss
 # RELIABILITY.md O1.
 GOAL_P99_RATIO, GOAL_RSS_MB, GOAL_LAG_MS, GOAL_RECOVERY_S = 3.0, 50.0, 100.0, 5.0
@@ -137,7 +141,11 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, object]:
     if not args.no_compare:
         runs.append(overload(0, knee, args.overload_s, b99, console))
     return {
-        "machine": {"cpus": os.cpu_count(), "note": "shared with other work: figures are noisy"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_1m_at_end": os.getloadavg()[0],
+            "note": "shared with other work: figures are noisy",
+        },
         "baseline": {"rate": BASELINE_RATE, "p50_ms": b50, "p99_ms": b99},
         "knee": {"rate": knee, "steps": [asdict(s) for s in steps]},
         "overload": [asdict(r) for r in runs],
@@ -149,13 +157,16 @@ def find_knee(url: str, b99: float, console: Console) -> list[Step]:
     steps: list[Step] = []
     rate = KNEE_START
     while rate <= KNEE_MAX:
-        samples = drive(url, [(rate, KNEE_STEP_S)])
-        answered = latencies(samples)
-        ok = sum(s.code == "ok" for s in samples) / len(samples)
-        step = Step(round(rate), ok, percentile(answered, 0.5), percentile(answered, 0.99))
-        steps.append(step)
-        console.print(f"  {rate:7.0f} req/s: ok {ok:.1%}, p99 {step.p99_ms or 0:.1f} ms")
-        if not is_fine(step, b99):
+        for _ in range(KNEE_TRIES):  # a shared machine stalls now and then: one more try
+            samples = drive(url, [(rate, KNEE_STEP_S)])
+            answered = latencies(samples)
+            ok = sum(s.code == "ok" for s in samples) / len(samples)
+            step = Step(round(rate), ok, percentile(answered, 0.5), percentile(answered, 0.99))
+            steps.append(step)
+            console.print(f"  {rate:7.0f} req/s: ok {ok:.1%}, p99 {step.p99_ms or 0:.1f} ms")
+            if is_fine(step, b99):
+                break
+        else:
             break
         rate *= KNEE_FACTOR
     return steps
@@ -168,9 +179,9 @@ def is_fine(step: Step, b99: float) -> bool:
 def overload(
     limit: int, knee: float, duration_s: float, b99: float, console: Console
 ) -> OverloadRun:
-    """Warm-up at knee/2, then 2 x knee for `duration_s`, then knee/2, on a fresh coordinator."""
+    """Warm-up at the knee, then 2 x knee for `duration_s`, then knee/2, on a fresh coordinator."""
     with coordinator(limit) as (url, pid):
-        drive(url, [(knee / 2, WARMUP_S)])
+        drive(url, [(knee, min(WARMUP_MAX_S, WARMUP_REQUESTS / knee))])
         rss_before = rss_mb(pid)
         lag = LagWatch(url).start()
         rss = RssWatch(pid).start()
