@@ -42,9 +42,10 @@ DEFAULT_CONTEXT_MAX_FIELDS = 1024  # object keys at every depth: far above any h
 DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
-# Overload (issue 17): about 4x what the coordinator holds at its measured knee on
-# 2 cores (docs/overload.md); more only queues inside the process.
-DEFAULT_MAX_IN_FLIGHT = 256
+# Overload (issue 17): a safety net that bounds memory, far above the ~1 request a
+# coordinator holds at its knee with a fast agent on 2 cores (bench/overload.py), and
+# room for slow agents (in flight = rate x latency: 1 s agents at 1,000 req/s need 1,000).
+DEFAULT_MAX_IN_FLIGHT = 1024
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 
 
