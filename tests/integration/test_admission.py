@@ -90,7 +90,7 @@ def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(http, fak
         held = hold(pool, http, {"capability": "slow.cap"})
         wait_until(lambda: len(slow.received) == 1, "the first request to reach the agent")
 
-        refused = http.post("/v1/invoke", json={"capability": "slow.cap"})
+        refused = http.post("/v1/invoke", json={"capability": "slow.cap", "request_id": "cap-1"})
         other = http.post("/v1/invoke", json={"capability": "fast.cap"})
 
         assert held.result().status_code == 200
@@ -99,6 +99,9 @@ def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(http, fak
     assert other.status_code == 200, other.text
     assert (len(slow.received), len(fast.received)) == (1, 1)
     assert shed(http) == {("capability", "overloaded"): 1.0}
+    walk = http.get("/v1/requests/cap-1/why").json()
+    assert walk["first_wrong_step"] == "routing"
+    assert "admission control refused it" in walk["steps"][0]["finding"]
 
 
 def test_a_refused_request_with_a_remembered_answer_gets_it_marked_degraded(

@@ -34,6 +34,7 @@ _BEFORE_ROUTING = {
     "hop_limit": "the hop budget was spent before routing",
     "in_progress": "the same request_id was still running",
     "idempotency_key_reused": "the request_id was used before with another body",
+    "overloaded": "admission control refused it at once: a limit of requests in flight",
 }
 
 
@@ -56,7 +57,7 @@ def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) ->
         route = error["route"]
     show_values = may_read_values(principal, entry)
     steps = [
-        _routing(route, error),
+        _routing(route, error, body.get("degraded")),
         _registry(route, entry, history),
         _context(route, body, error, entry, history, show_values),
         _delivery(body, error, show_values),
@@ -82,8 +83,13 @@ def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) ->
     }
 
 
-def _routing(route: dict[str, Any] | None, error: dict[str, Any] | None) -> dict[str, Any]:
+def _routing(
+    route: dict[str, Any] | None, error: dict[str, Any] | None, degraded: Any
+) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "routing", "decision": route}
+    if route is None and isinstance(degraded, dict):
+        finding = f"not routed: a remembered answer at once ({degraded.get('reason')})"
+        return {**step, "verdict": "suspect", "finding": finding, "stops": True}
     if route is None:
         code = (error or {}).get("code", "unknown")
         why = _BEFORE_ROUTING.get(code, "the request stopped before it was routed")
