@@ -16,7 +16,6 @@ import structlog
 from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
 from agent_reach.errors import (
-    AgentFailed,
     Ambiguous,
     Forbidden,
     HopLimit,
@@ -398,36 +397,9 @@ class InvokeService:
         self, task: TaskEntry, decision: RouteDecision, error: ReachError
     ) -> Answer | None:
         """A text request whose delivery failed: the closest earlier answer, `degraded`."""
-        request = task.request
-        if (
-            self.similar is None
-            or not request.text
-            or not decision.capability
-            or not isinstance(error, AgentFailed | NoInstance)
-        ):
+        if self.similar is None or not task.request.text or not decision.capability:
             return None
-        found = await self.similar.find(decision.capability, request.text)
-        if found is None:
-            return None
-        self.metrics.fallbacks.labels("similar").inc()
-        self.metrics.requests.labels(decision.capability, "degraded").inc()
-        return Answer.of(
-            200,
-            {
-                "request_id": task.task_id,
-                "trace_id": task.trace_id,
-                "status": "degraded",
-                "agent_id": None,
-                "result": found.result,
-                "route": decision,
-                "attempts": error.details.get("attempts", []),
-                "degraded": {
-                    "reason": error.code,
-                    "similarity": found.similarity,
-                    "original_request_id": found.request_id,
-                },
-            },
-        )
+        return await self.similar.fallback(task, decision, error)
 
     def _label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

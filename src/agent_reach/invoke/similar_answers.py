@@ -23,7 +23,11 @@ from typing import Any
 import numpy as np
 import structlog
 
-from agent_reach.errors import InvalidRequest
+from agent_reach.errors import AgentFailed, InvalidRequest, NoInstance, ReachError
+from agent_reach.invoke.answer import Answer
+from agent_reach.invoke.tasks import TaskEntry
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.matchers.embedding import Encoder, load_encoder
 from agent_reach.routing.policy import RoutingPolicy
 
@@ -59,9 +63,11 @@ class SimilarAnswers:
     def __init__(
         self,
         policy: Callable[[], RoutingPolicy],
+        metrics: Metrics,
         encoder: Callable[[], Encoder] = load_encoder,
     ) -> None:
         self.policy = policy
+        self.metrics = metrics
         self._encoder = encoder
         self._shelves: dict[str, _Shelf] = {}
         self._pending: deque[tuple[str, str, str, Any]] = deque(maxlen=PENDING_MAX)
@@ -93,6 +99,38 @@ class SimilarAnswers:
             return None
         request_id, result = shelf.answers[best]
         return SimilarAnswer(result, round(similarity, 4), request_id)
+
+    async def fallback(
+        self, task: TaskEntry, decision: RouteDecision, error: ReachError
+    ) -> Answer | None:
+        """The degraded answer of a routed text request whose delivery failed, or None."""
+        request = task.request
+        if not request.text or not decision.capability:
+            return None
+        if not isinstance(error, AgentFailed | NoInstance):
+            return None
+        found = await self.find(decision.capability, request.text)
+        if found is None:
+            return None
+        self.metrics.fallbacks.labels("similar").inc()
+        self.metrics.requests.labels(decision.capability, "degraded").inc()
+        return Answer.of(
+            200,
+            {
+                "request_id": task.task_id,
+                "trace_id": task.trace_id,
+                "status": "degraded",
+                "agent_id": None,
+                "result": found.result,
+                "route": decision,
+                "attempts": error.details.get("attempts", []),
+                "degraded": {
+                    "reason": error.code,
+                    "similarity": found.similarity,
+                    "original_request_id": found.request_id,
+                },
+            },
+        )
 
     async def run(self) -> None:
         """Encode and index buffered answers every `FLUSH_S`, until cancelled."""

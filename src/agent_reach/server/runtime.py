@@ -122,7 +122,7 @@ async def open_runtime(
     answers = AnswerMemory(backends.answers)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     journal = RequestJournal(clock)
-    similar = SimilarAnswers(policy)
+    similar = SimilarAnswers(policy, metrics)
     history = InstanceHistory(registry.index, clock)
     invoke = InvokeService(
         routing=routing,
