@@ -6,7 +6,7 @@ from attack_kit import CAPABILITY_1, CAPABILITY_2, World
 
 
 def test_another_principal_cannot_walk_a_request_and_admins_can(world: World, report) -> None:
-    attack = report("why_access", "S15 why is per principal")
+    attack = report("why_access", "S4 why walks only the caller's own requests")
     mine = world.call(
         "caller-a",
         "POST",
