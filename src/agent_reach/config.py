@@ -47,6 +47,7 @@ DEFAULT_CONTEXT_MAX_SEGMENTS = 64
 # room for slow agents (in flight = rate x latency: 1 s agents at 1,000 req/s need 1,000).
 DEFAULT_MAX_IN_FLIGHT = 1024
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
+MIN_METRICS_TOKEN_CHARS = 24  # as long as the shortest admin key accepted
 
 
 class Settings(BaseSettings):
@@ -132,6 +133,11 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="a bearer token that opens /metrics and nothing else (AR_METRICS_TOKEN), "
+        "for a Prometheus scraper; without it /metrics needs an observer or admin key",
+    )
 
     max_in_flight: int = Field(
         DEFAULT_MAX_IN_FLIGHT,
@@ -187,6 +193,15 @@ class Settings(BaseSettings):
                 f"AR_CONTEXT_SECRET must be at least {MIN_CONTEXT_SECRET_CHARS} characters"
             )
         return secret
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _token_is_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < MIN_METRICS_TOKEN_CHARS:
+            raise ValueError(
+                f"AR_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN_CHARS} characters"
+            )
+        return token
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> Settings:

@@ -36,6 +36,11 @@ def test_another_principal_cannot_walk_a_request_and_admins_can(world: World, re
         seen = world.call(principal, "GET", "/v1/requests/w-1/why")
         attack.record(f"walk as {principal}", through=seen.status_code < 400 or "4111" in seen.text)
 
+    observer = world.call("observer", "GET", "/v1/requests/w-1/why")
+    assert observer.status_code == 200, observer.text  # every request, but not its content
+    assert observer.json()["values_shown"] is False
+    attack.record("observer reads a request's result", through="4111" in observer.text)
+
     admin = world.call("admin", "GET", "/v1/requests/w-1/why")
     assert admin.status_code == 200, admin.text
     assert admin.json()["values_shown"] is True

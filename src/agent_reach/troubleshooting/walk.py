@@ -20,13 +20,12 @@ import orjson
 
 from agent_reach.model.keys import Principal
 from agent_reach.registry.history import InstanceHistory, InstanceSnapshot
+from agent_reach.security import ownership
 from agent_reach.troubleshooting.journal import ContextRead, JournalEntry
 
 Verdict = Literal["ok", "suspect", "failed", "not_reached"]
 STEPS = ("routing", "registry", "context", "delivery")
 LOW_SUCCESS = 0.5  # a call window below this success rate looks wrong
-# Roles that see every principal's requests (issue 16 adds its read-only role here).
-SEES_ALL_ROLES = frozenset({"admin"})
 # Errors raised before the router was asked: the walk stops at routing.
 _BEFORE_ROUTING = {
     "forbidden": "the caller may not invoke this capability",
@@ -38,14 +37,14 @@ _BEFORE_ROUTING = {
 }
 
 
-def may_see(principal: Principal, entry: JournalEntry) -> bool:
-    """A caller sees its own requests; admins (and observers) every request."""
-    return principal.role in SEES_ALL_ROLES or principal.name == entry.principal
+def may_walk(principal: Principal, entry: JournalEntry) -> bool:
+    """An observability record: its own principal, observers and admins see it."""
+    return ownership.may_see(principal, entry.principal)
 
 
 def may_read_values(principal: Principal, entry: JournalEntry) -> bool:
-    """Context values and results: only the request's own principal and admins."""
-    return principal.role == "admin" or principal.name == entry.principal
+    """Context values and results are content, not observability: owner and admins."""
+    return ownership.may_use(principal, entry.principal)
 
 
 def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from agent_reach.model.invocations import REQUEST_ID_PATTERN
 from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
-from agent_reach.troubleshooting.walk import may_see, walk
+from agent_reach.troubleshooting.walk import may_walk, walk
 
 router = APIRouter(
     prefix="/v1/requests", tags=["observability"], dependencies=[Depends(authenticated)]
@@ -26,10 +26,10 @@ async def why(
     principal: Caller,
 ) -> Response:
     """Routing, registry, context, delivery of one request, and the first step that looks
-    wrong; the caller's own requests only (admins: every request). 404 `unknown_request`
-    once evicted, answered by another coordinator, or another principal's."""
+    wrong; the caller's own requests only (observers and admins: every request).
+    404 `unknown_request` once evicted, answered by another coordinator, or not visible."""
     runtime = runtime_of(request)
-    entries = [e for e in runtime.journal.find(request_id) if may_see(principal, e)]
+    entries = [e for e in runtime.journal.find(request_id) if may_walk(principal, e)]
     if not entries:
         raise NotFound(
             f"no request {request_id} answered on this coordinator for this caller",
