@@ -12,7 +12,7 @@ from agent_reach.routing.policy import RoutingPolicy
 
 
 def gate(max_in_flight: int, policy: list[RoutingPolicy]) -> Admission:
-    answers = AnswerMemory(MemoryAnswerCache(ManualClock()))
+    answers = AnswerMemory(MemoryAnswerCache(ManualClock(), 1 << 20), 1 << 20)
     return Admission(max_in_flight, lambda: policy[0], answers, Metrics())
 
 

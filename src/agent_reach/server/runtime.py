@@ -27,6 +27,7 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
+from agent_reach.learning.service import LearningService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.loop_lag import LoopLagMonitor
 from agent_reach.observability.metrics import Metrics
@@ -69,6 +70,7 @@ class Runtime:
     security: SecurityService
     history: InstanceHistory
     journal: RequestJournal
+    learning: LearningService
 
 
 @asynccontextmanager
@@ -97,15 +99,17 @@ async def open_runtime(
         return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)
 
     health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
+    learning = LearningService(backends.learning, registry.index, policy, clock, metrics)
     routing = RoutingService(
         registry.index,
         policy,
         clock,
         AffinityTable(),
-        MatchingPipeline(registry.index, clock, settings),
+        MatchingPipeline(registry.index, clock, settings, learning.snapshot),
         decision_log,
         tracer=tracer,
         metrics=metrics,
+        record_text=learning.record_text,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
@@ -119,7 +123,7 @@ async def open_runtime(
         settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     journal = RequestJournal(clock)
     similar = SimilarAnswers(policy, metrics)
@@ -141,6 +145,7 @@ async def open_runtime(
         journal=journal,
         admission=Admission(settings.max_in_flight, policy, answers, metrics),
         similar=similar,
+        learning=learning,
     )
     routing.intent = IntentParser(intent_asker(invoke), clock)
     runtime = Runtime(
@@ -162,8 +167,10 @@ async def open_runtime(
         security=security,
         history=history,
         journal=journal,
+        learning=learning,
     )
     await registry.start()
+    routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
         asyncio.create_task(health.run(), name="health-monitor"),
@@ -174,6 +181,8 @@ async def open_runtime(
         asyncio.create_task(history.run(), name="instance-history"),
         asyncio.create_task(similar.run(), name="similar-answers"),
         asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
+        asyncio.create_task(learning.run(), name="learned-examples"),
+        asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
     ]
     if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
         fleet = FleetLoad(registry.index, backends.fleet_load, node_id)

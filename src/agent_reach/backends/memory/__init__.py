@@ -8,6 +8,7 @@ from agent_reach.backends.memory.fleet_load import MemoryFleetLoadStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
+from agent_reach.backends.memory.learning import MemoryLearningStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
@@ -25,9 +26,10 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         tasks=MemoryTaskStore(clock),
         queues=MemoryQueueStore(clock),
         journal=MemoryJournalStore(),
-        answers=MemoryAnswerCache(clock),
+        answers=MemoryAnswerCache(clock, settings.answer_memory_bytes),
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
         fleet_load=MemoryFleetLoadStore(clock),
+        learning=MemoryLearningStore(clock),
     )

@@ -22,6 +22,7 @@ from agent_reach.backends.redis.errors import store_unavailable
 from agent_reach.backends.redis.fleet_load import RedisFleetLoadStore
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
+from agent_reach.backends.redis.learning import RedisLearningStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
@@ -92,6 +93,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
         fleet_load=RedisFleetLoadStore(client, prefix),
+        learning=RedisLearningStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )
