@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import orjson
@@ -62,6 +62,7 @@ from agent_reach.server import edge
 from agent_reach.server.app import create_app
 from agent_reach.server.edge_asgi import StartupFailed
 from agent_reach.server.workers import check_workers, serve_workers
+from agent_reach.troubleshooting.report import why_report
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
@@ -330,6 +331,18 @@ def trace(
     """Print a trace's hops as a tree with timings: route, attempts, nested calls."""
     document = orjson.loads(_call(coordinator, api_key, "GET", f"/v1/traces/{trace_id}"))
     Console().print(trace_tree(document))
+
+
+@app.command()
+@reporting_errors
+def why(
+    request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Walk one request: routing, registry, context, delivery; name the first wrong step."""
+    path = f"/v1/requests/{quote(request_id, safe='')}/why"
+    Console().print(why_report(orjson.loads(_call(coordinator, api_key, "GET", path))))
 
 
 @app.command()

@@ -47,6 +47,10 @@ DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
 CLUSTER_MODE_WORDS = ("standalone", "cluster")  # AR_CLUSTER_MODE in the original compose file
+# Overload (issue 17): a safety net that bounds memory, far above the ~1 request a
+# coordinator holds at its knee with a fast agent on 2 cores (bench/overload.py), and
+# room for slow agents (in flight = rate x latency: 1 s agents at 1,000 req/s need 1,000).
+DEFAULT_MAX_IN_FLIGHT = 1024
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 # An operator-chosen admin key shorter than this is refused (as security.keys refuses it).
 MIN_ADMIN_KEY_CHARS = 24
@@ -196,6 +200,32 @@ class Settings(BaseSettings):
             if is_cluster:
                 data.setdefault("redis_cluster", True)
         return data
+    max_in_flight: int = Field(
+        DEFAULT_MAX_IN_FLIGHT,
+        ge=0,
+        description="invocations one coordinator holds at once (AR_MAX_IN_FLIGHT); beyond "
+        "it a request gets a remembered answer marked degraded, else 503 overloaded at "
+        "once; 0: no bound",
+    )
+    route_affinity_default: (
+        Annotated[
+            list[Literal["capability", "health", "context", "load", "success", "latency"]],
+            NoDecode,
+        ]
+        | None
+    ) = Field(
+        None,
+        description="instance factors on by default, comma separated (the original deployment: "
+        "capability,health,context); the others weigh 0 unless the policy sets them; "
+        "unset: every factor of the preset",
+    )
+
+    @field_validator("route_affinity_default", mode="before")
+    @classmethod
+    def _factor_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:

@@ -24,6 +24,7 @@ ReachError
     AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
   HopLimit                 508 hop_limit: the request went through too many agents
   StoreUnavailable         503 store_unavailable: the backend did not answer
+  Overloaded               503 overloaded: beyond the admission limits; retry after `retry_after_s`
 
 The server renders every one of them as ``{"error": {"code", "message", ...}}``
 and the SDK maps such a body back to the same class with `error_from_body`.
@@ -210,6 +211,15 @@ class StoreUnavailable(ReachError):
     retryable = True
 
 
+class Overloaded(ReachError):
+    """The coordinator (or the capability) holds as many requests as it may: refused at
+    once, before anything ran; retry after `retry_after_s`, with the same request_id."""
+
+    status = 503
+    code = "overloaded"
+    retryable = True
+
+
 _BY_CODE: dict[str, type[ReachError]] = {
     cls.code: cls
     for cls in (
@@ -236,6 +246,7 @@ _BY_CODE: dict[str, type[ReachError]] = {
         AgentTimeout,
         HopLimit,
         StoreUnavailable,
+        Overloaded,
     )
 }
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from agent_reach.backends.protocols import (
     AnswerCache,
     ContextStore,
+    FleetLoadStore,
     IdempotencyStore,
     JournalStore,
     KeyStore,
@@ -34,6 +35,7 @@ class Backends:
     keys: KeyStore
     quotas: QuotaStore
     contexts: ContextStore
+    fleet_load: FleetLoadStore
     learning: LearningStore
     policy: PolicyStore
     is_shared: bool = False

@@ -303,6 +303,20 @@ class QuotaStore(Protocol):
         """
 
 
+class FleetLoadStore(Protocol):
+    """Each coordinator's in-flight count per instance, so load is seen fleet-wide."""
+
+    async def exchange(
+        self, node_id: str, counts: dict[str, int], stale_s: float
+    ) -> dict[str, int]:
+        """Publish `node_id`'s counts and read the others', in one atomic step.
+
+        Replaces the node's previous counts; returns, per instance, the sum of every
+        other node's counts published within `stale_s` by the store's own clock (older
+        ones are dropped, so a dead coordinator's load vanishes).
+        """
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentPolicy:
     """How appended lists are cut into segments, and how many live segments a context keeps.

@@ -192,7 +192,8 @@ class ContextService:
         if not await self.store.hold([context_id], self.sweeper.hold_s):
             raise unknown_context()
         self.references.take(request_id, context_id)
-        token = self.signer.sign(Grant(context_id, fields, fields), self.token_ttl_s)
+        grant = Grant(context_id, fields, fields, request_id=request_id)
+        token = self.signer.sign(grant, self.token_ttl_s)
         return {"id": context_id, "token": token, "url": self.url(context_id)}
 
     async def release(self, request_id: str) -> None:

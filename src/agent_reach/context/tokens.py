@@ -41,6 +41,7 @@ class Grant:
     read: tuple[str, ...] | None
     write: tuple[str, ...] | None
     principal: Principal | None = None
+    request_id: str | None = None  # the delivery it was issued for (`agent-reach why` joins on it)
 
 
 # Every context, every field: for the coordinator's own use (tests, benchmarks), never
@@ -68,6 +69,8 @@ class TokenSigner:
             "w": grant.write,
             "e": round(self._clock.wall() + ttl_s),
         }
+        if grant.request_id is not None:
+            claims["q"] = grant.request_id
         payload = _b64encode(orjson.dumps(claims))
         return f"{TOKEN_PREFIX}{payload}.{self._signature(payload)}"
 
@@ -86,7 +89,9 @@ class TokenSigner:
         claims = orjson.loads(_b64decode(payload))  # signed by us: well-formed
         if claims["e"] <= self._clock.wall():
             raise Unauthorized("the context token has expired", code="token_expired")
-        return Grant(claims["c"], tuple(claims["r"]), tuple(claims["w"]))
+        return Grant(
+            claims["c"], tuple(claims["r"]), tuple(claims["w"]), request_id=claims.get("q")
+        )
 
     def _signature(self, payload: str) -> str:
         material = f"{TOKEN_PREFIX}{payload}".encode()

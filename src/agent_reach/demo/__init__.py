@@ -2,7 +2,8 @@
 
 It starts everything in this process on ephemeral ports, sends a scripted series of
 customer requests through the coordinator, stops one inventory instance, shows that
-the other one takes its traffic, and shuts everything down. It decides nothing.
+the other one takes its traffic, plays the deployment hand-off (`demo/deployment.py`),
+and shuts everything down. It decides nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
+from agent_reach.demo.deployment import handoff_agents, play_handoff
 from agent_reach.demo.scenario import SCRIPT, SCRIPT_AFTER_STOP, Ask, build_agents
 from agent_reach.errors import ReachError
 from agent_reach.observability.logging import configure_logging
@@ -59,7 +61,7 @@ def run_demo(console: Console | None = None) -> int:
         "caller is an admin); `agent-reach serve` runs with it on"
     )
     with run_coordinator(settings) as (url, _), ExitStack() as stack:
-        agents = build_agents(url)
+        agents = build_agents(url) + handoff_agents(url)
         servers: dict[str, ServerThread] = {}
         for agent in agents:
             server = ServerThread(agent.app)
@@ -83,6 +85,9 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
         after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
         console.print(_table("Inventory requests after the stop", after))
 
+        console.rule("deployment hand-off")
+        handoff = await play_handoff(console, client, url)
+
     served_before, served_after = _inventory_agents(before), _inventory_agents(after)
     rows = (*before, *after)
     answered = sum(row.agent_id is not None for row in rows)
@@ -103,7 +108,7 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
         and len(served_before) == 2
         and STOPPED_INSTANCE not in served_after
     )
-    return 0 if is_expected else 1
+    return 0 if is_expected and handoff.is_expected else 1
 
 
 async def _check_registered(client: ReachClient, agent_ids: set[str]) -> None:

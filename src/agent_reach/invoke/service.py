@@ -28,6 +28,7 @@ from agent_reach.errors import (
     ValidationFailed,
 )
 from agent_reach.ids import new_request_id
+from agent_reach.invoke.admission import Admission, Limit
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop, ContextOf, Delivered
@@ -36,6 +37,7 @@ from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
 from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
+from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
@@ -51,6 +53,7 @@ from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
+from agent_reach.troubleshooting.journal import RequestJournal
 
 if TYPE_CHECKING:
     from agent_reach.learning.service import LearningService
@@ -78,6 +81,9 @@ class InvokeService:
         security: SecurityService,
         contexts: ContextService,
         learning: LearningService | None = None,
+        journal: RequestJournal | None = None,
+        admission: Admission | None = None,
+        similar: SimilarAnswers | None = None,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -94,6 +100,9 @@ class InvokeService:
         self.contexts = contexts
         self.schemas = PayloadSchemas()
         self.learning = learning
+        self.journal = journal  # what `agent-reach why` reads back
+        self.admission = admission
+        self.similar = similar
 
     async def handle(
         self,
@@ -108,7 +117,44 @@ class InvokeService:
 
         `principal` must be allowed to invoke the capability (checked before anything
         else for a named capability, after routing for text) and within its quotas.
+        Beyond the admission limits the answer comes at once (`invoke/admission.py`).
         """
+        ticket = self.admission.enter(request.capability) if self.admission else None
+        if isinstance(ticket, str):
+            return await self._shed(request, trace, ticket, principal)
+        try:
+            return await self._admitted(request, trace, hop_budget, deadline_ms, principal)
+        finally:
+            if self.admission is not None and ticket is not None:
+                self.admission.leave(ticket)
+
+    async def _shed(
+        self, request: InvokeRequest, trace: TraceContext, limit: Limit, principal: Principal
+    ) -> Answer:
+        """A request refused by admission: forbidden stays forbidden, else the refusal."""
+        assert self.admission is not None  # only admission refuses
+        request_id = request.request_id or new_request_id()
+        started = self.clock.monotonic()
+        try:
+            if request.capability is not None:
+                self.security.authorize_invoke(principal, request.capability)
+            answer = await self.admission.refuse(request, limit, request_id, trace.trace_id)
+        except ReachError as exc:
+            answer = _error_answer(exc, request_id, trace)
+        if self.journal is not None:
+            self.journal.record(
+                request_id, principal, trace.trace_id, request.context_id, answer, started
+            )
+        return answer
+
+    async def _admitted(
+        self,
+        request: InvokeRequest,
+        trace: TraceContext,
+        hop_budget: int | None,
+        deadline_ms: int | None,
+        principal: Principal,
+    ) -> Answer:
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
         span = self.tracer.start(
@@ -182,6 +228,10 @@ class InvokeService:
             self.clock.monotonic() - started
         )
         self.tracer.end(span, error.code if error is not None else None)
+        if self.journal is not None:
+            self.journal.record(
+                request_id, principal, trace.trace_id, request.context_id, answer, started
+            )
         return answer
 
     async def run_task(self, task: TaskEntry) -> Answer:
@@ -292,7 +342,12 @@ class InvokeService:
             )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
-                raise
+                exc.details.setdefault("route", decision)  # as every other failure after routing
+                similar = await self._similar_answer(task, decision, exc)
+                if similar is None:
+                    raise
+                span.status = "degraded"
+                return similar, None
             capability = decision.capability or request.capability or ""
             self.health.probe_soon(list(exc.details.get("tried", [])))
             self.metrics.fallbacks.labels("suspended").inc()
@@ -305,7 +360,11 @@ class InvokeService:
             raise  # without the route: it would show what the caller may not reach
         except ReachError as exc:
             exc.details.setdefault("route", decision)
-            raise
+            similar = await self._similar_answer(task, decision, exc)
+            if similar is None:
+                raise
+            span.status = "degraded"
+            return similar, None
         self._learn_weights(decision, delivered, policy)
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
@@ -316,6 +375,8 @@ class InvokeService:
             self.answers.remember(
                 decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
             )
+        if self.similar is not None and request.text and decision.capability:
+            self.similar.remember(decision.capability, request.text, task.task_id, delivered.result)
         self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
         span.status, span.agent_id = status, delivered.instance.id
         result = InvokeResult(
@@ -462,6 +523,14 @@ class InvokeService:
         finally:
             if context_id is not None:
                 await self.contexts.release(request_id)
+
+    async def _similar_answer(
+        self, task: TaskEntry, decision: RouteDecision, error: ReachError
+    ) -> Answer | None:
+        """A text request whose delivery failed: the closest earlier answer, `degraded`."""
+        if self.similar is None or not task.request.text or not decision.capability:
+            return None
+        return await self.similar.fallback(task, decision, error)
 
     def _label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

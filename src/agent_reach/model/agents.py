@@ -121,6 +121,13 @@ class AgentSpec(BaseModel):
     timeout_class: TimeoutClass = "query"
     weight: float = Field(1.0, gt=0, le=100)
     capacity: int = Field(DEFAULT_CAPACITY, ge=1, le=100_000)
+    max_queue: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="fleet-wide in flight beyond which it is "
+        "down-weighted (default: the policy's admission.max_queue)",
+    )
     domain: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
     generic: bool = False
     # Healthy instances each capability of this agent should keep; below it the coordinator
@@ -176,6 +183,7 @@ class InstanceStats(BaseModel):
     """What one coordinator has seen of an instance: load, success and latency."""
 
     in_flight: int
+    fleet_in_flight: int = Field(0, description="in flight on every coordinator together")
     capacity: int
     load: float
     calls: int

@@ -55,4 +55,5 @@ class RouteDecision:
     policy_version: str
     weights: dict[str, float]
     refused_by: Rule | None = None
+    intent: dict[str, Any] | None = None  # what the intent parser agent did, when asked
     text: TextMatch | None = None

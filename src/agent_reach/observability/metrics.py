@@ -218,6 +218,21 @@ class Metrics:
             registry=r,
         )
 
+        self.shed = Counter(
+            "agent_reach_shed",
+            "Requests refused by admission control, by limit and by the answer they got",
+            ["limit", "answer"],
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "agent_reach_in_flight", "Invocations this coordinator holds now", registry=r
+        )
+        self.loop_lag = Gauge(
+            "agent_reach_event_loop_lag_seconds",
+            "Largest event-loop lag over the last few seconds",
+            registry=r,
+        )
+
     def request_seconds_of(self, capability: str) -> _Bucketed:
         """`request_seconds` for one capability."""
         return self.request_seconds.labels(capability)

@@ -196,6 +196,7 @@ def view_of(instance: Instance, now: float) -> InstanceView:
         registered_at=instance.record.registered_at,
         stats=InstanceStats(
             in_flight=window.in_flight,
+            fleet_in_flight=window.in_flight + window.remote_in_flight,
             capacity=spec.capacity,
             load=min(1.0, window.in_flight / spec.capacity),
             calls=window.calls,

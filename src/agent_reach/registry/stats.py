@@ -15,13 +15,14 @@ class CallWindow:
     read a percentile on every request without sorting.
     """
 
-    __slots__ = ("_calls", "_failures", "_sorted", "in_flight")
+    __slots__ = ("_calls", "_failures", "_sorted", "in_flight", "remote_in_flight")
 
     def __init__(self, size: int = WINDOW_CALLS) -> None:
         self._calls: deque[tuple[bool, float]] = deque(maxlen=size)
         self._failures = 0
         self._sorted: list[float] = []
         self.in_flight = 0
+        self.remote_in_flight = 0  # the other coordinators' count, from the fleet load
 
     def record(self, *, ok: bool, latency_ms: float) -> None:
         """Add one finished call; the oldest falls out when the window is full."""

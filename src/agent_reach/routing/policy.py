@@ -10,6 +10,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
+from agent_reach.model.admission import AdmissionPolicy
+from agent_reach.model.intent import IntentEscalation
 
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
@@ -83,6 +85,13 @@ class DeliveryPolicy(BaseModel):
     idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # DESIGN.md: 3600 s
     degraded_answers: bool = Field(True, description="remember answers for the degraded fallback")
     answer_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+    similar_answers: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="a failed text request gets an earlier answer of the capability whose "
+        "text is at least this close (cosine; needs the embeddings extra); unset: off",
+    )
 
     def backoff(self, retry: int) -> float:
         """The pause before re-send number `retry` (1-based), before jitter."""
@@ -120,6 +129,11 @@ class RoutingPolicy(BaseModel):
     adaptation: AdaptationPolicy = Field(default_factory=AdaptationPolicy)
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
+    admission: AdmissionPolicy = Field(default_factory=AdmissionPolicy)
+    intent_parser: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,127}$")] | None = Field(
+        None, description="capability whose agent parses unsure texts (routing/intent_parser.py)"
+    )
+    intent_escalation: IntentEscalation = Field(default_factory=IntentEscalation)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from agent_reach.backends.protocols import PolicyChange, PolicyStore
 from agent_reach.clock import Clock
 from agent_reach.config import load_mapping
 from agent_reach.errors import Conflict, InvalidRequest, ReachError
+from agent_reach.routing.factor_defaults import with_factor_defaults
 from agent_reach.routing.policy import RoutingPolicy
 
 log = structlog.get_logger("agent_reach.policy")
@@ -51,10 +53,13 @@ class PolicySource:
     which is all `agent-reach acl check` needs.
     """
 
-    def __init__(self, clock: Clock, path: Path | None = None) -> None:
+    def __init__(
+        self, clock: Clock, path: Path | None = None, factors_on: Sequence[str] | None = None
+    ) -> None:
         self.clock = clock
         self.path = path
-        self.current = RoutingPolicy()
+        self.factors_on = factors_on  # AR_ROUTE_AFFINITY_DEFAULT
+        self.current = RoutingPolicy.model_validate(with_factor_defaults({}, factors_on))
         self.revision = 0
         self.source = "defaults"
         self.changed_by: str | None = None
@@ -65,7 +70,7 @@ class PolicySource:
         self._seen: tuple[int, str] | None = None  # the stored (revision, version) last read
         if path is not None:
             content = path.read_bytes()
-            self.current = _parse(path, content)
+            self.current = _parse(path, content, factors_on)
             self._digest = hashlib.sha256(content).hexdigest()
             self.source = str(path)
 
@@ -163,7 +168,7 @@ class PolicySource:
             return None
         self._digest = digest
         try:
-            policy = _parse(self.path, content)
+            policy = _parse(self.path, content, self.factors_on)
         except InvalidRequest as exc:
             self._reject(exc.message)
             return None
@@ -226,11 +231,11 @@ def _stale(if_match: str, current: str) -> Conflict:
     )
 
 
-def _parse(path: Path, content: bytes) -> RoutingPolicy:
+def _parse(path: Path, content: bytes, factors_on: Sequence[str] | None) -> RoutingPolicy:
     """A policy from TOML/YAML bytes; any problem is one `InvalidRequest` with the reason."""
     try:
         data = load_mapping(path, content.decode("utf-8"))
-        return RoutingPolicy.model_validate(data)
+        return RoutingPolicy.model_validate(with_factor_defaults(data, factors_on))
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"{path}: not UTF-8 text") from exc
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.queueing import queue_scale
 from agent_reach.routing.scoring import factors_of, weighted_score
 
 WeightsOf = Callable[[str], tuple[tuple[str, float], ...]]
@@ -116,7 +117,8 @@ class _Decider:
                 factors = factors_of(
                     instance, match=match.confidence, is_warm=instance.id in self.warm_agents
                 )
-                score = weighted_score(factors, weights, instance.spec.weight)
+                scale = queue_scale(instance, self.policy.admission.max_queue)
+                score = weighted_score(factors, weights, instance.spec.weight * scale)
                 candidates.append(
                     Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent_reach.registry.index import Instance
+from agent_reach.routing.queueing import fleet_in_flight
 
 HEALTH_FACTOR = {"healthy": 1.0, "suspect": 0.5, "offline": 0.0}  # suspect: routable, scored down
 LATENCY_REF_MS = 100.0  # a p50 of 100 ms halves the latency factor; 0 ms gives 1
@@ -17,7 +18,7 @@ def factors_of(instance: Instance, *, match: float, is_warm: bool) -> dict[str, 
         "match": match,
         "health": HEALTH_FACTOR[instance.health],
         "affinity": 1.0 if is_warm else 0.0,
-        "load": max(0.0, 1.0 - window.in_flight / instance.spec.capacity),
+        "load": max(0.0, 1.0 - fleet_in_flight(instance) / instance.spec.capacity),
         "success": 1.0 if rate is None else rate,
         "latency": 1.0 if p50 is None else LATENCY_REF_MS / (LATENCY_REF_MS + p50),
     }

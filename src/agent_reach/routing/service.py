@@ -14,6 +14,7 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.adaptation import WeightLearner
 from agent_reach.routing.affinity import AffinityTable
+from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.params import extract_params, missing_properties, schema_of
 from agent_reach.routing.policy import RoutingPolicy
@@ -52,6 +53,7 @@ class RoutingService:
         self.record_text = record_text
         self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
+        self.intent: IntentParser | None = None  # set by the runtime: it delivers through invoke
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
         """The one-element match list of a named capability, made once per registered tag."""
@@ -87,6 +89,15 @@ class RoutingService:
         else:
             matched = await self.matching.match(request.text or "", policy)
             matches, text = matched.matches, matched.text
+        note = None
+        if self.intent is not None and request.capability is None:
+            matches, note = await self.intent.refine(
+                request.text or "",
+                matches,
+                policy,
+                trace_id=trace_id,
+                parent_span_id=parent_span_id,
+            )
         now = self.clock.monotonic()
         warm = self.affinity.warm_agents(request.context_id, now)
         decision = decide(
@@ -103,6 +114,8 @@ class RoutingService:
                 else None
             ),
         )
+        if note is not None:
+            decision.intent = note
         if text is not None and request.text is not None:
             if decision.capability is not None:
                 text.params = await self.params_of(decision.capability, request.text)

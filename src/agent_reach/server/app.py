@@ -27,6 +27,7 @@ from agent_reach.server.routes import (
     learning,
     policy,
     queues,
+    requests,
     routing,
     tasks,
     traces,
@@ -44,7 +45,9 @@ class CoordinatorApp:
         self.settings = settings
         self.runtime: Runtime | None = None
         self.startup_error: ReachError | ValueError | None = None
-        source = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        source = PolicySource(  # a bad file fails here, not later
+            clock, settings.policy_file, settings.route_affinity_default
+        )
         # Imported here, not at the top: the `mcp` SDK takes ~1 s to import, and every
         # agent process imports this module through `agent_reach` without serving MCP.
         from agent_reach.faces.mcp_server import McpFace
@@ -76,6 +79,7 @@ class CoordinatorApp:
         for module in (*routers, policy):
             self.api.include_router(module.router)
         self.api.include_router(a2a_routes.router)
+        self.api.include_router(requests.router)  # `agent-reach why`
         self.api.include_router(learning.router)
         self.api.include_router(events.router)
         mount_dashboard(self.api)

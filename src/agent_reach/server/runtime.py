@@ -17,31 +17,39 @@ from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.service import ContextService
+from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.idempotency import IdempotencyGuard
+from agent_reach.invoke.intent_delivery import intent_asker
 from agent_reach.invoke.service import InvokeService
+from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.events import EventFeed
+from agent_reach.observability.loop_lag import LoopLagMonitor
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
+from agent_reach.registry.fleet_load import FleetLoad
+from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.scale import FleetWatcher
 from agent_reach.registry.service import Registry
 from agent_reach.registry.webhook import ScaleWebhook
 from agent_reach.routing.affinity import AffinityTable
+from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService, open_security
+from agent_reach.troubleshooting.journal import RequestJournal
 
 
 @dataclass(slots=True)
@@ -64,6 +72,8 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    history: InstanceHistory
+    journal: RequestJournal
     learning: LearningService
     events: EventFeed
 
@@ -125,6 +135,9 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
+    journal = RequestJournal(clock)
+    similar = SimilarAnswers(policy, metrics)
+    history = InstanceHistory(registry.index, clock)
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
@@ -139,6 +152,9 @@ async def open_runtime(
         tracer=tracer,
         security=security,
         contexts=contexts,
+        journal=journal,
+        admission=Admission(settings.max_in_flight, policy, answers, metrics),
+        similar=similar,
         learning=learning,
     )
     events = EventFeed(clock)
@@ -152,6 +168,7 @@ async def open_runtime(
         _scale_webhook(settings, webhook_client),
         interval_s=settings.scale_check_s,
     )
+    routing.intent = IntentParser(intent_asker(invoke), clock)
     runtime = Runtime(
         settings=settings,
         clock=clock,
@@ -169,6 +186,8 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        history=history,
+        journal=journal,
         learning=learning,
         events=events,
     )
@@ -181,10 +200,16 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(history.run(), name="instance-history"),
+        asyncio.create_task(similar.run(), name="similar-answers"),
+        asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
         asyncio.create_task(learning.run(), name="learned-examples"),
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
     ]
+    if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
+        fleet_load = FleetLoad(registry.index, backends.fleet_load, node_id)
+        loops.append(asyncio.create_task(fleet_load.run(), name="fleet-load"))
     try:
         yield runtime
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.memory.contexts import MemoryContextStore
+from agent_reach.backends.memory.fleet_load import MemoryFleetLoadStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
@@ -30,6 +31,7 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
+        fleet_load=MemoryFleetLoadStore(clock),
         learning=MemoryLearningStore(clock),
         policy=MemoryPolicyStore(),
     )

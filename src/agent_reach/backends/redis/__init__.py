@@ -23,6 +23,7 @@ from agent_reach.backends.redis.cluster import (
 )
 from agent_reach.backends.redis.contexts import RedisContextStore
 from agent_reach.backends.redis.errors import DriverError, store_unavailable
+from agent_reach.backends.redis.fleet_load import RedisFleetLoadStore
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
@@ -109,6 +110,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         keys=RedisKeyStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
+        fleet_load=RedisFleetLoadStore(client, prefix),
         learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
         is_shared=True,

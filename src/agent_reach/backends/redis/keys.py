@@ -22,7 +22,7 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
   and ``...:by:<capability>``: one tag, because adding or deleting an example updates the
   documents, the indexes and the version together. Feedback-rate traffic.
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
-  (per caller-capability pair), ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
+  (per caller-capability pair), ``fleet:load``, ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
   ``answer:<key>``, ``context-secret``.
 
 A new store with a multi-key script adds its tag helper here, next to these.

@@ -118,9 +118,12 @@ async def read_context(
     fields: Annotated[str | None, Query(max_length=MAX_FIELDS_QUERY_CHARS)] = None,
 ) -> Response:
     """The document, or only `fields` (``product,user.intent``); a token narrows it further."""
-    contexts = runtime_of(request).contexts
+    runtime = runtime_of(request)
     wanted = None if fields is None else parse_fields(fields)
-    return _answer(await contexts.read(context_id, grant, wanted))
+    view = await runtime.contexts.read(context_id, grant, wanted)
+    if grant.request_id is not None and view.document is not None:  # an agent's read: for `why`
+        runtime.journal.context_read(grant.request_id, context_id, grant.read or (), view.document)
+    return _answer(view)
 
 
 @router.patch("/{context_id}")

@@ -59,7 +59,7 @@ function textMatch(d) {
 }
 
 // Every candidate with each factor (weight in the header) and its score; the choice highlighted.
-function candidatesTable(d) {
+export function candidatesTable(d) {
   const weights = d.weights ?? {};
   const extra = new Set(d.candidates.flatMap((c) => Object.keys(c.factors)));
   for (const name of Object.keys(weights)) extra.delete(name);

@@ -52,7 +52,8 @@ function drawSummary(line, s) {
     h("span", {}, "answered by ", agentLink(s.agent_id)),
     h("span", { class: "muted" }, [plural(s.spans, "span", "spans"), plural(s.attempts, "attempt", "attempts"),
       plural(s.retries, "retry", "retries")].join(" · ")),
-    s.request_id ? h("span", { class: "muted mono" }, `request ${s.request_id}`) : null,
+    s.request_id ? h("a", { class: "mono", id: "trace-request", href: `#/request/${encodeURIComponent(s.request_id)}` },
+      `request ${s.request_id} · why?`) : null,
     h("span", { class: "muted" }, `started ${clockTime(s.start_s)}`),
   );
 }

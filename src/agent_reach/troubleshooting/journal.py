@@ -1,0 +1,122 @@
+"""The request journal: the last requests this coordinator answered, for `why`.
+
+Recording keeps a reference to the answer's bytes, already made for the caller:
+nothing is serialized or copied on the request path, the walk decodes them when asked.
+Bounded by count and by bytes held; like traces, each coordinator keeps its own.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agent_reach.clock import Clock
+from agent_reach.invoke.answer import Answer
+from agent_reach.model.keys import Principal
+
+DEFAULT_REQUESTS = 10_000  # as many as the trace store keeps traces
+MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first
+MAX_VALUE_BYTES = 16 * 1024  # a context read's values are kept up to this; beyond, sizes only
+READS_PER_REQUEST = 8  # context reads kept per request (retries read again)
+MAX_PENDING_READS = 10_000  # reads of requests not answered yet
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRead:
+    """What an agent read of a request's context: top-level fields with their sizes."""
+
+    time: float
+    context_id: str
+    granted: tuple[str, ...]
+    sizes: dict[str, int]
+    document: bytes | None  # the projection as read, when small enough to keep
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One answered request: who asked, when, and the answer exactly as sent."""
+
+    request_id: str
+    principal: str
+    trace_id: str
+    time: float
+    duration_ms: float
+    context_id: str | None
+    answer: Answer
+    reads: list[ContextRead] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        decoded = orjson.loads(self.answer.body)
+        return decoded if isinstance(decoded, dict) else {"result": decoded}
+
+
+class RequestJournal:
+    """request id -> its answered entries (several principals may use the same id)."""
+
+    def __init__(self, clock: Clock, size: int = DEFAULT_REQUESTS) -> None:
+        self.clock = clock
+        self.size = size
+        self.bytes_held = 0
+        self._entries: OrderedDict[str, list[JournalEntry]] = OrderedDict()
+        self._reads: OrderedDict[str, deque[ContextRead]] = OrderedDict()
+
+    def record(
+        self,
+        request_id: str,
+        principal: Principal,
+        trace_id: str,
+        context_id: str | None,
+        answer: Answer,
+        started: float,
+    ) -> None:
+        """Keep the answer of one request that began at monotonic `started`."""
+        now = self.clock.monotonic()
+        entry = JournalEntry(
+            request_id,
+            principal.name,
+            trace_id,
+            self.clock.wall() - (now - started),
+            round((now - started) * 1000, 3),
+            context_id,
+            answer,
+        )
+        entries = self._entries.get(request_id)
+        if entries is None:
+            self._entries[request_id] = [entry]
+        else:
+            entries.append(entry)
+        self.bytes_held += len(answer.body)
+        while len(self._entries) > self.size or self.bytes_held > MAX_BYTES:
+            _, evicted = self._entries.popitem(last=False)
+            self.bytes_held -= sum(len(e.answer.body) for e in evicted)
+
+    def context_read(
+        self, request_id: str, context_id: str, granted: tuple[str, ...], document: dict[str, Any]
+    ) -> None:
+        """An agent read its projection of `context_id` with the token of `request_id`."""
+        sizes = {name: len(orjson.dumps(value)) for name, value in document.items()}
+        encoded = orjson.dumps(document)
+        read = ContextRead(
+            self.clock.wall(),
+            context_id,
+            granted,
+            sizes,
+            encoded if len(encoded) <= MAX_VALUE_BYTES else None,
+        )
+        reads = self._reads.get(request_id)
+        if reads is None:
+            reads = self._reads[request_id] = deque(maxlen=READS_PER_REQUEST)
+            if len(self._reads) > MAX_PENDING_READS:
+                self._reads.popitem(last=False)
+        reads.append(read)
+
+    def find(self, request_id: str) -> list[JournalEntry]:
+        """Every kept entry of `request_id`, oldest first, with the context reads it made."""
+        entries = self._entries.get(request_id, [])
+        reads = self._reads.get(request_id, ())
+        for entry in entries:
+            entry.reads = [r for r in reads if r.context_id == entry.context_id]
+        return list(entries)

@@ -1,0 +1,73 @@
+"""The walk as the terminal shows it: four steps in order, the first wrong one marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.console import Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+_VERDICT_STYLES = {"ok": "green", "suspect": "yellow", "failed": "bold red", "not_reached": "dim"}
+
+
+def why_report(document: dict[str, Any]) -> Group:
+    """A header, one table row per step, and the details that explain each verdict."""
+    header = Text.from_markup(
+        f"request [bold]{escape(document['request_id'])}[/] · trace {document['trace_id']} · "
+        f"HTTP {document['http_status']} · {document['duration_ms']:.1f} ms"
+    )
+    steps = Table(title_justify="left", show_lines=False)
+    steps.add_column("step", no_wrap=True)
+    steps.add_column("verdict", no_wrap=True)
+    steps.add_column("finding")
+    for step in document["steps"]:
+        mark = "→ " if step["step"] == document["first_wrong_step"] else "  "
+        verdict = step["verdict"]
+        steps.add_row(
+            mark + step["step"],
+            Text(verdict, style=_VERDICT_STYLES.get(verdict, "")),
+            Text(step["finding"]),
+        )
+    details = [Text(line) for step in document["steps"] for line in _details(step)]
+    summary = Text(document["summary"], style="bold")
+    return Group(header, steps, *details, summary)
+
+
+def _details(step: dict[str, Any]) -> list[str]:
+    name = step["step"]
+    if name == "routing" and step.get("decision"):
+        return [
+            f"  routing: {c['capability']} {c['agent_id']} score {c['score']:.3f} "
+            + " ".join(f"{k} {v:.2f}" for k, v in c["factors"].items())
+            for c in step["decision"].get("candidates", [])
+        ]
+    if name == "registry":
+        return [_instance_line(i) for i in step.get("instances", [])]
+    if name == "context":
+        return [
+            f"  context read: {', '.join(f'{k} ({v} B)' for k, v in r['sizes'].items())}"
+            + (f" = {orjson.dumps(r['values']).decode()}" if "values" in r else "")
+            for r in step.get("reads", [])
+        ]
+    if name == "delivery":
+        return [
+            f"  attempt {a['number']}: {a['agent_id']} {a['outcome']} in {a['duration_ms']:.1f} ms"
+            + (f" ({a['error']})" if a.get("error") else "")
+            for a in step.get("attempts", [])
+        ]
+    return []
+
+
+def _instance_line(instance: dict[str, Any]) -> str:
+    state = instance.get("at_the_time")
+    if state is None:
+        return f"  registry: {instance['agent_id']} ({instance['role']}): no history kept"
+    rate = state["success_rate"]
+    return (
+        f"  registry: {instance['agent_id']} ({instance['role']}): {state['health']}, "
+        f"lease {state['lease_left_s']:.1f} s left, {state['in_flight']} in flight, "
+        f"{state['calls']} calls" + ("" if rate is None else f", {rate:.0%} ok")
+    )

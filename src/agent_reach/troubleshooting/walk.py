@@ -1,0 +1,254 @@
+"""The troubleshooting walk of one request, in the original operators' order.
+
+1. routing — was it routed, to whom, why (every candidate and factor);
+2. registry — were the chosen and the rejected instances healthy, leased, and how
+   their call windows looked at that time;
+3. context — what of the context the agent read (fields and sizes; values only for
+   principals who may read them);
+4. delivery — the attempts, and the agent's answer or error.
+
+Each step gets a verdict: `ok`, `suspect` (looks wrong), `failed`, or `not_reached`;
+the walk names the first step that is `suspect` or `failed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+import orjson
+
+from agent_reach.model.keys import Principal
+from agent_reach.registry.history import InstanceHistory, InstanceSnapshot
+from agent_reach.security import ownership
+from agent_reach.troubleshooting.journal import ContextRead, JournalEntry
+
+Verdict = Literal["ok", "suspect", "failed", "not_reached"]
+STEPS = ("routing", "registry", "context", "delivery")
+LOW_SUCCESS = 0.5  # a call window below this success rate looks wrong
+# Errors raised before the router was asked: the walk stops at routing.
+_BEFORE_ROUTING = {
+    "forbidden": "the caller may not invoke this capability",
+    "quota_exceeded": "the caller's quota was used up",
+    "hop_limit": "the hop budget was spent before routing",
+    "in_progress": "the same request_id was still running",
+    "idempotency_key_reused": "the request_id was used before with another body",
+    "overloaded": "admission control refused it at once: a limit of requests in flight",
+}
+
+
+def may_walk(principal: Principal, entry: JournalEntry) -> bool:
+    """An observability record: its own principal, observers and admins see it."""
+    return ownership.may_see(principal, entry.principal)
+
+
+def may_read_values(principal: Principal, entry: JournalEntry) -> bool:
+    """Context values and results are content, not observability: owner and admins."""
+    return ownership.may_use(principal, entry.principal)
+
+
+def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) -> dict[str, Any]:
+    """The four steps of `entry`, with the first one that looks wrong."""
+    body = entry.body()
+    error = body.get("error") if isinstance(body.get("error"), dict) else None
+    route = body.get("route") if isinstance(body.get("route"), dict) else None
+    if route is None and error is not None and isinstance(error.get("route"), dict):
+        route = error["route"]
+    show_values = may_read_values(principal, entry)
+    steps = [
+        _routing(route, error, body.get("degraded")),
+        _registry(route, entry, history),
+        _context(route, body, error, entry, history, show_values),
+        _delivery(body, error, show_values),
+    ]
+    reached = True
+    for step in steps:  # a step after one that stopped the request was never reached
+        if not reached:
+            step["verdict"], step["finding"] = "not_reached", "the request stopped earlier"
+        elif step.pop("stops", False):
+            reached = False
+    first = next((s["step"] for s in steps if s["verdict"] in ("suspect", "failed")), None)
+    return {
+        "request_id": entry.request_id,
+        "trace_id": entry.trace_id,
+        "time": entry.time,
+        "duration_ms": entry.duration_ms,
+        "http_status": entry.answer.status,
+        "status": body.get("status", "error" if error else None),
+        "first_wrong_step": first,
+        "summary": _summary(steps, first),
+        "values_shown": show_values,
+        "steps": steps,
+    }
+
+
+def _routing(
+    route: dict[str, Any] | None, error: dict[str, Any] | None, degraded: Any
+) -> dict[str, Any]:
+    step: dict[str, Any] = {"step": "routing", "decision": route}
+    if route is None and isinstance(degraded, dict):
+        finding = f"not routed: a remembered answer at once ({degraded.get('reason')})"
+        return {**step, "verdict": "suspect", "finding": finding, "stops": True}
+    if route is None:
+        code = (error or {}).get("code", "unknown")
+        why = _BEFORE_ROUTING.get(code, "the request stopped before it was routed")
+        message = (error or {}).get("message", "")
+        return {**step, "verdict": "failed", "finding": f"{why} ({code}: {message})", "stops": True}
+    candidates = route.get("candidates") or []
+    rule = route.get("rule")
+    if route.get("agent_id") is None:
+        reasons = {
+            "no_instance": "no live instance of the capability",
+            "margin": "the text fit several capabilities too equally to choose",
+            "no_match": "the text fit no capability well enough",
+        }
+        finding = f"not routed: {reasons.get(str(rule), rule)} ({len(candidates)} candidates)"
+        return {**step, "verdict": "failed", "finding": finding, "stops": rule != "no_instance"}
+    chosen = f"{route['agent_id']} for {route.get('capability')}"
+    if rule == "generic":
+        finding = f"the router refused to guess ({route.get('refused_by')}); generic {chosen}"
+        return {**step, "verdict": "suspect", "finding": finding}
+    finding = f"routed to {chosen} by rule {rule}, among {len(candidates)} candidates"
+    return {**step, "verdict": "ok", "finding": finding}
+
+
+def _registry(
+    route: dict[str, Any] | None, entry: JournalEntry, history: InstanceHistory
+) -> dict[str, Any]:
+    step: dict[str, Any] = {"step": "registry", "instances": []}
+    if route is None:
+        return {**step, "verdict": "not_reached", "finding": "no instance was considered"}
+    chosen = route.get("agent_id")
+    candidates = route.get("candidates") or []
+    instances = []
+    for candidate in candidates:
+        agent_id = candidate.get("agent_id")
+        snapshot = history.at(agent_id, entry.time)
+        instances.append(
+            {
+                "agent_id": agent_id,
+                "capability": candidate.get("capability"),
+                "role": "chosen" if agent_id == chosen else "rejected",
+                "health_factor": (candidate.get("factors") or {}).get("health"),
+                "at_the_time": _snapshot(snapshot, entry.time),
+            }
+        )
+    step["instances"] = instances
+    if chosen is None:
+        verdict: Verdict = "failed" if route.get("rule") == "no_instance" else "ok"
+        return {**step, "verdict": verdict, "finding": "no instance was live to take it"}
+    mine = next((i for i in instances if i["role"] == "chosen"), None)
+    problems = _instance_problems(mine)
+    if problems:
+        return {**step, "verdict": "suspect", "finding": f"{chosen}: " + "; ".join(problems)}
+    return {**step, "verdict": "ok", "finding": f"{chosen} was healthy and leased"}
+
+
+def _instance_problems(instance: dict[str, Any] | None) -> list[str]:
+    if instance is None:
+        return []
+    problems = []
+    health = instance.get("health_factor")
+    if health is not None and health < 1:
+        problems.append(f"suspect when chosen (health factor {health:.2f})")
+    state = instance.get("at_the_time")
+    if state is not None and not state["sampled_after"]:  # a later sample shows its own outcome
+        if state["lease_left_s"] <= 0:
+            problems.append("its lease had run out")
+        rate = state.get("success_rate")
+        if rate is not None and rate < LOW_SUCCESS:
+            problems.append(f"success rate {rate:.0%} over its last {state['calls']} calls")
+    return problems
+
+
+def _context(
+    route: dict[str, Any] | None,
+    body: dict[str, Any],
+    error: dict[str, Any] | None,
+    entry: JournalEntry,
+    history: InstanceHistory,
+    show_values: bool,
+) -> dict[str, Any]:
+    step: dict[str, Any] = {"step": "context", "context_id": entry.context_id, "reads": []}
+    if entry.context_id is None:
+        return {**step, "verdict": "ok", "finding": "the request carried no context"}
+    if error is not None and error.get("code") == "unknown_context":
+        finding = "the context was missing or expired when the request was delivered"
+        return {**step, "verdict": "failed", "finding": finding, "stops": True}
+    step["reads"] = [_read(r, show_values) for r in entry.reads]
+    agent_id = body.get("agent_id") or (route or {}).get("agent_id")
+    snapshot = history.at(agent_id, entry.time) if agent_id else None
+    fields = snapshot.context_fields if snapshot else ()
+    step["agent_fields"] = list(fields)
+    if agent_id is None:
+        return {**step, "verdict": "not_reached", "finding": "no agent was given the context"}
+    if snapshot is not None and not fields:
+        finding = f"{agent_id} declares no context_fields, so it was given no context"
+        return {**step, "verdict": "suspect", "finding": finding}
+    if not entry.reads:
+        finding = f"{agent_id} did not read its context projection"
+        return {**step, "verdict": "suspect", "finding": finding}
+    seen = {name for read in entry.reads for name in read.sizes}
+    missing = [f for f in fields if f.split(".")[0] not in seen]
+    if missing:
+        finding = f"the agent read the context, but {', '.join(missing)} were not in it"
+        return {**step, "verdict": "suspect", "finding": finding}
+    return {**step, "verdict": "ok", "finding": f"the agent read {', '.join(sorted(seen))}"}
+
+
+def _read(read: ContextRead, show_values: bool) -> dict[str, Any]:
+    shown: dict[str, Any] = {"time": read.time, "granted": list(read.granted), "sizes": read.sizes}
+    if show_values and read.document is not None:
+        shown["values"] = orjson.loads(read.document)
+    return shown
+
+
+def _delivery(
+    body: dict[str, Any], error: dict[str, Any] | None, show_values: bool
+) -> dict[str, Any]:
+    attempts = (error or body).get("attempts") or []
+    step: dict[str, Any] = {"step": "delivery", "attempts": attempts}
+    if error is None:
+        status = body.get("status")
+        if show_values:
+            step["result"] = body.get("result")
+        if status == "fallback":
+            failed = [a for a in attempts if a.get("outcome") != "ok"]
+            finding = f"answered by {body.get('agent_id')} after {len(failed)} failed"
+            return {**step, "verdict": "suspect", "finding": finding}
+        if status in ("queued", "suspended"):
+            return {**step, "verdict": "ok", "finding": f"{status}: the answer comes as a task"}
+        if status == "degraded":
+            return {**step, "verdict": "suspect", "finding": "a remembered answer (degraded)"}
+        return {**step, "verdict": "ok", "finding": f"{body.get('agent_id')} answered"}
+    step["error"] = {k: error.get(k) for k in ("code", "message", "http_status") if k in error}
+    if not attempts:
+        finding = f"nothing was delivered ({error.get('code')})"
+        return {**step, "verdict": "failed", "finding": finding}
+    last = attempts[-1]
+    finding = f"{_attempts(len(attempts))}; the last, to {last.get('agent_id')}, "
+    finding += f"ended {error['code']}"
+    if last.get("error"):
+        finding += f": {last['error']}"
+    return {**step, "verdict": "failed", "finding": finding}
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt" + ("" if count == 1 else "s")
+
+
+def _snapshot(snapshot: InstanceSnapshot | None, at: float) -> dict[str, Any] | None:
+    if snapshot is None:
+        return None
+    state = asdict(snapshot)
+    state["lease_left_s"] = round(snapshot.lease_until - at, 1)
+    state["sampled_after"] = snapshot.time > at  # no sample before the request: the next one
+    state["context_fields"] = list(snapshot.context_fields)
+    return state
+
+
+def _summary(steps: list[dict[str, Any]], first: str | None) -> str:
+    if first is None:
+        return "every step looks right"
+    step = next(s for s in steps if s["step"] == first)
+    return f"first wrong step: {first} — {step['finding']}"
