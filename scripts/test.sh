@@ -5,25 +5,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh test
 bash scripts/ensure-redis.sh
-# Debian packages the suite drives: chromium (browser tests, no downloads); node, java
-# and curl (the interop suite's peers and callers, tests/interop).
+# Debian packages the suite drives: chromium (browser tests, no downloads); node, npm,
+# java and curl (the interop suite's and the adapter tests' peers and callers); nginx
+# (the balancer in front of several coordinators).
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-noto-cjk)
 command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 command -v java >/dev/null || missing+=(default-jdk-headless)
 command -v curl >/dev/null || missing+=(curl)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then  # the balancer tests run Debian's nginx
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq nginx >/dev/null
-fi
+(cd tests/adapters/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

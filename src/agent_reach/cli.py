@@ -2,7 +2,9 @@
 
 Every command that talks to a coordinator takes `--coordinator` (default
 `AR_COORDINATOR_URL`, else http://127.0.0.1:8500). Errors print one red line with
-their code and exit 1; no command ever prints a traceback for them.
+their code, then the server's `problems` (field: reason) or how to pass a key, and exit
+1; no command ever prints a traceback for them. `serve` refuses a bad setting in one
+line and exits 2.
 """
 
 from __future__ import annotations
@@ -10,14 +12,19 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import re
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar, cast
+from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar, cast
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
+import structlog
 import typer
+import uvloop
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.live import Live
@@ -26,10 +33,17 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
 from agent_reach.clock import SYSTEM_CLOCK
-from agent_reach.config import Settings, load_mapping
+from agent_reach.config import Settings, load_mapping, setting_problems
 from agent_reach.demo import run_demo
-from agent_reach.errors import InvalidRequest, ReachError, error_from_body
+from agent_reach.errors import (
+    InvalidRequest,
+    ReachError,
+    StoreUnavailable,
+    Unauthorized,
+    error_from_body,
+)
 from agent_reach.model.access import AccessRule, CapabilityPattern
 from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
 from agent_reach.model.decisions import RouteDecision, TextMatch
@@ -46,12 +60,20 @@ from agent_reach.security.access import (
 )
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
+from agent_reach.server.edge_asgi import StartupFailed
 from agent_reach.server.workers import check_workers, serve_workers
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
 
 _STATUS_STYLES = {"healthy": "green", "suspect": "yellow", "offline": "red"}
+
+MEMORY_STATE_WARNING = (
+    "state lives in this process's memory (AR_REGISTRY_BACKEND=memory): API keys, "
+    "registrations, contexts and tasks vanish when it stops. To keep them, run it on Redis: "
+    "bash scripts/ensure-redis.sh && AR_REGISTRY_BACKEND=redis agent-reach serve"
+)
+API_KEY_HINT = "pass a key with --api-key KEY or set AR_API_KEY=KEY (keys: agent-reach keys create)"
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -89,10 +111,15 @@ def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except ReachError as exc:
-            message = f"{exc.code}: {exc.message}"
+            lines = [f"{exc.code}: {exc.message}", *_server_problems(exc)]
+            if isinstance(exc, Unauthorized):
+                lines.append(API_KEY_HINT)
         except ValidationError as exc:
-            message = f"validation_error: {_problems(exc)}"
-        Console(stderr=True).print(f"[bold red]error[/] {escape(message)}", soft_wrap=True)
+            lines = [f"validation_error: {_problems(exc)}"]
+        console = Console(stderr=True)
+        console.print(f"[bold red]error[/] {escape(lines[0])}", soft_wrap=True)
+        for line in lines[1:]:
+            console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
         raise typer.Exit(1)
 
     return run
@@ -119,16 +146,28 @@ def serve(
         ),
     ] = 1,
 ) -> None:
-    """Run the coordinator (settings from --config or AR_* variables; flags win)."""
+    """Run the coordinator (settings from --config or AR_* variables; flags win).
+
+    A bad setting is one line on stderr and exit status 2, before anything starts.
+    """
     overrides: dict[str, Any] = {"host": host, "port": port}
-    if config is not None:
-        settings = Settings.from_file(config, **overrides)
-    else:
-        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
-    configure_logging(settings.log_level, json=settings.log_json)
-    check_workers(settings, workers)
+    try:
+        if config is not None:
+            settings = Settings.from_file(config, **overrides)
+        else:
+            settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+        configure_logging(settings.log_level, json=settings.log_json)
+        check_workers(settings, workers)
+        coordinator = create_app(settings)  # reads the policy file
+    except ValidationError as exc:
+        _refuse_to_start(*setting_problems(exc))
+    except ReachError as exc:
+        _refuse_to_start(exc.message)
+    except OSError as exc:
+        _refuse_to_start(f"{exc.filename}: {exc.strerror}")
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
     os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
+    _announce_state(settings)
     if workers > 1:  # the workers get the settings as built here, secrets included
         raise typer.Exit(serve_workers(settings, workers, GC_THRESHOLDS))
     # Requests make little cyclic garbage; collecting less often, and never scanning the
@@ -136,7 +175,49 @@ def serve(
     # to ~12 ms (bench/overhead.py).
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    edge.run(create_app(settings), settings.host, settings.port)
+    try:
+        uvloop.run(edge.serve(coordinator, settings.host, settings.port))
+    except StartupFailed as exc:
+        reason = coordinator.startup_error
+        if reason is None:  # not a setting: the whole story belongs in the log
+            structlog.get_logger("agent_reach.server").error("startup_failed", error=str(exc))
+            raise typer.Exit(edge.STARTUP_FAILURE) from None
+        if isinstance(reason, StoreUnavailable):
+            _refuse_to_start(f"{_state_location(settings)} did not answer: {reason.message}")
+        _refuse_to_start(reason.message if isinstance(reason, ReachError) else str(reason))
+    except OSError as exc:  # the port is taken or the host is not ours
+        _refuse_to_start(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}")
+
+
+def _announce_state(settings: Settings) -> None:
+    """Say where state lives, and for memory what a restart loses and how to keep it."""
+    log = structlog.get_logger("agent_reach.server")
+    if settings.registry_backend == "memory":
+        log.warning("state_in_memory", message=MEMORY_STATE_WARNING)
+        return
+    log.info(
+        "state_backend",
+        message=f"state lives in {_state_location(settings)}: it outlives this process "
+        "and every coordinator on it shares it",
+    )
+
+
+def _state_location(settings: Settings) -> str:
+    """Where the backend keeps state, without a password: `redis at host:port/db (prefix 'ar')`."""
+    if settings.registry_backend != "redis":
+        return f"the {settings.registry_backend} backend"
+    parts = urlsplit(settings.redis_url)
+    return (
+        f"redis at {parts.hostname}:{parts.port or 6379}{parts.path or '/0'} "
+        f"(AR_REDIS_URL, prefix {settings.redis_prefix!r})"
+    )
+
+
+def _refuse_to_start(*lines: str) -> NoReturn:
+    """Say what is wrong with the settings, one line each, and exit with status 2."""
+    for line in lines:
+        print(line, file=sys.stderr)
+    raise typer.Exit(2)
 
 
 @agents_app.command("register")
@@ -160,6 +241,13 @@ def register_agent(
     console = Console()
     console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
     console.print(instances_table([view]))
+    console.print(
+        f"the lease lasts its ttl, {spec.ttl:g} s: without a heartbeat (POST "
+        f"/v1/agents/{escape(view.id)}/heartbeat) the instance leaves the pool after that; "
+        "an SDK agent heartbeats by itself",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 @agents_app.command("list")
@@ -252,22 +340,34 @@ def top(
     once: Annotated[bool, typer.Option(help="Print one frame (one interval) and exit.")] = False,
     api_key: ApiKey = None,
 ) -> None:
-    """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops)."""
+    """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops).
+
+    On a terminal the table is redrawn in place; piped or redirected, one table is
+    printed per interval.
+    """
     _scrape = functools.partial(_scrape_metrics, coordinator, api_key)
+    console = Console()
     before = _scrape()
     if once:
         time.sleep(interval)
-        Console().print(traffic_table(traffic(before, _scrape()), coordinator))
+        console.print(traffic_table(traffic(before, _scrape()), coordinator))
         return
-    with Live(traffic_table([], coordinator), auto_refresh=False) as live:
-        try:
+    try:
+        if not console.is_terminal:
+            while True:
+                time.sleep(interval)
+                after = _scrape()
+                console.print(traffic_table(traffic(before, after), coordinator))
+                console.file.flush()
+                before = after
+        with Live(traffic_table([], coordinator), console=console, auto_refresh=False) as live:
             while True:
                 time.sleep(interval)
                 after = _scrape()
                 live.update(traffic_table(traffic(before, after), coordinator), refresh=True)
                 before = after
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
 
 
 @app.command()
@@ -486,12 +586,20 @@ def _status_text(status: str, is_error: bool) -> Text:
     return Text(status, style="bold red" if is_error else "bold green")
 
 
-def _call(coordinator: str, api_key: str | None, method: str, path: str, body: Any = None) -> bytes:
+def _call(
+    coordinator: str,
+    api_key: str | None,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+) -> bytes:
     """One call to the coordinator; error answers raise their `ReachError` class."""
     url = coordinator.rstrip("/") + path
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    sent = {**(headers or {}), **({"authorization": f"Bearer {api_key}"} if api_key else {})}
     try:
-        response = httpx.request(method, url, json=body, headers=headers, timeout=10)
+        response = httpx.request(method, url, json=body, headers=sent, timeout=10)
     except httpx.TransportError as exc:
         raise ReachError(
             f"could not reach the coordinator at {coordinator}: {exc}",
@@ -602,8 +710,130 @@ def _optional(value: float | None, template: str) -> str:
     return "-" if value is None else template.format(value)
 
 
+def _server_problems(exc: ReachError) -> list[str]:
+    """The `problems` of a server's validation error, one `field: reason` each."""
+    problems = exc.details.get("problems")
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"{p.get('field') or 'body'}: {p.get('problem')}" for p in problems if isinstance(p, dict)
+    ]
+
+
 def _problems(exc: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
         for error in exc.errors()
     )
+
+
+policy_app = typer.Typer(help="Show, replace and audit the policy in force (at run time).")
+app.add_typer(policy_app, name="policy", no_args_is_help=True)
+
+
+@policy_app.command("show")
+@reporting_errors
+def show_policy(
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
+) -> None:
+    """The policy in force: version, revision, where it came from, and the policy as JSON."""
+    status = orjson.loads(_call(coordinator, api_key, "GET", "/v1/policy"))
+    console = Console()
+    console.print(_policy_line(status), soft_wrap=True, highlight=False)
+    console.print_json(orjson.dumps(status["policy"]).decode())
+
+
+@policy_app.command("set")
+@reporting_errors
+def set_policy(
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, help="TOML or YAML: the policy file's schema."),
+    ],
+    if_match: Annotated[
+        str | None,
+        typer.Option(help="Replace only if this version is still in force (else 409)."),
+    ] = None,
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Replace the policy on every coordinator with FILE (needs an admin key)."""
+    headers = {} if if_match is None else {"if-match": if_match}
+    answer = orjson.loads(
+        _call(coordinator, api_key, "PUT", "/v1/policy", load_mapping(file), headers=headers)
+    )
+    change = answer["change"]
+    Console().print(
+        f"policy {change['before'] or '-'} → {change['after']} (revision {change['revision']})",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+@policy_app.command("changes")
+@reporting_errors
+def policy_changes(
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Newest changes to show.")] = 20,
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """The policy's audit log, newest first: who, when, versions before and after (admin)."""
+    answer = orjson.loads(_call(coordinator, api_key, "GET", f"/v1/policy/changes?limit={limit}"))
+    table = Table(title="policy changes", title_justify="left")
+    for column in ("revision", "time", "by", "source", "before", "after"):
+        table.add_column(column, no_wrap=True)
+    for change in answer["changes"]:
+        table.add_row(
+            str(change["revision"]),
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(change["at"])),
+            escape(change["by"]),
+            change["source"],
+            change["before"] or "-",
+            change["after"],
+        )
+    Console().print(table)
+
+
+def _policy_line(status: dict[str, Any]) -> str:
+    by = f" by {status['changed_by']}" if status.get("changed_by") else ""
+    line = (
+        f"policy {status['version']} (revision {status['revision']}, source {status['source']}{by})"
+    )
+    if status.get("last_error"):
+        line += f"; last rejected edit: {status['last_error']}"
+    return line
+@agents_app.command("import-a2a")
+@reporting_errors
+def import_a2a(
+    url: Annotated[str, typer.Argument(help="The A2A agent's base URL or its agent card URL.")],
+    agent_id: Annotated[
+        str | None, typer.Option("--id", help="Instance id; default: from the URL's host and port.")
+    ] = None,
+    ttl: Annotated[
+        float,
+        typer.Option(help="Lease in seconds; an A2A agent does not heartbeat: import it again."),
+    ] = 86_400.0,
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Register an A2A agent: the coordinator reads its card; its skills become capabilities."""
+    parts = urlsplit(url)
+    name = agent_id or re.sub(r"[^A-Za-z0-9._-]+", "-", f"a2a-{parts.netloc}").strip("-")
+    body = {"id": name, "ttl": ttl, "transport": {"type": "a2a", "endpoint": url}}
+    with SyncReachClient(coordinator, api_key=api_key) as client:
+        view = client.register(body)
+    console = Console()
+    console.print(f"imported [bold]{escape(view.id)}[/]: {escape(', '.join(view.capabilities))}")
+    console.print(instances_table([view]))
+
+
+@app.command()
+@reporting_errors
+def sidecar(
+    config: Annotated[
+        Path, typer.Option(exists=True, dir_okay=False, help="The sidecar's YAML file.")
+    ],
+) -> None:
+    """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it."""
+    configure_logging("info", json=True)
+    Sidecar(SidecarConfig.load(config)).serve()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_reach.errors import InvalidRequest
@@ -48,13 +48,15 @@ DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
 CLUSTER_MODE_WORDS = ("standalone", "cluster")  # AR_CLUSTER_MODE in the original compose file
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
+# An operator-chosen admin key shorter than this is refused (as security.keys refuses it).
+MIN_ADMIN_KEY_CHARS = 24
 MIN_METRICS_TOKEN_CHARS = 24  # as long as the shortest admin key accepted
 
 
 class Settings(BaseSettings):
     """Coordinator settings; every field reads `AR_<NAME>` from the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="AR_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="AR_", extra="forbid", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
@@ -223,6 +225,13 @@ class Settings(BaseSettings):
             )
         return secret
 
+    @field_validator("admin_key")
+    @classmethod
+    def _admin_key_is_long_enough(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is not None and len(key.get_secret_value()) < MIN_ADMIN_KEY_CHARS:
+            raise ValueError(f"AR_ADMIN_KEY must be at least {MIN_ADMIN_KEY_CHARS} characters")
+        return key
+
     @field_validator("metrics_token")
     @classmethod
     def _token_is_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
@@ -238,6 +247,16 @@ class Settings(BaseSettings):
         data = load_mapping(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
+
+
+def setting_problems(exc: ValidationError) -> list[str]:
+    """One line per bad setting, naming its `AR_*` variable."""
+    lines = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        name = "AR_" + "_".join(str(p) for p in error["loc"][:1]).upper()
+        lines.append(message if message.startswith("AR_") else f"{name}: {message}")
+    return lines
 
 
 def load_mapping(path: Path, text: str | None = None) -> dict[str, Any]:

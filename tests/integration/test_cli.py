@@ -70,6 +70,7 @@ def test_register_accepts_the_legacy_yaml_form(coordinator: str, tmp_path: Path)
         views = {v.id: v for v in client.agents()}
     assert views["erp-inventory-01"].capabilities == ["inventory.check", "inventory.reserve"]
     assert views["erp-inventory-01"].display_name == "ERP 库存翻译"
+    assert "the lease lasts its ttl, 30 s: without a heartbeat" in result.output
 
 
 def test_register_accepts_the_json_body(coordinator: str, tmp_path: Path) -> None:

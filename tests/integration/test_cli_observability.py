@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -15,6 +18,7 @@ from agent_reach.testing.servers import run_coordinator
 
 WIDE = {"COLUMNS": "200"}  # keep Rich from truncating
 MAX_BACKGROUND_REQUESTS = 5_000  # the load thread stops by itself even if the test hangs
+TOP_WATCHDOG_S = 30.0  # two frames 0.2 s apart take well under a second
 
 
 @pytest.fixture
@@ -90,3 +94,21 @@ def test_top_once_shows_per_capability_traffic(coordinator: str) -> None:
     assert 0 < float(p50) <= float(p99)
     _, missing_errors_per_s, missing_total, missing_errors, _, _ = rows["(unknown)"]
     assert float(missing_errors_per_s) > 0 and int(missing_errors) == int(missing_total) > 0
+
+
+def test_top_without_a_terminal_prints_a_table_every_interval(coordinator: str) -> None:
+    command = [sys.executable, "-m", "agent_reach", "top", "--interval", "0.2"]
+    env = {**os.environ, "COLUMNS": "200", "AR_COORDINATOR_URL": coordinator}
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None
+        watchdog = threading.Timer(TOP_WATCHDOG_S, process.kill)  # printing nothing is the bug
+        watchdog.start()
+        try:
+            titles = 0
+            while titles < 2:
+                line = process.stdout.readline()
+                assert line, f"top printed {titles} tables, then ended ({process.wait()})"
+                titles += line.startswith(f"traffic at {coordinator}")
+        finally:
+            watchdog.cancel()
+            process.terminate()

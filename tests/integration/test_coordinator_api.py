@@ -181,10 +181,13 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
     assert agent.received == []
 
 
-def test_route_to_nothing_is_explained_not_an_error(http):
-    decision = http.post("/v1/route", json={"capability": "nobody.home"}).json()
-    assert decision["agent_id"] is None
-    assert decision["rule"] == "no_match"
+def test_route_and_invoke_agree_on_an_unknown_capability(http):
+    routed = http.post("/v1/route", json={"capability": "nobody.home"})
+    invoked = http.post("/v1/invoke", json={"capability": "nobody.home"})
+    assert (routed.status_code, routed.json()["error"]["code"]) == (404, "no_capability")
+    assert (invoked.status_code, invoked.json()["error"]["code"]) == (404, "no_capability")
+    decision = routed.json()["error"]["route"]
+    assert (decision["agent_id"], decision["rule"]) == (None, "no_match")
 
 
 def test_invoke_delivers_the_contract_body_and_headers(http, register, fake_agents):

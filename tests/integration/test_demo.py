@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+from rich.cells import cell_len
+
 from agent_reach.demo import STOPPED_INSTANCE
 from agent_reach.demo.scenario import SCRIPT, SCRIPT_AFTER_STOP
 
@@ -14,18 +16,23 @@ GUARD_TIMEOUT_S = 120.0  # a hang guard only; the demo itself takes a few second
 SURVIVOR = "inventory-02"
 
 
+TERMINAL_COLUMNS = 80
+INVENTORY_ROW = re.compile(r"^\s*\d+\s+inventory\.check\s")
+LONGEST_ANSWER = "顺丰速运 SF1234567890：上海转运中心，预计明天送达"
+
+
 def inventory_instances(output: str) -> set[str]:
     """Instances named on the table rows of `inventory.check` requests."""
-    rows = [line for line in output.splitlines() if "│ inventory.check" in line]
+    rows = [line for line in output.splitlines() if INVENTORY_ROW.match(line)]
     return {name for name in (STOPPED_INSTANCE, SURVIVOR) for row in rows if name in row}
 
 
-def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
+def run_demo(*args: str, columns: int) -> subprocess.CompletedProcess[str]:
     # Exactly a user's environment: not the suite's AR_AUTH=off (the demo must set it itself).
     env = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
-    env.update(COLUMNS="200", PYTHONIOENCODING="utf-8")
-    finished = subprocess.run(
-        [sys.executable, "-m", "agent_reach", "demo"],
+    env.update(COLUMNS=str(columns), PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "agent_reach", "demo", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -33,6 +40,10 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
         timeout=GUARD_TIMEOUT_S,
         check=False,
     )
+
+
+def test_demo_moves_inventory_traffic_to_the_surviving_instance_in_80_columns() -> None:
+    finished = run_demo(columns=TERMINAL_COLUMNS)
 
     assert finished.returncode == 0, finished.stdout + finished.stderr
     before, marker, after = finished.stdout.partition(f"stopping {STOPPED_INSTANCE}")
@@ -46,3 +57,15 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
     assert routed is not None and int(routed.group(1)) >= total // 2, after
     assert "Traceback" not in finished.stderr
     assert "security is OFF" in finished.stdout  # said loudly, not only in a log line
+    wide = [line for line in finished.stdout.splitlines() if cell_len(line) > TERMINAL_COLUMNS]
+    assert wide == []
+    assert finished.stdout.count("score = 0.30×match + 0.25×health") == 1
+    assert "affinity 0.00" in finished.stdout and "demo --verbose" in finished.stdout
+    assert LONGEST_ANSWER not in finished.stdout  # shortened, not wrapped over lines
+
+
+def test_demo_verbose_shows_every_answer_in_full() -> None:
+    finished = run_demo("--verbose", columns=200)
+
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert LONGEST_ANSWER in finished.stdout

@@ -70,7 +70,7 @@ def test_unknown_corrupt_or_cut_codings_are_bad_answers(coding: bytes, body: byt
         (b"text/plain; charset=utf-8", "已发货".encode(), {"text": "已发货"}, "text"),
         (b"Text/Plain; charset=gbk", "已发货".encode("gbk"), {"text": "已发货"}, "text"),
         (b"application/xml", b"<a>1</a>", {"xml": "<a>1</a>"}, "xml"),
-        (b"text/xml; charset=\"utf-8\"", b"<a/>", {"xml": "<a/>"}, "xml"),
+        (b'text/xml; charset="utf-8"', b"<a/>", {"xml": "<a/>"}, "xml"),
         (b"application/json", b"", None, "empty"),
         (b"text/plain", b"", None, "empty"),
     ],

@@ -12,6 +12,7 @@ from agent_reach.backends.protocols import (
     JournalStore,
     KeyStore,
     LearningStore,
+    PolicyStore,
     QueueStore,
     QuotaStore,
     RegistryStore,
@@ -34,6 +35,7 @@ class Backends:
     quotas: QuotaStore
     contexts: ContextStore
     learning: LearningStore
+    policy: PolicyStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

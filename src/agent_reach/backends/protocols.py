@@ -237,6 +237,60 @@ class KeyStore(Protocol):
         """Every record, revoked ones included."""
 
 
+@dataclass(frozen=True, slots=True)
+class StoredPolicy:
+    """The shared routing policy: its JSON document, content `version`, a `revision`
+    counter, and the digest of the policy file it last took (None: never from a file)."""
+
+    revision: int
+    version: str
+    document: bytes
+    file_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    """One audit record: who replaced the policy, when, and its versions before and after.
+
+    `source` is `api`, `file`, `defaults` (the first policy of an empty store) or
+    `restored` (a coordinator put its policy back into a store that lost it).
+    """
+
+    revision: int
+    at: float
+    by: str
+    source: str
+    before: str | None
+    after: str
+
+
+class PolicyStore(Protocol):
+    """The routing policy every coordinator follows, and the audit log of its changes."""
+
+    async def get(self) -> StoredPolicy | None:
+        """The stored policy; None when none was ever stored (or the store lost it)."""
+
+    async def replace(
+        self,
+        document: bytes,
+        version: str,
+        *,
+        change: PolicyChange,
+        expected_revision: int | None = None,
+        file_digest: str | None = None,
+    ) -> PolicyChange | None:
+        """Store the policy as the next revision and append its audit record, atomically.
+
+        Refused (None, nothing written) when `expected_revision` is given and is not the
+        stored revision (0: nothing stored), or when `file_digest` is given and the store
+        already took that file content. `change` supplies `at`, `by` and `source`; the
+        store fills in `revision` and `before`. The file digest stays when None is given.
+        """
+
+    async def changes(self, limit: int) -> list[PolicyChange]:
+        """Up to `limit` audit records, newest first (the oldest beyond a cap are dropped)."""
+
+
 class QuotaStore(Protocol):
     """Token buckets shared by every coordinator, so together they never over-admit."""
 

@@ -35,6 +35,7 @@ from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
+from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
@@ -91,6 +92,7 @@ class InvokeService:
         self.tracer = tracer
         self.security = security
         self.contexts = contexts
+        self.schemas = PayloadSchemas()
         self.learning = learning
 
     async def handle(
@@ -266,6 +268,7 @@ class InvokeService:
         span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
+            self._check_payload(decision, request)
             if decision.capability is not None:
                 if queued or request.capability is None:
                     self.security.authorize_invoke(task.principal, decision.capability)
@@ -464,6 +467,20 @@ class InvokeService:
         """A metric label: registered capabilities by name, anything else as one value
         (callers' typos must not grow the metrics without bound)."""
         return capability if capability in self.routing.index.by_capability else "(unknown)"
+
+    def _check_payload(self, decision: RouteDecision, request: InvokeRequest) -> None:
+        """422 before any delivery when the payload breaks the capability's `input_schema`.
+
+        A text request without a payload is not checked: its words are the input.
+        """
+        instance = self.routing.index.by_id.get(decision.agent_id or "")
+        if instance is None or decision.capability is None:
+            return
+        if request.payload is None and request.capability is None:
+            return
+        schema = spec_schema(instance.spec, decision.capability)
+        if schema is not None:
+            self.schemas.check(schema, request.payload, decision.capability)
 
     @staticmethod
     def _check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:

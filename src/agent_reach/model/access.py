@@ -52,7 +52,7 @@ class QuotaRule(BaseModel):
     caller across every capability the rule covers.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     principals: Annotated[list[PrincipalPattern], Field(min_length=1)]
     capabilities: Annotated[list[CapabilityPattern], Field(min_length=1)] = ["*"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Any, Literal
 
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -25,6 +28,18 @@ FIELD_PATH_PATTERN = r"^[^\x00-\x1f\x7f.,]+(\.[^\x00-\x1f\x7f.,]+)*$"
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
 
 
+def check_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema unchanged, or `ValueError` saying why it is not a valid JSON Schema.
+
+    Remote `$ref`s are never fetched (jsonschema resolves only what the schema holds).
+    """
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        raise ValueError(f"input_schema is not a valid JSON Schema: {exc.message}") from None
+    return schema
+
+
 def normalize_capability(tag: Any) -> Any:
     """One spelling per capability: NFKC (full-width look-alikes fold), trimmed, lower case."""
     return unicodedata.normalize("NFKC", tag).strip().lower() if isinstance(tag, str) else tag
@@ -40,7 +55,7 @@ HealthStatus = Literal["healthy", "suspect", "offline"]
 class TransportSpec(BaseModel):
     """How deliveries reach the instance: `type` names a transport module."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     type: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = "http"
     endpoint: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
@@ -69,13 +84,20 @@ def _object_schema(schema: Any) -> Any:
     return schema
 
 
-InputSchema = Annotated[dict[str, Any] | None, BeforeValidator(_object_schema)]
+def _valid_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if schema is None else check_schema(schema)
+
+
+# An object JSON Schema for the payload, checked when registered (`invoke.schemas`).
+InputSchema = Annotated[
+    dict[str, Any] | None, BeforeValidator(_object_schema), AfterValidator(_valid_schema)
+]
 
 
 class SkillSpec(BaseModel):
     """Text for routing to one capability, when the agent-wide description is too broad."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     capability: Capability
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
@@ -86,11 +108,12 @@ class SkillSpec(BaseModel):
 class AgentSpec(BaseModel):
     """The registration body of DESIGN.md; fields beyond these are kept as they are."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     id: AgentId
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
-    capabilities: Annotated[list[Capability], Field(min_length=1, max_length=256)]
+    # May be omitted for an A2A agent only: its card's skills give them (`transport.a2a`).
+    capabilities: Annotated[list[Capability], Field(max_length=256)]
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
     transport: TransportSpec
@@ -116,6 +139,21 @@ class AgentSpec(BaseModel):
     @classmethod
     def _unique_capabilities(cls, tags: list[str]) -> list[str]:
         return list(dict.fromkeys(tags))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a2a_may_omit_capabilities(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "capabilities" not in data:
+            transport = data.get("transport")
+            if isinstance(transport, dict) and transport.get("type") == "a2a":
+                return {**data, "capabilities": []}
+        return data
+
+    @model_validator(mode="after")
+    def _capabilities_given(self) -> AgentSpec:
+        if not self.capabilities and self.transport.type != "a2a":
+            raise ValueError("capabilities: give at least one (only an A2A card may give them)")
+        return self
 
     @model_validator(mode="after")
     def _skills_name_own_capabilities(self) -> AgentSpec:

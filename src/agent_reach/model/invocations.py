@@ -28,7 +28,7 @@ Status = Literal["ok", "fallback", "degraded", "suspended", "queued", "running",
 class RouteRequest(BaseModel):
     """What to route: a capability tag, or user text to match (at least one)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     capability: Capability | None = None
     text: Annotated[str, StringConstraints(min_length=1, max_length=4000)] | None = None
@@ -97,7 +97,7 @@ class InvokeResult:
 class TaskView(BaseModel):
     """`GET /v1/tasks/{id}` and the 202 answer that points to it."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     task_id: str
     request_id: str

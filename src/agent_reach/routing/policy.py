@@ -57,7 +57,7 @@ class AdaptationPolicy(BaseModel):
 class TimeoutClassPolicy(BaseModel):
     """How long one delivery of a class may take, and how often it may be re-sent."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     timeout_s: float = Field(gt=0, le=3600)
     retries: int = Field(0, ge=0, le=10)
@@ -70,7 +70,7 @@ class TimeoutClassPolicy(BaseModel):
 class DeliveryPolicy(BaseModel):
     """Retries, backoff, the retry budget and the fallback chain's time limits."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     backoff_s: list[Annotated[float, Field(ge=0, le=600)]] = Field(
         default_factory=lambda: [1.0, 2.0, 4.0],  # DESIGN.md: 1 s, 2 s, 4 s
@@ -100,7 +100,7 @@ DEFAULT_TIMEOUT_CLASSES = {
 class RoutingPolicy(BaseModel):
     """Everything routing decides by; `version` is a digest of the content."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     preset: Annotated[str, Field(pattern=r"^[a-z_]+$")] = "default"
     weights: dict[Factor, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)

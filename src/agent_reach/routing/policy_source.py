@@ -1,7 +1,12 @@
-"""The policy in force: loaded from the policy file (if any), swapped whole on reload.
+"""The policy in force: kept in the policy store, followed by every coordinator.
 
-The file is polled (stat every `reload_s`); an edit that validates replaces the policy
-for the next decision, an invalid edit is logged and the previous policy stays.
+The store (memory, or Redis shared by all coordinators) holds the policy and the audit
+log of its changes. A policy file, when given, is the starting point: at start and on
+every edit (the file is polled every `reload_s`) its content goes to the store unless
+the store already took that content, so a restart does not undo run-time changes.
+`PUT /v1/policy` replaces the policy through `replace` (compare-and-set on the
+version). Each coordinator reads the store every `reload_s` and swaps the policy whole;
+an invalid file edit is logged and the previous policy stays.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import structlog
 from pydantic import ValidationError
 
+from agent_reach.backends.protocols import PolicyChange, PolicyStore
 from agent_reach.clock import Clock
 from agent_reach.config import load_mapping
-from agent_reach.errors import InvalidRequest
+from agent_reach.errors import Conflict, InvalidRequest, ReachError
 from agent_reach.routing.policy import RoutingPolicy
 
 log = structlog.get_logger("agent_reach.policy")
@@ -29,26 +36,38 @@ class PolicyStatus:
     """What `GET /v1/policy` shows: the policy in force and where it came from."""
 
     version: str
+    revision: int
     source: str
+    changed_by: str | None
     loaded_at: float
     policy: RoutingPolicy
     last_error: str | None
 
 
 class PolicySource:
-    """Holds the current `RoutingPolicy`; calling it returns the policy in force."""
+    """Holds the current `RoutingPolicy`; calling it returns the policy in force.
+
+    Until `attach` it serves the file's policy (or the defaults) from memory alone,
+    which is all `agent-reach acl check` needs.
+    """
 
     def __init__(self, clock: Clock, path: Path | None = None) -> None:
         self.clock = clock
         self.path = path
         self.current = RoutingPolicy()
+        self.revision = 0
+        self.source = "defaults"
+        self.changed_by: str | None = None
         self.loaded_at = clock.wall()
         self.last_error: str | None = None
-        self._digest: bytes | None = None
+        self.store: PolicyStore | None = None
+        self._digest: str | None = None
+        self._seen: tuple[int, str] | None = None  # the stored (revision, version) last read
         if path is not None:
             content = path.read_bytes()
             self.current = _parse(path, content)
-            self._digest = hashlib.sha256(content).digest()
+            self._digest = hashlib.sha256(content).hexdigest()
+            self.source = str(path)
 
     def __call__(self) -> RoutingPolicy:
         return self.current
@@ -56,43 +75,155 @@ class PolicySource:
     def status(self) -> PolicyStatus:
         return PolicyStatus(
             version=self.current.version,
-            source=str(self.path) if self.path else "defaults",
+            revision=self.revision,
+            source=self.source,
+            changed_by=self.changed_by,
             loaded_at=self.loaded_at,
             policy=self.current,
             last_error=self.last_error,
         )
 
-    def reload(self) -> bool:
-        """Re-read the file; True when a new, valid policy is now in force."""
-        if self.path is None:
+    async def attach(self, store: PolicyStore) -> None:
+        """Follow `store`: give it the file's policy (or, when empty, the defaults), then
+        adopt what it holds."""
+        self.store = store
+        if self._digest is not None:
+            await self._offer(self.current, "file", f"file:{self.path}", file_digest=self._digest)
+        elif await store.get() is None:
+            await self._offer(self.current, "defaults", "coordinator", expected_revision=0)
+        await self.sync()
+
+    async def replace(
+        self, policy: RoutingPolicy, *, by: str, if_match: str | None
+    ) -> PolicyChange:
+        """Make `policy` the one in force everywhere; `Conflict` (409 `version_conflict`)
+        when `if_match` names a version that is no longer in force."""
+        await self.sync()
+        if if_match is not None and if_match != self.current.version:
+            raise _stale(if_match, self.current.version)
+        stored_revision = self._seen[0] if self._seen else 0
+        change = await self._offer(policy, "api", by, expected_revision=stored_revision)
+        if change is None:  # another coordinator changed it between our read and write
+            await self.sync()
+            raise _stale(if_match or self.current.version, self.current.version)
+        await self.sync()
+        return change
+
+    async def changes(self, limit: int) -> list[PolicyChange]:
+        """The newest audit records, newest first."""
+        return [] if self.store is None else await self.store.changes(limit)
+
+    async def sync(self) -> bool:
+        """Adopt the stored policy when its revision moved; True when a new one is in force.
+
+        A store that lost the policy (a Redis restarted empty) gets this one back.
+        """
+        if self.store is None:
             return False
+        stored = await self.store.get()
+        if stored is None and self.revision > 0:
+            await self._offer(self.current, "restored", "coordinator", expected_revision=0)
+            stored = await self.store.get()
+        if stored is None:
+            return False
+        # the version too: a store that lost everything counts revisions from 1 again
+        seen = (stored.revision, stored.version)
+        if seen == self._seen:
+            return False
+        self._seen = seen  # an invalid revision is reported once, not at every poll
+        try:
+            policy = RoutingPolicy.model_validate(orjson.loads(stored.document))
+        except (ValidationError, orjson.JSONDecodeError) as exc:
+            return self._reject(f"the stored policy revision {stored.revision} is invalid: {exc}")
+        previous = self.current.version
+        changes = await self.store.changes(1)
+        last = changes[0] if changes and changes[0].revision == stored.revision else None
+        self.current, self.revision = policy, stored.revision
+        self.loaded_at, self.last_error = self.clock.wall(), None
+        if last is not None:
+            self.changed_by = last.by
+            self.source = last.by.removeprefix("file:") if last.source == "file" else last.source
+        if previous != policy.version:
+            log.info(
+                "policy_changed", previous=previous, version=policy.version, by=self.changed_by
+            )
+        return True
+
+    def reload(self) -> RoutingPolicy | None:
+        """Re-read the file; the new, valid policy when its content changed, else None."""
+        if self.path is None:
+            return None
         try:
             content = self.path.read_bytes()
         except OSError as exc:
-            return self._reject(f"cannot read the policy file: {exc.strerror}")
-        digest = hashlib.sha256(content).digest()
+            self._reject(f"cannot read the policy file: {exc.strerror}")
+            return None
+        digest = hashlib.sha256(content).hexdigest()
         if digest == self._digest:
-            return False
+            return None
         self._digest = digest
         try:
             policy = _parse(self.path, content)
         except InvalidRequest as exc:
-            return self._reject(exc.message)
-        previous, self.current = self.current.version, policy
-        self.loaded_at, self.last_error = self.clock.wall(), None
-        log.info("policy_reloaded", previous=previous, version=policy.version, path=str(self.path))
-        return True
+            self._reject(exc.message)
+            return None
+        self.last_error = None
+        return policy
 
     async def watch(self, reload_s: float = DEFAULT_RELOAD_S) -> None:
-        """Reload whenever the file's content changes, until cancelled."""
+        """Push file edits to the store and follow the store, until cancelled."""
         while True:
             await asyncio.sleep(reload_s)
-            self.reload()
+            try:
+                edited = self.reload()
+                if edited is not None and self._digest is not None:
+                    await self._offer(edited, "file", f"file:{self.path}", file_digest=self._digest)
+                await self.sync()
+            except ReachError as exc:  # the store is down: keep the policy, try again
+                log.warning("policy_sync_failed", error=exc.message, kept=self.current.version)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                # a cancel that arrived inside a store call can come back from the driver
+                # as its own error, or as nothing at all: it is still a cancel
+                raise asyncio.CancelledError
+
+    async def _offer(
+        self,
+        policy: RoutingPolicy,
+        source: str,
+        by: str,
+        *,
+        expected_revision: int | None = None,
+        file_digest: str | None = None,
+    ) -> PolicyChange | None:
+        assert self.store is not None
+        document = orjson.dumps(policy.model_dump(mode="json", by_alias=True))
+        change = PolicyChange(0, self.clock.wall(), by, source, None, policy.version)
+        done = await self.store.replace(
+            document,
+            policy.version,
+            change=change,
+            expected_revision=expected_revision,
+            file_digest=file_digest,
+        )
+        if done is not None:
+            report = log.debug if source == "defaults" else log.info
+            report("policy_replaced", by=by, source=source, before=done.before, after=done.after)
+        return done
 
     def _reject(self, message: str) -> bool:
         self.last_error = message
-        log.error("policy_rejected", path=str(self.path), error=message, kept=self.current.version)
+        log.error("policy_rejected", source=self.source, error=message, kept=self.current.version)
         return False
+
+
+def _stale(if_match: str, current: str) -> Conflict:
+    return Conflict(
+        f"If-Match names version {if_match}, but {current} is in force: "
+        "read the policy again and re-apply your change",
+        code="version_conflict",
+        version=current,
+    )
 
 
 def _parse(path: Path, content: bytes) -> RoutingPolicy:

@@ -37,7 +37,13 @@ from starlette.routing import Route
 
 from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError, error_from_body
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.model.agents import DEFAULT_TTL_S, AgentSpec, TransportSpec, normalize_capability
+from agent_reach.model.agents import (
+    DEFAULT_TTL_S,
+    AgentSpec,
+    SkillSpec,
+    TransportSpec,
+    normalize_capability,
+)
 from agent_reach.sdk.client import ReachClient
 from agent_reach.server.responses import dump_json, json_response
 
@@ -88,6 +94,7 @@ class AgentRequest:
     trace_id: str
     hop: int
     client: ReachClient
+    text: str | None = None
     _context: _ContextLink | None = field(default=None, repr=False, compare=False)
 
     async def context_data(self) -> dict[str, Any]:
@@ -216,7 +223,12 @@ class Agent:
         context_fields: Sequence[str] = (),
         api_key: str | None = None,
         min_instances: int = 0,
+        skills: Sequence[SkillSpec] = (),
+        input_schema: dict[str, Any] | None = None,
+        health_check: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
+        """`skills` give capabilities their own description, examples and `input_schema`;
+        `health_check`, when given, decides what `GET /health` answers (200 or 503)."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -232,6 +244,9 @@ class Agent:
         self.context_fields = list(context_fields)
         self.api_key = api_key
         self.min_instances = min_instances
+        self.skills = list(skills)
+        self.input_schema = input_schema
+        self.health_check = health_check
         self._handlers: dict[str, Callable[[AgentRequest], Awaitable[Any]]] = {}
         self._default: Callable[[AgentRequest], Awaitable[Any]] | None = None
         self._runs = _RunOnce(REMEMBERED_REQUESTS)
@@ -295,6 +310,8 @@ class Agent:
             generic=self.generic,
             context_fields=self.context_fields,
             min_instances=self.min_instances,
+            skills=self.skills,
+            input_schema=self.input_schema,
         )
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "info") -> None:
@@ -408,6 +425,7 @@ class Agent:
             context=delivery.context,
             trace_id=delivery.trace_id,
             hop=delivery.hop,
+            text=delivery.text,
             client=self._client.for_handler(
                 hop=delivery.hop, traceparent=request.headers.get("traceparent")
             ),
@@ -428,6 +446,8 @@ class Agent:
         return Response(body, media_type="application/json")
 
     async def _health(self, request: Request) -> Response:
+        if self.health_check is not None and not await self.health_check():
+            return json_response({"status": "unavailable", "id": self.id}, 503)
         return json_response({"status": "ok", "id": self.id})
 
 

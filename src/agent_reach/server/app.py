@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
+from agent_reach.errors import ReachError
+from agent_reach.faces import a2a_routes
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
@@ -23,6 +25,7 @@ from agent_reach.server.routes import (
     health,
     keys,
     learning,
+    policy,
     queues,
     routing,
     tasks,
@@ -40,13 +43,25 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
-        policy = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        self.startup_error: ReachError | ValueError | None = None
+        source = PolicySource(clock, settings.policy_file)  # a bad file fails here, not later
+        # Imported here, not at the top: the `mcp` SDK takes ~1 s to import, and every
+        # agent process imports this module through `agent_reach` without serving MCP.
+        from agent_reach.faces.mcp_server import McpFace
+
+        self.mcp = McpFace(lambda: self.runtime)
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-            async with open_runtime(settings, clock, policy) as runtime:
+            async with AsyncExitStack() as stack:
+                try:
+                    runtime = await stack.enter_async_context(open_runtime(settings, clock, source))
+                except (ReachError, ValueError) as exc:  # a setting or the store: one line
+                    self.startup_error = exc
+                    raise
                 api.state.runtime = self.runtime = runtime
-                yield
+                async with self.mcp.running(runtime):
+                    yield
                 self.runtime = None
 
         self.api = FastAPI(
@@ -57,8 +72,10 @@ class CoordinatorApp:
             redoc_url=None,
         )
         install_error_handlers(self.api)
-        for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
+        routers = (agents, routing, tasks, health, traces, decisions, queues, contexts, keys)
+        for module in (*routers, policy):
             self.api.include_router(module.router)
+        self.api.include_router(a2a_routes.router)
         self.api.include_router(learning.router)
         self.api.include_router(events.router)
         mount_dashboard(self.api)
@@ -76,6 +93,8 @@ class CoordinatorApp:
             and scope["method"] == "POST"
         ):
             await handle_invoke(scope, receive, send, runtime.invoke, self.settings.max_body_bytes)
+        elif scope["type"] == "http" and scope["path"] == "/mcp":
+            await self.mcp(scope, receive, send)
         else:
             await self._control_plane(scope, receive, send)
 

@@ -17,6 +17,7 @@ from agent_reach.server.responses import error_response
 
 log = structlog.get_logger("agent_reach.server")
 
+_OUTSIDE_THE_BODY = {("path",), ("query",), ("header",), ("cookie",)}
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
 
@@ -31,7 +32,9 @@ def invalid_body(errors: Sequence[Any]) -> ReachError:
         }
         for e in errors
     ]
-    return ValidationFailed("the body does not match the schema", problems=problems)
+    outside = any(tuple(e.get("loc", ()))[:1] in _OUTSIDE_THE_BODY for e in errors)
+    where = "the request" if outside else "the body"
+    return ValidationFailed(f"{where} does not match the schema", problems=problems)
 
 
 def install_error_handlers(app: FastAPI) -> None:

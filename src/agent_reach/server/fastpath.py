@@ -31,6 +31,7 @@ Headers = Sequence[tuple[bytes, bytes]]
 # `PayloadTooLarge` once it is known to pass the limit.
 BodyReader = Callable[[int | None], Awaitable[bytes]]
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+MAX_HEADER_COUNT = 10**12 - 1  # hops or milliseconds (31 years): beyond any real budget
 
 
 def body_too_large(limit: int) -> PayloadTooLarge:
@@ -121,10 +122,14 @@ async def handle_invoke(
 
 
 def _count(header: bytes | None, name: str, code: str) -> int | None:
-    """A header holding a non-negative integer, or None when absent."""
+    """A header holding a whole number up to `MAX_HEADER_COUNT`, or None when absent."""
     if header is None:
         return None
     value = header.strip()
-    if not value.isdigit() or len(value) > 12:
-        raise InvalidRequest(f"{name} must be a non-negative integer", code=code)
+    if not value.isdigit():
+        raise InvalidRequest(f"{name} must be a whole number of 0 or more", code=code)
+    if len(value) > len(str(MAX_HEADER_COUNT)) or int(value) > MAX_HEADER_COUNT:
+        raise InvalidRequest(
+            f"{name} is too large ({len(value)} digits): at most {MAX_HEADER_COUNT}", code=code
+        )
     return int(value)

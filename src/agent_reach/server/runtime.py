@@ -82,6 +82,11 @@ async def open_runtime(
     )
     tracer = Tracer(TraceStore(settings.trace_store_size, clock, node_id), clock, export)
     backends = await open_backends(settings, clock)
+    try:
+        await policy.attach(backends.policy)
+    except BaseException:
+        await backends.aclose()
+        raise
     security = await open_security(settings, backends, policy, clock, metrics)
     transports = open_transports(security.guard.dial_address)
     decision_log = DecisionLog(settings.decision_log, clock)

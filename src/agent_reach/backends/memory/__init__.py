@@ -8,6 +8,7 @@ from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.learning import MemoryLearningStore
+from agent_reach.backends.memory.policy import MemoryPolicyStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
@@ -30,4 +31,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
         learning=MemoryLearningStore(clock),
+        policy=MemoryPolicyStore(),
     )

@@ -26,6 +26,7 @@ from agent_reach.backends.redis.errors import DriverError, store_unavailable
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
+from agent_reach.backends.redis.policy import RedisPolicyStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
@@ -109,6 +110,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
         learning=RedisLearningStore(client, prefix),
+        policy=RedisPolicyStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],
     )

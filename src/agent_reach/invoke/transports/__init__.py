@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from agent_reach.errors import ValidationFailed
 from agent_reach.invoke.pool import HttpPool, Resolve
+from agent_reach.invoke.transports.a2a import A2ATransport
 from agent_reach.invoke.transports.http import HttpTransport
+from agent_reach.invoke.transports.http_template import http_template_transport
 from agent_reach.invoke.transports.protocol import Transport
+from agent_reach.invoke.transports.soap import soap_transport
+from agent_reach.invoke.transports.xml import xml_transport
 from agent_reach.model.agents import TransportSpec
 
 
@@ -39,7 +43,16 @@ def open_transports(resolve: Resolve | None = None) -> Transports:
     `resolve` picks (and may refuse) the address of every new connection: the dial-time
     half of the endpoint guard.
     """
-    return Transports({"http": HttpTransport(HttpPool(resolve=resolve))})
+    client = HttpPool(resolve=resolve)
+    return Transports(
+        {
+            "http": HttpTransport(client),
+            "http-template": http_template_transport(client),
+            "xml": xml_transport(client),
+            "soap": soap_transport(client),
+            "a2a": A2ATransport(client),
+        }
+    )
 
 
-__all__ = ["Transport", "Transports", "open_transports"]
+__all__ = ["A2ATransport", "Transport", "Transports", "open_transports"]

@@ -13,7 +13,8 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.backends.protocols import InstanceRecord
-from agent_reach.errors import ValidationFailed
+from agent_reach.errors import Forbidden, ValidationFailed
+from agent_reach.invoke.transports import A2ATransport
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
 from agent_reach.model.keys import Principal
 from agent_reach.server.auth import Caller
@@ -29,6 +30,15 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     """Register (or re-register) an instance and start its lease."""
     runtime = runtime_of(request)
     security = runtime.security
+    transport = runtime.transports.get(spec.transport.type)
+    if isinstance(transport, A2ATransport):  # the card gives capabilities and the endpoint
+        # Before fetching anything: only agent and admin keys register (the card's own
+        # capabilities are authorized once known).
+        if principal.role not in ("agent", "admin"):
+            raise Forbidden(f"a {principal.role} key may not register agents")
+        security.authorize_register(principal, spec.capabilities)
+        await security.check_endpoints(spec.transport)
+        spec = await transport.complete(spec, security.guard.check_url)
     security.authorize_register(principal, spec.capabilities)
     existing = await _check_owner(request, principal, spec.id)
     runtime.transports.check(spec.transport)

@@ -41,7 +41,7 @@ class CreateContext(BaseModel):
     """`POST /v1/contexts`: the initial document, the context's ttl, and who else may use
     it (principal names or ``domain:<domain>``), all optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     document: dict[str, Any] = {}
     ttl_s: float | None = Field(None, gt=0, le=MAX_CONTEXT_TTL_S)
@@ -51,7 +51,7 @@ class CreateContext(BaseModel):
 class AppendItems(BaseModel):
     """Items to add at the end of a named list (conversation turns, events...)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(alias="list", min_length=1, max_length=64)
     items: list[Any] = Field(min_length=1)
@@ -60,7 +60,7 @@ class AppendItems(BaseModel):
 class ContextPatch(BaseModel):
     """`PATCH` as JSON: ``{"merge": {...}}`` (a merge patch) or ``{"append": {...}}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     merge: dict[str, Any] | None = None
     append: AppendItems | None = None

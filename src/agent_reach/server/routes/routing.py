@@ -7,11 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
+from agent_reach.errors import NoCapability
 from agent_reach.ids import new_request_id
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.security.ownership import require_not_observer
-from agent_reach.server.auth import Caller, Observer, authenticated
+from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -33,8 +34,10 @@ async def route(
 ) -> Response:
     """The routing decision, fully explained; `agent_id` is null when nothing fits.
 
-    Naming a capability needs the right to invoke it, naming a context the right to use
-    it (else 404); text may be routed by any key but an observer's (observers only read).
+    A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
+    decision is in the error's `route`). Naming a capability needs the right to invoke
+    it, naming a context the right to use it (else 404); text may be routed by any key
+    but an observer's (observers only read).
     """
     require_not_observer(principal, "route")
     runtime = runtime_of(request)
@@ -49,23 +52,11 @@ async def route(
         trace_id=trace.trace_id,
         principal=principal.name,
     )
+    if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
+        # as `/v1/invoke` answers it: nobody registered the capability
+        raise NoCapability(
+            "no registered agent offers the capability",
+            trace_id=trace.trace_id,
+            route=decision,
+        )
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
-
-
-@router.get("/policy")
-async def policy(request: Request, _: Observer) -> Response:
-    """The routing policy in force, its version and where it came from (observers and
-    admins: it names every principal's rules and quotas), and which text matchers are
-    ready (the sentence encoder loads in the background)."""
-    runtime = runtime_of(request)
-    status = runtime.policy.status()
-    return json_response(
-        {
-            "version": status.version,
-            "source": status.source,
-            "loaded_at": status.loaded_at,
-            "policy": status.policy,
-            "last_error": status.last_error,
-            "matching": runtime.routing.matching.status(status.policy),
-        }
-    )

@@ -85,7 +85,9 @@ async function tick(gen) {
 // principal's requests), say why when the key in use is another role's, then look again.
 function askForKey(errorBox, why) {
   const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
-  const hint = h("span", { class: "key-hint" }, "Make one with: agent-reach keys create --principal ops --role observer");
+  const hint = h("span", { class: "key-hint" },
+    "Make one with: agent-reach keys create --principal ops --role observer. ",
+    "Or open /ui/#key=<your key>: the key stays in this tab and leaves the address bar at once.");
   const form = h("form", { class: "key-form" }, why, input, h("button", { type: "submit" }, "Use key"), hint);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -103,11 +105,23 @@ function wrongRole(who) {
   return `This key is ${who.principal}'s, a ${who.role} key. The dashboard shows every principal's requests, decisions and traces, so it needs an observer or admin key (a ${who.role} key sees only its own, through the API): `;
 }
 
-window.addEventListener("hashchange", show);
+// "/ui/#key=<key>": take the key for this tab and drop it from the address bar and history.
+function takeKeyFromHash() {
+  const match = location.hash.match(/^#key=([^&]+)/);
+  if (!match) return;
+  setKey(decodeURIComponent(match[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+window.addEventListener("hashchange", () => {
+  takeKeyFromHash();
+  show();
+});
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden) {
     clearTimeout(timer);
     tick(generation);
   }
 });
+takeKeyFromHash();
 show();

@@ -8,7 +8,7 @@ export function mount(root) {
   const raw = h("pre", { class: "json", id: "policy-json" });
   root.append(
     h("div", { class: "toolbar" }, h("h2", {}, "Policy in force"),
-      h("span", { class: "hint" }, "hot-reloaded from its file; a bad edit keeps the last good policy")),
+      h("span", { class: "hint" }, "from its file (hot-reloaded) or PUT /v1/policy by an admin; a bad edit keeps the last good policy")),
     head, h("h3", {}, "Settings"), body, h("h3", {}, "As JSON"), raw,
   );
   let shown = "";
@@ -19,7 +19,9 @@ export function mount(root) {
       const text = JSON.stringify(status.policy, null, 2);
       head.replaceChildren(h("dl", { class: "kv" },
         h("dt", {}, "version"), h("dd", { class: "mono" }, status.version),
+        h("dt", {}, "revision"), h("dd", { class: "mono" }, String(status.revision)),
         h("dt", {}, "source"), h("dd", { class: "mono" }, status.source),
+        h("dt", {}, "changed by"), h("dd", { class: "mono" }, status.changed_by ?? "-"),
         h("dt", {}, "loaded"), h("dd", {}, ago(status.loaded_at)),
         h("dt", {}, "last reload error"),
         h("dd", { class: status.last_error ? "error-box" : "muted" }, status.last_error ?? "none")));

@@ -1,0 +1,76 @@
+"""One translated call to a service over the pooled client, failures as agent errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_reach.adapters.translation import CompiledTranslation
+from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
+from agent_reach.invoke import pool
+from agent_reach.invoke.delivery import Delivery
+
+ERROR_EXCERPT_BYTES = 512  # how much of a failing service's answer the caller gets to see
+
+
+def variables_of(delivery: Delivery, context: Any = None) -> dict[str, Any]:
+    """What a template may read about one delivery."""
+    return {
+        "payload": delivery.payload,
+        "text": delivery.text,
+        "request_id": delivery.request_id,
+        "capability": delivery.capability,
+        "trace_id": delivery.trace_id,
+        "context": context,
+    }
+
+
+async def call_service(
+    client: pool.HttpPool,
+    translation: CompiledTranslation,
+    endpoint: str,
+    variables: dict[str, Any],
+    *,
+    headers: list[tuple[str, str]],
+    timeout_s: float,
+) -> Any:
+    """Send the translated request once and return the mapped result.
+
+    Raises what the Transport protocol names: `AgentUnreachable` when nothing was sent,
+    `AgentTimeout` (may have acted), `AgentFailed` for a non-2xx answer (retryable on
+    5xx and 429), a SOAP fault (`soap_fault`, never retried) or an unreadable answer.
+    """
+    request = translation.request(endpoint, variables)
+    try:
+        response = await client.request(
+            request.method,
+            request.url,
+            headers=[*request.headers, *headers],
+            body=request.body,
+            timeout_s=timeout_s,
+        )
+    except pool.ConnectFailed as exc:
+        raise AgentUnreachable(f"could not connect to the service: {exc}") from None
+    except pool.RequestTimeout as exc:
+        raise AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent) from None
+    except pool.ConnectionLost as exc:
+        if not exc.sent:
+            raise AgentUnreachable("the connection closed before the request was sent") from None
+        raise AgentFailed(
+            "the connection closed before the service answered", outcome_unknown=True
+        ) from None
+    except pool.ResponseTooLarge:
+        raise AgentFailed(
+            "the service's answer is too large", code="agent_response_too_large"
+        ) from None
+    except pool.InvalidResponse as exc:
+        raise AgentFailed(f"the service's answer is not valid HTTP: {exc}") from None
+    translation.raise_fault(response.body)
+    if not 200 <= response.status < 300:
+        failure = AgentFailed(
+            f"the service answered HTTP {response.status}",
+            http_status=response.status,
+            agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
+        )
+        failure.retryable = response.status >= 500 or response.status == 429  # type: ignore[misc]
+        raise failure
+    return translation.answer(response.body)

@@ -1,0 +1,56 @@
+"""`GET /.well-known/agent-card.json`: the coordinator as an A2A v1.0 agent.
+
+Skills are the live capabilities. With keys on, the card names the Bearer scheme, and
+lists the skills the presented key may invoke (none without a key): the catalog is not
+public when the rest of the API is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_reach.faces.catalog import LiveCapability
+
+A2A_VERSION = "1.0"
+CARD_PATH = "/.well-known/agent-card.json"
+RPC_PATH = "/a2a"
+
+
+def agent_card(
+    base_url: str, version: str, skills: list[LiveCapability], *, secured: bool
+) -> dict[str, Any]:
+    """The card's JSON (the v1.0 wire form, camelCase)."""
+    card: dict[str, Any] = {
+        "name": "Agent-Reach",
+        "description": (
+            "A coordinator that routes each message to the best live agent, by the skill "
+            'named in message metadata {"capability": <skill id>} or by the message text.'
+        ),
+        "version": version,
+        "supportedInterfaces": [
+            {
+                "url": base_url.rstrip("/") + RPC_PATH,
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": A2A_VERSION,
+            }
+        ],
+        "capabilities": {"streaming": False, "pushNotifications": False},
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain", "application/json"],
+        "skills": [
+            {
+                "id": skill.tag,
+                "name": skill.tag,
+                "description": skill.description or skill.tag,
+                "tags": [skill.tag],
+                "examples": skill.examples,
+            }
+            for skill in skills
+        ],
+    }
+    if secured:
+        card["securitySchemes"] = {
+            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "API key"}}
+        }
+        card["securityRequirements"] = [{"schemes": {"bearer": {"list": []}}}]
+    return card

@@ -1,0 +1,218 @@
+"""`/mcp`: the coordinator as an MCP server (streamable HTTP, the official `mcp` SDK).
+
+One tool per live capability the caller may invoke (name = tag, description from the
+registrations, `inputSchema` = the capability's `input_schema`, else `{"payload": {}}`);
+`tools/call` is an invocation whose answer comes back as structured and text content,
+a refusal or failure as `isError`. Agents coming and going send
+`notifications/tools/list_changed`: on handshake-era sessions as a notification, on
+2026-07-28 connections to `subscriptions/listen` streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import mcp_types as types
+import orjson
+import structlog
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agent_reach.errors import ReachError, ValidationFailed
+from agent_reach.faces.catalog import LiveCapability, live_capabilities
+from agent_reach.model.invocations import InvokeRequest
+from agent_reach.model.keys import Principal
+from agent_reach.observability.tracecontext import new_trace
+from agent_reach.server.responses import json_response
+from agent_reach.server.runtime import Runtime
+
+log = structlog.get_logger("agent_reach.faces")
+
+MAX_SESSIONS = 10_000  # handshake-era sessions kept for notifications; the SDK's own cap is lower
+WATCH_S = 0.25  # how often the live tool list is compared; a change reaches clients this fast
+PAYLOAD_ONLY = {"type": "object", "properties": {"payload": {}}}
+Scope = dict[str, Any]
+
+
+class _ToolServer(Server[dict[str, Any]]):
+    """The SDK's server, announcing `tools.listChanged` on handshake-era sessions too."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class McpFace:
+    """The MCP endpoint as an ASGI app; `running` holds its sessions and change watcher."""
+
+    def __init__(self, runtime: Callable[[], Runtime | None]) -> None:
+        self._runtime = runtime
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        # Handshake-era sessions by Mcp-Session-Id: the latest request's ServerSession, whose
+        # notifications without a related request go to the session's standalone stream.
+        self.sessions: dict[str, ServerSession] = {}
+        self.server = _ToolServer(
+            "agent-reach",
+            version="1",
+            instructions="Each tool is a capability of a live agent; calling it invokes it.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self.listen,
+        )
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self, runtime: Runtime) -> AsyncIterator[None]:
+        """Serve sessions and watch `runtime`'s tool list until the block ends."""
+        self.manager = StreamableHTTPSessionManager(app=self.server)
+        async with self.manager.run():
+            watcher = asyncio.create_task(self._watch(runtime), name="mcp-tool-watch")
+            try:
+                yield
+            finally:
+                self.listen.close()
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                self.manager = None
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        runtime, manager = self._runtime(), self.manager
+        if runtime is None or manager is None:
+            await json_response(
+                {"error": {"code": "starting", "message": "the coordinator is starting"}}, 503
+            )(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        try:
+            await runtime.security.authenticate(_text(headers.get(b"authorization")))
+        except ReachError as exc:
+            await json_response(exc.to_body(), exc.status)(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+    async def _principal(self, runtime: Runtime, ctx: ServerRequestContext[Any, Any]) -> Principal:
+        request = ctx.request
+        header = request.headers.get("authorization") if request is not None else None
+        return await runtime.security.authenticate(header)
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        runtime = self._live_runtime()
+        self._remember(ctx)
+        principal = await self._principal(runtime, ctx)
+        return types.ListToolsResult(
+            tools=[_tool(c) for c in live_capabilities(runtime, principal)]
+        )
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        runtime = self._live_runtime()
+        self._remember(ctx)
+        principal = await self._principal(runtime, ctx)
+        arguments = params.arguments or {}
+        declared = any(
+            c.tag == params.name and c.input_schema for c in live_capabilities(runtime, principal)
+        )
+        payload = arguments if declared or "payload" not in arguments else arguments["payload"]
+        try:
+            request = InvokeRequest(capability=params.name, payload=payload)
+        except ValueError as exc:
+            return _failed(ValidationFailed(f"the tool call is not a valid invocation: {exc}"))
+        answer = await runtime.invoke.handle(request, new_trace(), principal=principal)
+        document = orjson.loads(answer.body)
+        if answer.status >= 300 and answer.status != 202:
+            error = document.get("error", {})
+            error.pop("route", None)
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"{error.get('code')}: {error.get('message')}")],
+                structured_content={"error": error},
+                is_error=True,
+            )
+        result = document.get("result") if answer.status == 200 else document
+        text = (
+            result["text"]
+            if isinstance(result, dict) and isinstance(result.get("text"), str)
+            else (orjson.dumps(result).decode())
+        )
+        structured = result if isinstance(result, dict) else {"result": result}
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=structured
+        )
+
+    def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Keep a handshake-era session for list_changed notifications."""
+        request = ctx.request
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if session_id is None or ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # 2026-07-28 clients listen with subscriptions/listen instead
+        if len(self.sessions) >= MAX_SESSIONS and session_id not in self.sessions:
+            self.sessions.pop(next(iter(self.sessions)))
+        self.sessions[session_id] = ctx.session
+
+    def _live_runtime(self) -> Runtime:
+        runtime = self._runtime()
+        if runtime is None:
+            raise RuntimeError("the coordinator is not running")
+        return runtime
+
+    async def _watch(self, runtime: Runtime) -> None:
+        """Tell clients when the set of live tools changes."""
+        seen = _live_tags(runtime)
+        while True:
+            await asyncio.sleep(WATCH_S)
+            live = _live_tags(runtime)
+            if live != seen:
+                await self.bus.publish(ToolsListChanged())
+                for session_id, session in list(self.sessions.items()):
+                    try:
+                        await session.send_tool_list_changed()
+                    except Exception as exc:  # a closed session must not stop the others
+                        log.info("mcp_session_dropped", error=type(exc).__name__)
+                        self.sessions.pop(session_id, None)
+            seen = live
+
+
+def _live_tags(runtime: Runtime) -> frozenset[str]:
+    return frozenset(t for t, ids in runtime.registry.capabilities().items() if ids)
+
+
+def _tool(capability: LiveCapability) -> types.Tool:
+    schema = capability.input_schema
+    if schema is None or schema.get("type") != "object":
+        schema = PAYLOAD_ONLY
+    return types.Tool(
+        name=capability.tag,
+        description=capability.description or capability.tag,
+        input_schema=schema,
+    )
+
+
+def _failed(exc: ReachError) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"{exc.code}: {exc.message}")],
+        structured_content=exc.to_body(),
+        is_error=True,
+    )
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")

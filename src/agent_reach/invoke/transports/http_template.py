@@ -1,0 +1,12 @@
+"""The `http-template` transport: any JSON, form-encoded or query-string HTTP endpoint."""
+
+from __future__ import annotations
+
+from agent_reach.invoke import pool
+from agent_reach.invoke.transports.translated import TranslatingTransport
+
+
+def http_template_transport(client: pool.HttpPool) -> TranslatingTransport:
+    """`method`, `path`, `query`, `headers`, `body` (JSON with templates) or `form`;
+    `response.map` jmespath (or XPath with `response.format: xml`)."""
+    return TranslatingTransport(client, "json")

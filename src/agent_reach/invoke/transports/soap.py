@@ -1,0 +1,12 @@
+"""The `soap` transport: a SOAP 1.1/1.2 service reached with an envelope template."""
+
+from __future__ import annotations
+
+from agent_reach.invoke import pool
+from agent_reach.invoke.transports.translated import TranslatingTransport
+
+
+def soap_transport(client: pool.HttpPool) -> TranslatingTransport:
+    """`soap_version`, `soap_action`, `body` (the Body's XML template), `response.map`
+    (XPath; the `soap` prefix is the envelope's namespace); faults answer `soap_fault`."""
+    return TranslatingTransport(client, "soap")

@@ -1,0 +1,11 @@
+"""The `xml` transport: a plain XML-over-HTTP service reached with a document template."""
+
+from __future__ import annotations
+
+from agent_reach.invoke import pool
+from agent_reach.invoke.transports.translated import TranslatingTransport
+
+
+def xml_transport(client: pool.HttpPool) -> TranslatingTransport:
+    """`body` is the XML document template (values escaped); `response.map` XPath."""
+    return TranslatingTransport(client, "xml")
