@@ -19,6 +19,9 @@ from agent_reach.config import Settings
 from agent_reach.testing.redis_server import RedisServer
 
 OUTAGE_TIMEOUT_S = 0.2  # redis_timeout_s for the outage tests
+# redis_timeout_s for the contract tests: they are about semantics (admission, listing),
+# not latency, so a loaded machine's slow pool must not fail them (the default is 0.5 s).
+CONTRACT_TIMEOUT_S = 10.0
 
 
 @pytest.fixture(
@@ -49,11 +52,13 @@ def settings(backend_name: str, request: pytest.FixtureRequest) -> Settings:
             redis_cluster=True,
             redis_url=request.getfixturevalue("redis_cluster").url,
             redis_prefix=request.getfixturevalue("redis_cluster_prefix"),
+            redis_timeout_s=CONTRACT_TIMEOUT_S,
         )
     return Settings(
         registry_backend=backend_name,
         redis_url=request.getfixturevalue("redis_url"),
         redis_prefix=request.getfixturevalue("redis_prefix"),
+        redis_timeout_s=CONTRACT_TIMEOUT_S,
     )
 
 

@@ -7,7 +7,10 @@ its final answer, client clock) and the coordinator's health log events:
   until a `healthy` mark whose source is a probe.
 Routing is by best score, so one or two timeouts usually stop its traffic before any
 state change; whether it reaches `offline` within the pause depends on the probes
-(reported). Whether it wins first attempts again after readmission is up to its
+(reported). The load runs on until a probe's readmission is seen (bounded by the
+longest ejection pause plus a margin: the pause doubles, and how often depends on
+how many deliveries were still in flight when it was ejected), then AFTER_S more.
+Whether it wins first attempts again after readmission is up to its
 score (its call window still holds the timeouts): reported, not gated. Timed-out
 deliveries are not re-sent (the `query` class), so the frozen agent's late
 executions after SIGCONT are not duplicates.
@@ -15,16 +18,21 @@ executions after SIGCONT are not duplicates.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
+from agent_reach.registry.health import EJECTION_MAX_S
+from agent_reach.testing.agent_process import HealthMark
 from agent_reach.testing.load import Load, LoadRun, check
+from agent_reach.testing.waiting import WaitTimedOut, wait_until
 
 POLICY = """
 [timeout_classes.query]
 timeout_s = 0.25
 """  # RELIABILITY.md C3: per-try timeout 250 ms
 RATE = 100
-PAUSE_AT_S, PAUSED_S, AFTER_S = 1.5, 5.0, 2.0
+PAUSE_AT_S, PAUSED_S, AFTER_S = 1.5, 5.0, 2.0  # AFTER_S: load after the readmission
+READMIT_WITHIN_S = EJECTION_MAX_S + 5.0  # the longest pause before a re-probe, plus margin
 DEADLINE_S = 1.0
 TTL_S = 15.0  # longer than the pause: the lease must not be what takes it out
 
@@ -40,7 +48,7 @@ def test_a_frozen_instance_loses_its_traffic_and_regains_it_only_after_a_probe(
     rig.start(*agents)
     rig.wait_healthy(coordinator.url, [a.agent_id for a in agents])
     frozen = agents[0]
-    duration_s = PAUSE_AT_S + PAUSED_S + AFTER_S
+    duration_s = PAUSE_AT_S + PAUSED_S + READMIT_WITHIN_S + AFTER_S  # stopped sooner
     load = Load((coordinator.url,), "frozen.act", RATE, duration_s, DEADLINE_S)
     run = LoadRun(load).start()
     timetable = rig.timetable()
@@ -50,11 +58,20 @@ def test_a_frozen_instance_loses_its_traffic_and_regains_it_only_after_a_probe(
     timetable.at(PAUSE_AT_S + PAUSED_S)
     resumed = run.history.mark("resumed", agent_id=frozen.agent_id)  # before: a probe may be
     frozen.resume()  # waiting in its socket and answer at once
+    with contextlib.suppress(WaitTimedOut):  # judged below: `back` stays None
+        wait_until(
+            lambda: _readmission(coordinator.health_marks(), frozen.agent_id, resumed.t),
+            "a healthy mark of the frozen instance after SIGCONT",
+            READMIT_WITHIN_S,
+        )
+    timetable = rig.timetable()
+    timetable.at(AFTER_S)
+    run.stop()
     history = run.join()
 
     marks = coordinator.health_marks()
     own = [m for m in marks if m.agent_id == frozen.agent_id and m.t > paused.t]
-    back = next((m for m in own if m.state == "healthy" and m.t > resumed.t), None)
+    back = _readmission(own, frozen.agent_id, resumed.t)
     back_t = back.t if back else math.inf
     offline = next((m for m in own if m.state == "offline"), None)
     worst = offline or next((m for m in own if m.state == "suspect" and m.t < back_t), None)
@@ -102,6 +119,14 @@ def test_a_frozen_instance_loses_its_traffic_and_regains_it_only_after_a_probe(
     assert rig.statuses(coordinator.url)[frozen.agent_id] == "healthy"  # routable again
     assert result.lost == 0, result.lost_ids
     assert result.duplicate_executions == 0, result.duplicate_ids
+
+
+def _readmission(marks: list[HealthMark], agent_id: str, after_t: float) -> HealthMark | None:
+    """The first `healthy` mark of `agent_id` after `after_t`, whatever its source."""
+    return next(
+        (m for m in marks if m.agent_id == agent_id and m.state == "healthy" and m.t > after_t),
+        None,
+    )
 
 
 def _ms(seconds: float) -> float:

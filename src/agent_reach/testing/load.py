@@ -154,10 +154,16 @@ class LoadRun:
         self.history = history if history is not None else History()
         self._thread = threading.Thread(target=self._run, name="load", daemon=True)
         self._failure: BaseException | None = None
+        self._stopping = threading.Event()
 
     def start(self) -> Self:
         self._thread.start()
         return self
+
+    def stop(self) -> None:
+        """End the arrivals now, before `duration_s` (a run waiting for an event); the
+        requests already sent still finish."""
+        self._stopping.set()
 
     def join(self) -> History:
         """Wait for every request (and accepted task) to end; re-raise a crash of the run."""
@@ -180,6 +186,8 @@ class LoadRun:
             async with asyncio.TaskGroup() as group:
                 start = loop.time()
                 for index in range(self.load.count):
+                    if self._stopping.is_set():
+                        break
                     pause = start + index / self.load.rate - loop.time()
                     if pause > 0:
                         await asyncio.sleep(pause)  # the arrival schedule, not a wait for a state
