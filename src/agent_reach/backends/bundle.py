@@ -14,7 +14,9 @@ from agent_reach.backends.protocols import (
     QueueStore,
     QuotaStore,
     RegistryStore,
+    RunStore,
     TaskStore,
+    WorkflowStore,
 )
 
 
@@ -32,6 +34,8 @@ class Backends:
     keys: KeyStore
     quotas: QuotaStore
     contexts: ContextStore
+    runs: RunStore
+    workflows: WorkflowStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -9,7 +9,8 @@ replayed later; when their time runs out, a remembered answer is served as
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import structlog
 
@@ -50,6 +51,20 @@ from agent_reach.security.service import SecurityService
 log = structlog.get_logger("agent_reach.invoke")
 
 
+class FanoutHandler(Protocol):
+    """Answers `mode: "fanout"` requests (the orchestration package provides it)."""
+
+    def __call__(
+        self,
+        request: InvokeRequest,
+        trace: TraceContext,
+        *,
+        hop_budget: int | None,
+        deadline_ms: int | None,
+        principal: Principal,
+    ) -> Awaitable[Answer]: ...
+
+
 class InvokeService:
     """Everything `POST /v1/invoke` does; `handle` never raises, it answers."""
 
@@ -83,6 +98,7 @@ class InvokeService:
         self.tracer = tracer
         self.security = security
         self.contexts = contexts
+        self.fanout: FanoutHandler | None = None  # set once orchestration is wired in
 
     async def handle(
         self,
@@ -98,6 +114,10 @@ class InvokeService:
         `principal` must be allowed to invoke the capability (checked before anything
         else for a named capability, after routing for text) and within its quotas.
         """
+        if request.mode == "fanout" and self.fanout is not None:
+            return await self.fanout(
+                request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
+            )
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
         span = self.tracer.start("invoke", trace, request.capability or "", request_id)

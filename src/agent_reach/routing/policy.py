@@ -10,6 +10,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
+from agent_reach.model.workflows import WorkflowPolicy
 
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
@@ -88,6 +89,7 @@ class RoutingPolicy(BaseModel):
     delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
+    workflows: WorkflowPolicy = Field(default_factory=WorkflowPolicy)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

@@ -25,6 +25,7 @@ from agent_reach.server.routes import (
     routing,
     tasks,
     traces,
+    workflows,
 )
 from agent_reach.server.routes.dashboard import mount_dashboard
 from agent_reach.server.runtime import Runtime, open_runtime
@@ -55,6 +56,7 @@ class CoordinatorApp:
         install_error_handlers(self.api)
         for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
+        self.api.include_router(workflows.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)

@@ -29,6 +29,11 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
+from agent_reach.orchestration.board import RunBoard
+from agent_reach.orchestration.fanout import Fanout
+from agent_reach.orchestration.running import RunExecutor
+from agent_reach.orchestration.service import Orchestrator
+from agent_reach.orchestration.steps import StepRunner
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.registry.service import Registry
@@ -59,6 +64,7 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    orchestrator: Orchestrator
 
 
 @asynccontextmanager
@@ -126,6 +132,7 @@ async def open_runtime(
         security=security,
         contexts=contexts,
     )
+    orchestrator = _orchestration(settings, node_id, backends, registry, invoke, policy)
     runtime = Runtime(
         settings=settings,
         clock=clock,
@@ -143,6 +150,7 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        orchestrator=orchestrator,
     )
     await registry.start()
     loops = [
@@ -152,6 +160,7 @@ async def open_runtime(
         asyncio.create_task(answers.run(), name="answer-memory"),
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
+        asyncio.create_task(orchestrator.board.run(), name="run-board"),
     ]
     try:
         yield runtime
@@ -168,6 +177,35 @@ async def open_runtime(
         await decision_log.aclose()
         if export is not None:
             await asyncio.to_thread(export.close)
+
+
+def _orchestration(
+    settings: Settings,
+    node_id: str,
+    backends: Backends,
+    registry: Registry,
+    invoke: InvokeService,
+    policy: PolicySource,
+) -> Orchestrator:
+    """Workflows on top of the invoke path; text fan-out handed back to the invoke path."""
+    clock, metrics, tracer = invoke.clock, invoke.metrics, invoke.tracer
+    steps = StepRunner(invoke, invoke.tasks, clock, tracer, metrics)
+    executor = RunExecutor(steps, invoke.contexts, policy, clock, tracer, metrics)
+    board = RunBoard(
+        backends.runs,
+        backends.queues,
+        registry,
+        executor,
+        clock,
+        metrics,
+        tracer,
+        node_id,
+        settings.task_ttl_s,
+        settings.task_stale_s,
+    )
+    orchestrator = Orchestrator(board, backends.workflows, policy, clock)
+    invoke.fanout = Fanout(invoke, invoke.routing, orchestrator).answer
+    return orchestrator
 
 
 def runtime_of(request: Request) -> Runtime:

@@ -10,6 +10,7 @@ from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
+from agent_reach.backends.memory.runs import MemoryRunStore, MemoryWorkflowStore
 from agent_reach.backends.memory.tasks import MemoryAnswerCache, MemoryTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -28,4 +29,6 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
+        runs=MemoryRunStore(clock),
+        workflows=MemoryWorkflowStore(),
     )

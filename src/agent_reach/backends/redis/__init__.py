@@ -24,6 +24,7 @@ from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
+from agent_reach.backends.redis.runs import RedisRunStore, RedisWorkflowStore
 from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -90,6 +91,8 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         keys=RedisKeyStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
+        runs=RedisRunStore(client, prefix),
+        workflows=RedisWorkflowStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )
