@@ -7,7 +7,7 @@ cannot be read or names a step the step does not depend on, directly or not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +43,18 @@ def with_ids(body: WorkflowBody) -> WorkflowBody:
     return body.model_copy(update={"steps": steps})
 
 
-def plan(body: WorkflowBody, policy: WorkflowPolicy, given_input: Mapping[str, Any]) -> Plan:
-    """The DAG of `body`, or `WorkflowRefused` saying what is wrong with it."""
+def plan(
+    body: WorkflowBody,
+    policy: WorkflowPolicy,
+    given_input: Mapping[str, Any],
+    *,
+    declared_inputs: Collection[str] | None = None,
+) -> Plan:
+    """The DAG of `body`, or `WorkflowRefused` saying what is wrong with it.
+
+    `{{input...}}` templates must name a value of `given_input`, or, for a definition
+    saved to be run later, one of its `declared_inputs`.
+    """
     body = with_ids(body)
     if len(body.steps) > policy.max_steps:
         raise WorkflowRefused(
@@ -78,7 +88,7 @@ def plan(body: WorkflowBody, policy: WorkflowPolicy, given_input: Mapping[str, A
         )
     ancestors = _ancestors(steps)
     for step_id, step in steps.items():
-        _check_templates(step_id, step, ancestors[step_id], given_input)
+        _check_templates(step_id, step, ancestors[step_id], given_input, declared_inputs)
     if body.aggregate is not None and body.aggregate.merge is not None:
         for merged in body.aggregate.merge:
             if merged not in steps:
@@ -143,7 +153,11 @@ def _topological(steps: Mapping[str, StepSpec]) -> list[str]:
 
 
 def _check_templates(
-    step_id: str, step: StepSpec, ancestors: frozenset[str], given_input: Mapping[str, Any]
+    step_id: str,
+    step: StepSpec,
+    ancestors: frozenset[str],
+    given_input: Mapping[str, Any],
+    declared_inputs: Collection[str] | None,
 ) -> None:
     scope = Scope(steps={}, context=None, input=given_input)
     try:
@@ -153,7 +167,11 @@ def _check_templates(
                     f"{reference.text} names step {reference.step!r}, "
                     f"which step {step_id!r} does not depend on"
                 )
-            if reference.source == "input":
+            if reference.source != "input":
+                continue
+            if declared_inputs is None:
                 scope.lookup(reference)
+            elif not reference.path or reference.path[0] not in declared_inputs:
+                raise TemplateError(f"{reference.text} names no declared input")
     except TemplateError as exc:
         raise WorkflowRefused(str(exc), code="bad_template", step=step_id) from None

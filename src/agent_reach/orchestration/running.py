@@ -177,7 +177,9 @@ class RunExecutor:
             state = StepState(AGGREGATE_STEP, capability=capability)
             record.steps.append(state)
         if state.status not in SERVED_STEPS:
-            spec = StepSpec(id=AGGREGATE_STEP, action=capability)
+            spec = StepSpec.model_construct(  # "_aggregate": an id no caller's step can have
+                id=AGGREGATE_STEP, action=capability, text=None, param=None, timeout_class=None
+            )
             state.status = "running"
             state.started_ms = (self.clock.wall() - record.created_at) * 1000
             payload = summary_payload(dag.body.intent, served)

@@ -130,7 +130,7 @@ class Orchestrator:
 
     async def save(self, principal: Principal, definition: WorkflowDefinition) -> dict[str, Any]:
         """Check a definition and save it under its name (replacing an earlier one)."""
-        plan(definition, self.policy().workflows, _defaults(definition))
+        plan(definition, self.policy().workflows, {}, declared_inputs=definition.inputs.keys())
         stored = definition.model_dump(mode="json", exclude_none=True)
         await self.definitions.put(owned_key(principal, definition.name), orjson.dumps(stored))
         return {
