@@ -13,7 +13,6 @@ from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
-
 POLICY = """
 [[access.invoke]]
 principals = ["domain:shop"]

@@ -416,7 +416,7 @@ def test_named_workflows_are_saved_as_yaml_and_run_with_their_inputs(http, agent
     agents("kb.article.query", answer={"articles": ["policy"]})
     saved = http.post(
         "/v1/workflows",
-        content="""
+        content=b"""
 workflow:
   name: shipment-query
   intent: shipment_query
@@ -425,7 +425,7 @@ workflow:
     - {id: order, action: order.query, param: {order_no: "{{input.order_no}}"}}
     - {id: kb, action: kb.article.query, param: {keyword: shipment_policy, limit: 3}}
   fallback: kb.article.query
-""".encode(),
+""",
         headers={"Content-Type": "application/yaml"},
     )
     assert saved.status_code == 201, saved.text
