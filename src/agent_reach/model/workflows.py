@@ -203,7 +203,8 @@ class RunRecord:
     conflicts: list[dict[str, Any]] | None = None
     updated_at: float = 0.0
     parked_until: float | None = None
-    resumes: int = 0
+    resumes: int = 0  # parked, then resumed once a capability came back
+    takeovers: int = 0  # found mid-run by a coordinator after its holder died
 
     def view(self) -> dict[str, Any]:
         """The answer callers get (`POST /v1/workflows/run`, `GET /v1/workflows/{id}`)."""
@@ -218,6 +219,8 @@ class RunRecord:
             "result": self.result,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "resumes": self.resumes,
+            "takeovers": self.takeovers,
         }
         if self.conflicts is not None:
             view["conflicts"] = self.conflicts

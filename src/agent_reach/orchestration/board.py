@@ -138,6 +138,8 @@ class RunBoard:
         try:
             record = await self.load(key)
             if record is not None and record.status not in FINAL_RUNS:
+                if record.status in ("running", "parked") and slots is not None:
+                    record.takeovers += 1  # pulled mid-run: its holder stopped touching it
                 await self.executor.advance(record, self._saver(key))
                 self._settled(key, record)
             if record is None or record.status in FINAL_RUNS:
