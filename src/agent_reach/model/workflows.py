@@ -169,6 +169,7 @@ class StepState:
     id: str
     status: StepStatus = "pending"
     capability: str | None = None
+    depends_on: list[str] = field(default_factory=list)
     agent_id: str | None = None
     result: Any = None
     attempts: int = 0
@@ -227,3 +228,31 @@ class RunRecord:
         if self.status == "parked":
             view["parked_until"] = self.parked_until
         return view
+
+
+class RunView(BaseModel):
+    """A run as callers read it (the SDK's answer to `Orchestrator.run`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str
+    request_id: str
+    trace_id: str
+    status: RunStatus
+    intent: str | None = None
+    name: str | None = None
+    steps: list[StepState] = Field(default_factory=list)
+    result: Any = None
+    conflicts: list[dict[str, Any]] | None = None
+    poll: str | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_RUNS
+
+    def step(self, step_id: str) -> StepState:
+        """The step with this id (KeyError when there is none)."""
+        for state in self.steps:
+            if state.id == step_id:
+                return state
+        raise KeyError(step_id)

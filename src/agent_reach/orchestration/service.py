@@ -92,7 +92,10 @@ class Orchestrator:
             principal=principal,
             parent_span_id=trace.parent_span_id,
             name=name,
-            steps=[StepState(str(step.id), capability=step.action) for step in body.steps],
+            steps=[
+                StepState(str(step.id), capability=step.action, depends_on=step.depends_on)
+                for step in body.steps
+            ],
             updated_at=now,
         )
         if not await self.board.submit(key, record):
@@ -209,12 +212,11 @@ def _may_read(principal: Principal, record: RunRecord) -> bool:
 def _summary(record: RunRecord) -> dict[str, Any]:
     """A run in a listing: its view without the steps' results."""
     view = record.view()
-    depends_on = {str(s["id"]): s.get("depends_on", []) for s in record.workflow["steps"]}
     view["steps"] = [
         {
             "id": s.id,
             "status": s.status,
-            "depends_on": depends_on.get(s.id, []),
+            "depends_on": s.depends_on,
             "capability": s.capability,
             "started_ms": s.started_ms,
             "ended_ms": s.ended_ms,
