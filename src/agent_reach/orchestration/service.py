@@ -218,6 +218,9 @@ def _summary(record: RunRecord) -> dict[str, Any]:
             "status": s.status,
             "depends_on": s.depends_on,
             "capability": s.capability,
+            "agent_id": s.agent_id,
+            "fallback_used": s.fallback_used,
+            "reason": s.reason,
             "started_ms": s.started_ms,
             "ended_ms": s.ended_ms,
         }

@@ -6,11 +6,13 @@ import * as decisions from "./views/decisions.js";
 import * as policy from "./views/policy.js";
 import * as queues from "./views/queues.js";
 import * as registry from "./views/registry.js";
+import * as run from "./views/run.js";
+import * as runs from "./views/runs.js";
 import * as trace from "./views/trace.js";
 import * as traces from "./views/traces.js";
 
-const VIEWS = { registry, decisions, traces, trace, agent, queues, policy };
-const NAV_OF = { trace: "traces", agent: "registry" }; // detail views light up their list's tab
+const VIEWS = { registry, decisions, traces, trace, agent, queues, policy, runs, run };
+const NAV_OF = { trace: "traces", agent: "registry", run: "runs" }; // detail views light up their list's tab
 const HIDDEN_RECHECK_MS = 1000;
 
 const root = document.getElementById("view");
