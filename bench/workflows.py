@@ -120,7 +120,12 @@ def processes(tmp: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 
 
 def register(url: str, agent_id: str, capability: str, endpoint: str) -> None:
-    body = {"id": agent_id, "capabilities": [capability], "transport": {"endpoint": endpoint}}
+    body = {
+        "id": agent_id,
+        "capabilities": [capability],
+        "transport": {"endpoint": endpoint},
+        "ttl": 86_400,  # nothing heartbeats here: one lease outlasts the run
+    }
     httpx.post(f"{url}/v1/agents", json=body, timeout=5).raise_for_status()
 
 
