@@ -1,6 +1,6 @@
 """What workflows cost: parallel steps against slow agents, and the coordinator CPU per step.
 
-    .venv/bin/python bench/workflows.py [--runs 10] [--cpu-steps 20000] [--json out.json]
+    .venv/bin/python bench/workflows.py [--runs 10] [--cpu-steps 5000] [--json out.json]
 
 Starts the coordinator (`python -m agent_reach serve`, in-memory backend, security off)
 as its own process, the instant echo agent (`bench/echo_agent.py`) as another, and
@@ -51,6 +51,7 @@ SLOW_AGENT_S = 0.3  # the issue: "agents that each take 300 ms"
 GOAL_PARALLEL_RATIO = 1.1  # three parallel steps within 1.1 x one agent's time
 GOAL_STEP_CPU_US = 50.0  # orchestration CPU per step, over the same invokes made directly
 FANOUT = 10  # steps per run in the per-step measurement, and invokes in flight directly
+CHUNKS = 10  # slices of each CPU sample, direct and workflow ones alternating
 LAYERS, WIDTH = 5, 10  # the 50-step DAG
 
 
@@ -191,8 +192,12 @@ def direct_invokes(http: httpx.Client, pool: ThreadPoolExecutor, prefix: str, co
 
 
 def measure_step_cpu(url: str, pid: int, steps: int, repeats: int) -> dict[str, Any]:
-    """Coordinator CPU per step of FANOUT-step runs, and per direct invoke."""
-    runs = max(1, steps // FANOUT)
+    """Coordinator CPU per step of FANOUT-step runs, and per direct invoke.
+
+    Each sample alternates CHUNKS slices of direct invokes and of runs, so a drift in
+    what the shared machine gives the coordinator weighs on both alike.
+    """
+    runs = max(CHUNKS, steps // FANOUT // CHUNKS * CHUNKS)
     fan = [{"id": f"s{i}", "action": "echo", "param": {"i": i}} for i in range(FANOUT)]
     per_step, per_invoke = [], []
     with (
@@ -200,22 +205,23 @@ def measure_step_cpu(url: str, pid: int, steps: int, repeats: int) -> dict[str, 
         ThreadPoolExecutor(FANOUT) as pool,
     ):
         direct_invokes(http, pool, "warm", 2000)
-        for _ in range(3):
+        for _ in range(20):
             run_workflow(http, fan)
         for repeat in range(repeats):
+            direct_cpu = workflow_cpu = 0.0
+            for chunk in range(CHUNKS):
 
-            def direct(r: int = repeat) -> None:
-                direct_invokes(http, pool, f"d{r}", runs * FANOUT)
+                def direct(tag: str = f"d{repeat}-{chunk}") -> None:
+                    direct_invokes(http, pool, tag, runs // CHUNKS * FANOUT)
 
-            cpu, _ = coordinator_cpu(pid, direct)
-            per_invoke.append(cpu / (runs * FANOUT) * 1e6)
+                def workflows() -> None:
+                    for _ in range(runs // CHUNKS):
+                        run_workflow(http, fan)
 
-            def workflows() -> None:
-                for _ in range(runs):
-                    run_workflow(http, fan)
-
-            cpu, _ = coordinator_cpu(pid, workflows)
-            per_step.append(cpu / (runs * FANOUT) * 1e6)
+                direct_cpu += coordinator_cpu(pid, direct)[0]
+                workflow_cpu += coordinator_cpu(pid, workflows)[0]
+            per_invoke.append(direct_cpu / (runs * FANOUT) * 1e6)
+            per_step.append(workflow_cpu / (runs * FANOUT) * 1e6)
     overheads = [s - d for s, d in zip(per_step, per_invoke, strict=True)]
     overhead = statistics.median(overheads)
     return {
@@ -317,8 +323,8 @@ def report(figures: dict[str, Any]) -> Table:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="samples of the parallel measure")
-    parser.add_argument("--cpu-steps", type=int, default=20_000, help="steps per CPU sample")
-    parser.add_argument("--repeats", type=int, default=5, help="CPU samples (median kept)")
+    parser.add_argument("--cpu-steps", type=int, default=5000, help="steps per CPU sample")
+    parser.add_argument("--repeats", type=int, default=7, help="CPU samples (median kept)")
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, processes(Path(tmp)) as (url, coordinator):

@@ -513,3 +513,21 @@ def test_recent_runs_list_each_run_with_its_step_graph(http, agents):
         ("b", ["a"], "ok"),
     ]
     assert "result" not in listed
+
+
+def test_the_run_has_one_deadline_that_every_step_shares(http, agents):
+    agents("order.query", delay_s=0.4)
+    kb = agents("kb.article.query")
+    answer = run(
+        http,
+        {"id": "slow", "action": "order.query"},
+        {"id": "after", "action": "kb.article.query", "depends_on": ["slow"]},
+        deadline_s=0.2,
+    ).json()
+
+    steps = steps_of(answer)
+    assert answer["status"] == "error"
+    assert steps["slow"]["status"] == "failed"  # the agent may have acted: not parked
+    assert steps["slow"]["error"]["code"] == "agent_timeout"
+    assert steps["after"]["status"] == "skipped"
+    assert kb.received == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import orjson
@@ -26,6 +27,7 @@ from agent_reach.invoke.tasks import PULL_BLOCK_S, REPLAY_CHECK_S, TOUCHES_PER_S
 from agent_reach.model.workflows import FINAL_RUNS, RunRecord
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
+from agent_reach.orchestration.planning import Plan
 from agent_reach.orchestration.running import RunExecutor, Save
 from agent_reach.orchestration.steps import TEXT
 from agent_reach.registry.service import Registry
@@ -36,6 +38,7 @@ RUNS = "runs"
 MAX_RUNNING = 256  # runs one coordinator advances at once (the task board's figure)
 MAX_RESUMES = 8  # parked runs resumed at once: a returning instance is not flooded
 RECENT_RUNS = 200  # runs the dashboard can list
+MAX_FRESH = 1024  # runs created here and not yet pulled, kept as objects
 WAIT_POLL_FIRST_S = 0.02  # a caller waiting for a run another coordinator holds polls ...
 WAIT_POLL_MAX_S = 0.25  # ... backing off to a quarter second
 
@@ -67,10 +70,15 @@ class RunBoard:
     _held: set[str] = field(default_factory=set)
     _parked: dict[str, str] = field(default_factory=dict)  # entry id -> run key
     _waiters: dict[str, set[asyncio.Event]] = field(default_factory=dict)
+    # Records this coordinator holds as objects: runs it created (until it pulls them) and
+    # runs it settled (until their waiters read them), so neither is decoded again here.
+    _fresh: OrderedDict[str, tuple[RunRecord, Plan]] = field(default_factory=OrderedDict)
+    _settled_runs: dict[str, RunRecord] = field(default_factory=dict)
     _resumes: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_RESUMES))
 
-    async def submit(self, key: str, record: RunRecord) -> bool:
-        """Store a new run and queue it; False (nothing queued) when `key` exists."""
+    async def submit(self, key: str, record: RunRecord, dag: Plan) -> bool:
+        """Store a new run (`dag` its plan) and queue it; False, queuing nothing, when
+        `key` exists."""
         if not await self.store.create(
             key, dump_record(record), self.ttl_s, keep_recent=RECENT_RUNS
         ):
@@ -82,21 +90,27 @@ class RunBoard:
         raw = await self.store.get(key)
         return None if raw is None else load_record(raw)
 
-    async def wait(self, key: str, wait_s: float) -> RunRecord | None:
-        """The run once it is final or parked, or as it stands after `wait_s`."""
+    async def wait(self, key: str, wait_s: float, *, is_new: bool = False) -> RunRecord | None:
+        """The run once it is final or parked, or as it stands after `wait_s`.
+
+        `is_new`: the caller has just submitted it, so there is nothing to read yet.
+        """
         until = self.clock.monotonic() + wait_s
         event = asyncio.Event()
         self._waiters.setdefault(key, set()).add(event)
         pause = WAIT_POLL_FIRST_S
+        record: RunRecord | None = None
         try:
             while True:
                 event.clear()
-                record = await self.load(key)
+                if not is_new:
+                    record = self._settled_runs.get(key) or await self.load(key)
+                    if record is None or record.status in FINAL_RUNS or record.status == "parked":
+                        return record
+                is_new = False
                 left = until - self.clock.monotonic()
-                if record is None or record.status in FINAL_RUNS or record.status == "parked":
-                    return record
                 if left <= 0:
-                    return record
+                    return record or await self.load(key)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), min(pause, left))
                 pause = min(WAIT_POLL_MAX_S, pause * 2)
@@ -106,6 +120,7 @@ class RunBoard:
                 waiters.discard(event)
                 if not waiters:
                     del self._waiters[key]
+                    self._settled_runs.pop(key, None)
 
     async def run(self) -> None:
         """Advance queued and taken-over runs and resume parked ones, until cancelled."""
@@ -136,11 +151,12 @@ class RunBoard:
     async def _drive(self, entry_id: str, key: str, slots: asyncio.Semaphore | None) -> None:
         """Advance one run as far as it goes, then ack it (final) or keep it parked."""
         try:
-            record = await self.load(key)
+            fresh = self._fresh.pop(key, None) if slots is not None else None
+            record, dag = fresh if fresh is not None else (await self.load(key), None)
             if record is not None and record.status not in FINAL_RUNS:
                 if record.status in ("running", "parked") and slots is not None:
                     record.takeovers += 1  # pulled mid-run: its holder stopped touching it
-                await self.executor.advance(record, self._saver(key))
+                await self.executor.advance(record, self._saver(key), dag)
                 self._settled(key, record)
             if record is None or record.status in FINAL_RUNS:
                 await self.queues.ack(RUNS, entry_id)
@@ -163,7 +179,8 @@ class RunBoard:
     def _saver(self, key: str) -> Save:
         async def save(record: RunRecord) -> None:
             await self.store.put(key, dump_record(record), self.ttl_s)
-            self._notify(key)
+            if record.status in FINAL_RUNS or record.status == "parked":
+                self._notify(key, record)  # waiters want the end, not every step
 
         return save
 
@@ -185,9 +202,12 @@ class RunBoard:
             note=record.run_id,
         )
 
-    def _notify(self, key: str) -> None:
-        for event in self._waiters.get(key, ()):
-            event.set()
+    def _notify(self, key: str, record: RunRecord) -> None:
+        waiters = self._waiters.get(key)
+        if waiters:
+            self._settled_runs[key] = record
+            for event in waiters:
+                event.set()
 
     async def _resume_forever(self, group: asyncio.TaskGroup) -> None:
         resuming: set[str] = set()

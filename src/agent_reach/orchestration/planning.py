@@ -28,9 +28,6 @@ class Plan:
     def order(self) -> list[str]:
         return list(self.steps)
 
-    def dependants(self, step_id: str) -> list[str]:
-        return [s for s, spec in self.steps.items() if step_id in spec.depends_on]
-
 
 def with_ids(body: WorkflowBody) -> WorkflowBody:
     """The body with every step id filled in: a step without one is its index ("0", "1")."""

@@ -63,10 +63,13 @@ class RunExecutor:
         self.tracer = tracer
         self.metrics = metrics
 
-    async def advance(self, record: RunRecord, save: Save) -> None:
-        """Run what can run; on return the record is saved, final or parked."""
-        body = WorkflowBody.model_validate(record.workflow)
-        dag = plan(body, _ANY_SIZE, record.input)
+    async def advance(self, record: RunRecord, save: Save, dag: Plan | None = None) -> None:
+        """Run what can run; on return the record is saved, final or parked.
+
+        `dag` is the run's plan when the caller has it (else it is made from the record).
+        """
+        if dag is None:
+            dag = plan(WorkflowBody.model_validate(record.workflow), _ANY_SIZE, record.input)
         states = {state.id: state for state in record.steps}
         for state in states.values():
             if state.status in ("running", "parked"):

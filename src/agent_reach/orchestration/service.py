@@ -41,6 +41,7 @@ from agent_reach.routing.policy import RoutingPolicy
 
 RECENT_LIMIT = 50  # runs `GET /v1/workflows` lists by default
 _BODY_FIELDS = set(WorkflowBody.model_fields)
+SETTLE_GRACE_S = 2.0  # steps end at the run's deadline; the run needs a moment to settle
 
 
 class Orchestrator:
@@ -72,7 +73,7 @@ class Orchestrator:
         """Check, store and queue a run; 200 with its end, or 202 (async, parked) to poll."""
         policy = self.policy()
         body = with_ids(body)
-        plan(body, policy.workflows, given_input)
+        dag = plan(body, policy.workflows, given_input)
         run_id = options.request_id or new_request_id()
         key = owned_key(principal, run_id)
         now = self.clock.wall()
@@ -98,7 +99,8 @@ class Orchestrator:
             ],
             updated_at=now,
         )
-        if not await self.board.submit(key, record):
+        is_new = await self.board.submit(key, record, dag)
+        if not is_new:
             existing = await self.board.load(key)
             if existing is None:
                 raise UnknownRun(f"run {run_id!r} expired while it was being read")
@@ -108,7 +110,8 @@ class Orchestrator:
                 )
             record = existing
         if options.mode == "sync" and record.status not in FINAL_RUNS:
-            waited = await self.board.wait(key, max(0.0, record.deadline_at - self.clock.wall()))
+            left_s = max(0.0, record.deadline_at - self.clock.wall())
+            waited = await self.board.wait(key, left_s + SETTLE_GRACE_S, is_new=is_new)
             record = waited or record
         return _answer(record)
 
