@@ -8,9 +8,12 @@ three agents that answer after 300 ms in this process; then measures, in one run
 
   (1) parallel   a run of three independent steps against the 300 ms agents, next to
                  a run of one such step (the goal: three take <= 1.1 x 300 ms);
-  (2) per step   coordinator CPU per step of 10-step runs against the echo agent, minus
-                 its CPU per invoke of the same invokes made directly (10 at a time, with
-                 request ids as steps have): the orchestration overhead (goal <= 50 us);
+  (2) per step   CPU per step of 10-step runs against the echo agent, minus CPU per
+                 invoke of the same invokes made directly (10 at a time, with request ids
+                 as steps have): the orchestration overhead (goal <= 50 us). Measured
+                 twice: in process (a coordinator runtime in this process, its thread's
+                 CPU, no HTTP edge on either side: what orchestration itself adds) and
+                 over HTTP (the coordinator process's CPU, each run one HTTP request);
   (3) 50 steps   a 50-step DAG (5 layers of 10, each step depending on two of the layer
                  before) against the echo agent, next to the same 50 invokes made
                  directly in 5 waves of 10: its wall time and CPU overhead.
@@ -23,6 +26,8 @@ table says how many samples it is the median of.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import json
 import os
 import platform
@@ -39,9 +44,21 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 from rich.console import Console
 from rich.table import Table
 
+from agent_reach.cli import GC_THRESHOLDS
+from agent_reach.clock import SYSTEM_CLOCK
+from agent_reach.config import Settings
+from agent_reach.model.agents import AgentSpec
+from agent_reach.model.invocations import InvokeRequest
+from agent_reach.model.keys import ANONYMOUS
+from agent_reach.model.workflows import WorkflowRequest
+from agent_reach.observability.logging import configure_logging
+from agent_reach.observability.tracecontext import new_trace
+from agent_reach.routing.policy_source import PolicySource
+from agent_reach.server.runtime import open_runtime
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread
 
@@ -85,8 +102,9 @@ def cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def processes(tmp: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The coordinator and the echo agent as processes; yields the coordinator URL."""
+def processes(tmp: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], str]]:
+    """The coordinator and the echo agent as processes: the coordinator's URL and process,
+    and the echo agent's endpoint."""
     port, echo_port = free_port(), free_port()
     env = {
         **os.environ,
@@ -112,7 +130,7 @@ def processes(tmp: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         wait_ready(f"{url}/healthz")
         wait_ready(f"http://127.0.0.1:{echo_port}/health")
         register(url, "echo-1", "echo", f"http://127.0.0.1:{echo_port}/invoke")
-        yield url, coordinator
+        yield url, coordinator, f"http://127.0.0.1:{echo_port}/invoke"
     finally:
         for process in (coordinator, echo):
             process.kill()
@@ -236,6 +254,76 @@ def measure_step_cpu(url: str, pid: int, steps: int, repeats: int) -> dict[str, 
     }
 
 
+async def _in_process(echo_url: str, runs: int, repeats: int) -> tuple[list[float], list[float]]:
+    """(CPU per step, CPU per direct invoke) samples, in microseconds, of a coordinator
+    runtime in this process: no HTTP edge on either side, only what orchestration adds."""
+    configure_logging("warning", json=False)
+    gc.freeze()  # as `agent-reach serve` does
+    gc.set_threshold(*GC_THRESHOLDS)
+    settings = Settings(registry_backend="memory", decision_log="off", auth="off")
+    async with open_runtime(settings, SYSTEM_CLOCK, PolicySource(SYSTEM_CLOCK)) as runtime:
+        spec = AgentSpec.model_validate(
+            {"id": "echo-1", "capabilities": ["echo"], "transport": {"endpoint": echo_url},
+             "ttl": 86_400}
+        )  # fmt: skip
+        await runtime.registry.register(spec)
+        fan = WorkflowRequest.model_validate(
+            {"steps": [{"id": f"s{i}", "action": "echo", "param": {"i": i}} for i in range(FANOUT)]}
+        )
+
+        async def workflow_run() -> None:
+            answer = await runtime.orchestrator.start_inline(fan, ANONYMOUS, new_trace())
+            if b'"status":"ok"' not in answer.body[:200]:
+                raise SystemExit(f"a benchmark run did not end ok: {answer.body[:300]!r}")
+
+        async def direct_wave(tag: str) -> None:
+            requests = [
+                InvokeRequest(capability="echo", payload={"i": i}, request_id=f"{tag}-{i}")
+                for i in range(FANOUT)
+            ]
+            answers = await asyncio.gather(
+                *(runtime.invoke.handle(r, new_trace()) for r in requests)
+            )
+            if any(a.status != 200 for a in answers):
+                raise SystemExit("a direct invoke failed")
+
+        for i in range(50):
+            await workflow_run()
+            await direct_wave(f"warm-{i}")
+        per_step, per_invoke = [], []
+        for repeat in range(repeats):
+            step_cpu = invoke_cpu = 0.0
+            for chunk in range(CHUNKS):
+                started = time.thread_time()
+                for wave in range(runs // CHUNKS):
+                    await direct_wave(f"d{repeat}-{chunk}-{wave}")
+                invoke_cpu += time.thread_time() - started
+                started = time.thread_time()
+                for _ in range(runs // CHUNKS):
+                    await workflow_run()
+                step_cpu += time.thread_time() - started
+            per_step.append(step_cpu / (runs * FANOUT) * 1e6)
+            per_invoke.append(invoke_cpu / (runs * FANOUT) * 1e6)
+    return per_step, per_invoke
+
+
+def measure_in_process(echo_url: str, steps: int, repeats: int) -> dict[str, Any]:
+    runs = max(CHUNKS, steps // FANOUT // CHUNKS * CHUNKS)
+    per_step, per_invoke = uvloop.run(_in_process(echo_url, runs, repeats))
+    overheads = [s - d for s, d in zip(per_step, per_invoke, strict=True)]
+    overhead = statistics.median(overheads)
+    return {
+        "steps_per_sample": runs * FANOUT,
+        "samples": repeats,
+        "invoke_cpu_us_p50": round(statistics.median(per_invoke), 1),
+        "step_cpu_us_p50": round(statistics.median(per_step), 1),
+        "overhead_us_per_step_p50": round(overhead, 1),
+        "overhead_us_per_step_all": [round(o, 1) for o in overheads],
+        "goal_us": GOAL_STEP_CPU_US,
+        "met": overhead <= GOAL_STEP_CPU_US,
+    }
+
+
 def fifty_step_dag() -> list[dict[str, Any]]:
     steps = []
     for layer in range(LAYERS):
@@ -300,10 +388,24 @@ def report(figures: dict[str, Any]) -> Table:
         f"{p['three_steps_ms_in_coordinator_p50']} ms",
         "",
     )
-    table.add_row("coordinator CPU per direct invoke (p50)", f"{s['invoke_cpu_us_p50']} us", "")
-    table.add_row("coordinator CPU per step, 10-step runs", f"{s['step_cpu_us_p50']} us", "")
+    i = figures["in_process"]
     table.add_row(
-        "orchestration CPU per step",
+        "in process: CPU per invoke / per step",
+        f"{i['invoke_cpu_us_p50']} / {i['step_cpu_us_p50']} us",
+        "",
+    )
+    table.add_row(
+        "in process: orchestration CPU per step",
+        f"{i['overhead_us_per_step_p50']} us",
+        f"<= {GOAL_STEP_CPU_US} us  {'met' if i['met'] else 'MISSED'}",
+    )
+    table.add_row(
+        "over HTTP: CPU per invoke / per step",
+        f"{s['invoke_cpu_us_p50']} / {s['step_cpu_us_p50']} us",
+        "",
+    )
+    table.add_row(
+        "over HTTP: CPU per step over an invoke",
         f"{s['overhead_us_per_step_p50']} us",
         f"<= {GOAL_STEP_CPU_US} us  {'met' if s['met'] else 'MISSED'}",
     )
@@ -327,10 +429,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="CPU samples (median kept)")
     parser.add_argument("--json", type=Path, help="write every figure here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, processes(Path(tmp)) as (url, coordinator):
+    with tempfile.TemporaryDirectory() as tmp, processes(Path(tmp)) as (url, coordinator, echo):
         figures = {
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "parallel": measure_parallel(url, args.runs),
+            "in_process": measure_in_process(echo, args.cpu_steps, args.repeats),
             "per_step": measure_step_cpu(url, coordinator.pid, args.cpu_steps, args.repeats),
             "dag50": measure_dag(url, coordinator.pid, args.repeats),
         }

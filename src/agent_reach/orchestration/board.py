@@ -79,10 +79,12 @@ class RunBoard:
     async def submit(self, key: str, record: RunRecord, dag: Plan) -> bool:
         """Store a new run (`dag` its plan) and queue it; False, queuing nothing, when
         `key` exists."""
-        if not await self.store.create(
-            key, dump_record(record), self.ttl_s, keep_recent=RECENT_RUNS
-        ):
+        raw = dump_record(record)
+        if not await self.store.create(key, raw, self.ttl_s, keep_recent=RECENT_RUNS):
             return False
+        self._fresh[key] = (record, dag)
+        while len(self._fresh) > MAX_FRESH:  # another coordinator pulled the oldest ones
+            self._fresh.popitem(last=False)
         await self.queues.push(RUNS, key.encode())
         return True
 
@@ -186,7 +188,7 @@ class RunBoard:
 
     def _settled(self, key: str, record: RunRecord) -> None:
         """Count and trace a run that reached a final status or parked."""
-        self.metrics.workflow_runs.labels(record.status).inc()
+        self.metrics.child(self.metrics.workflow_runs, record.status).inc()
         if record.status == "parked":
             return
         elapsed_s = max(0.0, self.clock.wall() - record.created_at)

@@ -77,13 +77,21 @@ class RunExecutor:
         record.status = "running"
         context = await self._context(record, dag)
         limit = self.policy().workflows.max_parallel
-        in_flight: dict[asyncio.Task[None], str] = {}
+        in_flight = 0
+        ended = asyncio.Event()  # set by each step as it ends: one wake-up, not a scan of all
         dirty = True
+
+        async def serve(spec: StepSpec, state: StepState) -> None:
+            try:
+                await self._serve(record, dag, spec, state, states, context)
+            finally:
+                ended.set()
+
         async with asyncio.TaskGroup() as group:
             while True:
                 dirty |= self._settle_blocked(dag, states, record)
                 for step_id in dag.order:
-                    if len(in_flight) >= limit:
+                    if in_flight >= limit:
                         break
                     state = states[step_id]
                     spec = dag.steps[step_id]
@@ -93,17 +101,19 @@ class RunExecutor:
                         continue
                     state.status = "running"
                     state.started_ms = (self.clock.wall() - record.created_at) * 1000
-                    coroutine = self._serve(record, dag, spec, state, states, context)
-                    in_flight[group.create_task(coroutine)] = step_id
+                    group.create_task(serve(spec, state))
+                    in_flight += 1
                     dirty = True
                 if dirty:
                     await self._save(record, save)
                     dirty = False
                 if not in_flight:
                     break
-                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    del in_flight[task]
+                ended.clear()
+                running = sum(state.status == "running" for state in states.values())
+                if running == in_flight:  # nothing ended while the record was being saved
+                    await ended.wait()
+                in_flight = sum(state.status == "running" for state in states.values())
                 dirty = True
         await self._finish(record, dag, states)
         await self._save(record, save)
@@ -142,7 +152,7 @@ class RunExecutor:
                 if states[needed].status in ("failed", "skipped"):
                     state.status = "skipped"
                     state.reason = f"depends on {needed!r}, which {_verb(states[needed].status)}"
-                    self.metrics.workflow_steps.labels("skipped").inc()
+                    self.metrics.child(self.metrics.workflow_steps, "skipped").inc()
                     changed = True
                     break
         return changed
@@ -216,7 +226,7 @@ class RunExecutor:
         state.status, state.reason = "failed", message
         state.error = {"code": code, "message": message}
         state.ended_ms = (self.clock.wall() - record.created_at) * 1000
-        self.metrics.workflow_steps.labels("failed").inc()
+        self.metrics.child(self.metrics.workflow_steps, "failed").inc()
 
 
 def _verb(status: str) -> str:

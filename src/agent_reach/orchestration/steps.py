@@ -118,7 +118,7 @@ class StepRunner:
                 state.status = "failed"
                 state.reason = "every capability tried failed" if len(state.tried) > 1 else None
         state.ended_ms = (self.clock.wall() - record.created_at) * 1000
-        self.metrics.workflow_steps.labels(state.status).inc()
+        self.metrics.child(self.metrics.workflow_steps, state.status).inc()
         span.agent_id = state.agent_id
         served = state.status in ("ok", "fallback", "parked")
         self.tracer.end(
