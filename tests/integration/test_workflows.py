@@ -531,3 +531,28 @@ def test_the_run_has_one_deadline_that_every_step_shares(http, agents):
     assert steps["slow"]["error"]["code"] == "agent_timeout"
     assert steps["after"]["status"] == "skipped"
     assert kb.received == []
+
+
+def test_malformed_workflow_bodies_are_4xx_never_a_server_error(http, agents):
+    order = agents("order.query")
+    bodies = [
+        b"{",
+        b"[]",
+        b'{"steps": []}',
+        b'{"steps": [{"action": "order.query"}], "input": {"n": 123456789012345678901234}}',
+        b'{"steps": [{"action": "order.query", "param": 123456789012345678901234}]}',
+        b'{"steps": [{"action": "order.query", "text": "both"}]}',
+        b'{"steps": [{"id": "_x", "action": "order.query"}]}',
+        b'{"steps": [{"action": "order.query"}],'
+        b' "aggregate": {"merge": ["0"], "capability": "a.b"}}',
+        b'{"steps": [{"action": "order.query"}], "request_id": "' + b"r" * 65 + b'"}',
+        b'{"steps": [{"action": "order.query"}], "mode": "later"}',
+    ]
+    for body in bodies:
+        answer = http.post(
+            "/v1/workflows/run", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.text)
+        assert "code" in answer.json()["error"]
+    assert http.get("/v1/workflows/" + "x" * 70).status_code in (404, 422)
+    assert order.received == []

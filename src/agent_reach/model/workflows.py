@@ -44,6 +44,15 @@ SERVED_STEPS = frozenset({"ok", "fallback"})
 FINAL_RUNS = frozenset({"ok", "partial", "error"})
 
 
+def _deliverable(value: Any) -> Any:
+    """`value` when it can travel as JSON (integers within 64 bits, like deliveries)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise ValueError(f"the value cannot be delivered as JSON: {exc}") from None
+    return value
+
+
 class WorkflowPolicy(BaseModel):
     """The policy's limits for workflows (`[workflows]` in the policy file)."""
 
@@ -71,11 +80,7 @@ class StepSpec(BaseModel):
     @field_validator("param")
     @classmethod
     def _param_is_json(cls, param: Any) -> Any:
-        try:
-            orjson.dumps(param)
-        except orjson.JSONEncodeError as exc:
-            raise ValueError(f"the param cannot be delivered as JSON: {exc}") from None
-        return param
+        return _deliverable(param)
 
     @model_validator(mode="after")
     def _action_or_text(self) -> StepSpec:
@@ -127,6 +132,11 @@ class WorkflowRequest(WorkflowBody, RunOptions):
 
     input: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("input")
+    @classmethod
+    def _input_is_json(cls, given: dict[str, Any]) -> dict[str, Any]:
+        return dict(_deliverable(given))
+
 
 class InputSpec(BaseModel):
     """One input a named workflow takes."""
@@ -156,6 +166,11 @@ class NamedRunRequest(RunOptions):
     """The body of `POST /v1/workflows/{name}/run`."""
 
     input: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_json(cls, given: dict[str, Any]) -> dict[str, Any]:
+        return dict(_deliverable(given))
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
