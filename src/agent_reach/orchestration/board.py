@@ -23,7 +23,7 @@ from pydantic import TypeAdapter
 from agent_reach.backends.protocols import QueueStore, RunStore
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
-from agent_reach.invoke.tasks import PULL_BLOCK_S, REPLAY_CHECK_S, TOUCHES_PER_STALE
+from agent_reach.invoke.tasks import PULL_BLOCK_S, TOUCHES_PER_STALE
 from agent_reach.model.workflows import FINAL_RUNS, RunRecord
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
@@ -38,6 +38,7 @@ RUNS = "runs"
 MAX_RUNNING = 256  # runs one coordinator advances at once (the task board's figure)
 MAX_RESUMES = 8  # parked runs resumed at once: a returning instance is not flooded
 RECENT_RUNS = 200  # runs the dashboard can list
+RESUME_CHECK_S = 0.25  # parked runs are looked at this often (in memory: cheap)
 MAX_FRESH = 1024  # runs created here and not yet pulled, kept as objects
 WAIT_POLL_FIRST_S = 0.02  # a caller waiting for a run another coordinator holds polls ...
 WAIT_POLL_MAX_S = 0.25  # ... backing off to a quarter second
@@ -219,9 +220,9 @@ class RunBoard:
                     continue
                 resuming.add(entry_id)
                 group.create_task(self._look_at(entry_id, key, resuming))
-            self.registry.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.registry.changed.wait(), REPLAY_CHECK_S)
+            # Polled, not woken by `registry.changed`: the task board clears that event,
+            # and two consumers clearing one event would each miss the other's wake-ups.
+            await asyncio.sleep(RESUME_CHECK_S)
 
     async def _look_at(self, entry_id: str, key: str, resuming: set[str]) -> None:
         """Expire a parked run whose time ran out, resume one whose capability is back."""
