@@ -18,7 +18,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar, cast
 import httpx
 import orjson
 import typer
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -30,14 +30,20 @@ from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings, load_mapping
 from agent_reach.demo import run_demo
 from agent_reach.errors import InvalidRequest, ReachError, error_from_body
+from agent_reach.model.access import AccessRule, CapabilityPattern
 from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.model.keys import Principal, Role
+from agent_reach.model.keys import ROLES, Principal, Role
 from agent_reach.observability.logging import configure_logging
 from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.sdk.client import SyncReachClient
-from agent_reach.security.access import capability_matches, decide_access, principal_matches
+from agent_reach.security.access import (
+    Action,
+    capability_matches,
+    decide_access,
+    principal_matches,
+)
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
 
@@ -113,6 +119,7 @@ def serve(
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_level, json=settings.log_json)
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
+    os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms
     # to ~12 ms (bench/overhead.py).
@@ -281,18 +288,34 @@ def deadletters(
 @reporting_errors
 def create_key(
     principal: Annotated[str, typer.Option(help="Who the key is for, e.g. order-bot.")],
-    domain: Annotated[str, typer.Option(help="The principal's domain, e.g. customer-service.")],
-    role: Annotated[str, typer.Option(help="agent, caller or admin.")] = "caller",
+    domain: Annotated[
+        str | None, typer.Option(help="Optional domain the policy's domain rules match.")
+    ] = None,
+    role: Annotated[str, typer.Option(help="caller, agent, observer or admin.")] = "caller",
+    capability: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--capability",
+            "-c",
+            help="A capability pattern the key grants (repeatable): an agent key may "
+            "register it, a caller key may invoke and route to it.",
+        ),
+    ] = None,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:
     """Create an API key; it is printed once and never stored in plaintext."""
-    body = {"principal": principal, "domain": domain, "role": role}
+    body: dict[str, Any] = {"principal": principal, "role": role, "capabilities": capability or []}
+    if domain is not None:
+        body["domain"] = domain
     created = orjson.loads(_call(coordinator, api_key, "POST", "/v1/keys", body))
     console = Console()
+    where = f", domain {escape(created['domain'])}" if created["domain"] else ""
+    grants = ", ".join(created["capabilities"]) or "none"
     console.print(
-        f"key for [bold]{escape(created['principal'])}[/] ({created['role']}, "
-        f"domain {escape(created['domain'])}), id {created['key_id']} — shown once, keep it:"
+        f"key for [bold]{escape(created['principal'])}[/] ({created['role']}{where}, "
+        f"grants: {escape(grants)}), id {created['key_id']} — shown once, keep it:",
+        soft_wrap=True,
     )
     console.print(created["key"], soft_wrap=True, highlight=False)
 
@@ -304,14 +327,15 @@ def list_keys(
 ) -> None:
     """Key ids with their principals (never the keys)."""
     table = Table(title="API keys", title_justify="left")
-    for column in ("key id", "principal", "domain", "role", "revoked"):
-        table.add_column(column, no_wrap=True)
+    for column in ("key id", "principal", "domain", "role", "grants", "revoked"):
+        table.add_column(column, no_wrap=column != "grants")
     for key in orjson.loads(_call(coordinator, api_key, "GET", "/v1/keys"))["keys"]:
         table.add_row(
             key["key_id"],
-            key["principal"],
-            key["domain"],
+            escape(key["principal"]),
+            escape(key["domain"] or "-"),
             key["role"],
+            escape(", ".join(key["capabilities"]) or "-"),
             "[red]yes[/]" if key["revoked"] else "no",
         )
     Console().print(table)
@@ -334,23 +358,40 @@ def revoke_key(
 def acl_check(
     principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="The principal's name.")],
     capability: Annotated[str, typer.Argument(metavar="CAPABILITY")],
-    domain: Annotated[str, typer.Option(help="The principal's domain.")] = "default",
-    role: Annotated[str, typer.Option(help="agent, caller or admin.")] = "caller",
+    domain: Annotated[str | None, typer.Option(help="The principal's domain, if any.")] = None,
+    role: Annotated[str, typer.Option(help="caller, agent, observer or admin.")] = "caller",
+    grant: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--grant",
+            "-g",
+            help="A capability pattern the principal's key carries (repeatable), as given "
+            "to `keys create --capability`.",
+        ),
+    ] = None,
     policy: Annotated[
         Path | None,
         typer.Option(envvar="AR_POLICY_FILE", exists=True, dir_okay=False, help="Policy file."),
     ] = None,
 ) -> None:
-    """Explain whether PRINCIPAL may invoke and register CAPABILITY, and its quotas."""
+    """Explain whether PRINCIPAL may invoke and register CAPABILITY: which key grant or
+    policy rule decided, and its quotas."""
     rules = PolicySource(SYSTEM_CLOCK, policy).current
-    who = Principal("-", principal.lower(), domain.lower(), _role(role))
+    grants = tuple(TypeAdapter(list[CapabilityPattern]).validate_python(grant or []))
+    who = Principal("-", principal.lower(), domain.lower() if domain else None, _role(role), grants)
     tag = normalize_capability(capability)
     console = Console()
-    for action, action_rules in (
+    if policy is None:
+        console.print(
+            "no policy file loaded (--policy or AR_POLICY_FILE): only the key's grants apply",
+            soft_wrap=True,
+        )
+    checks: tuple[tuple[Action, list[AccessRule]], ...] = (
         ("invoke", rules.access.invoke),
         ("register", rules.access.registration),
-    ):
-        decision = decide_access(action_rules, who, tag)
+    )
+    for action, action_rules in checks:
+        decision = decide_access(action_rules, who, tag, action)
         verdict = "[bold green]allowed[/]" if decision.allowed else "[bold red]denied[/]"
         why = escape(decision.reason)
         if decision.rule is not None:
@@ -369,8 +410,8 @@ def acl_check(
 
 
 def _role(role: str) -> Role:
-    if role not in ("agent", "caller", "admin"):
-        raise InvalidRequest("--role must be agent, caller or admin", code="invalid_arguments")
+    if role not in ROLES:
+        raise InvalidRequest(f"--role must be one of {', '.join(ROLES)}", code="invalid_arguments")
     return cast(Role, role)
 
 

@@ -43,6 +43,7 @@ DEFAULT_CONTEXT_SEGMENT_ITEMS = 50
 DEFAULT_CONTEXT_SEGMENT_BYTES = 16 * 1024
 DEFAULT_CONTEXT_MAX_SEGMENTS = 64
 MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
+MIN_METRICS_TOKEN_CHARS = 24  # as long as the shortest admin key accepted
 
 
 class Settings(BaseSettings):
@@ -128,6 +129,11 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_ENDPOINT_ALLOW),
         description="networks agent endpoints may be in (AR_ENDPOINT_ALLOW, comma separated)",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="a bearer token that opens /metrics and nothing else (AR_METRICS_TOKEN), "
+        "for a Prometheus scraper; without it /metrics needs an observer or admin key",
+    )
 
     @model_validator(mode="after")
     def _cluster_needs_shared_backend(self) -> Settings:
@@ -156,6 +162,15 @@ class Settings(BaseSettings):
                 f"AR_CONTEXT_SECRET must be at least {MIN_CONTEXT_SECRET_CHARS} characters"
             )
         return secret
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _token_is_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < MIN_METRICS_TOKEN_CHARS:
+            raise ValueError(
+                f"AR_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN_CHARS} characters"
+            )
+        return token
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> Settings:

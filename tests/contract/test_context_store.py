@@ -281,6 +281,26 @@ async def test_a_context_expires_its_ttl_after_its_last_use(
     assert await store.read("c1", None) is None
 
 
+async def test_access_is_kept_as_created_and_read_without_renewing(
+    store: ContextStore, timeline: Timeline
+) -> None:
+    access = b'{"owner":"cs-bot","share_with":["domain:warehouse"]}'
+    assert await store.create("c1", encoded(DOCUMENT), DOCUMENT.keys(), TTL_S, access)
+    await create(store, "c2")
+    assert await store.access("c1") == access
+    assert await store.access("c2") == b""  # created without: belongs to no one
+    assert await store.access("nope") is None
+    await store.write("c1", b"{}", (), version=1)
+    assert await store.access("c1") == access  # writes never change it
+    await timeline.elapse(TTL_S * 0.6)
+    assert await store.access("c1") == access
+
+    async def is_gone() -> bool:  # reading the access renewed nothing
+        return await store.access("c1") is None
+
+    await timeline.wait_out(TTL_S * 0.5, is_gone, failure="the context did not expire")
+
+
 async def test_old_segments_expire_and_a_read_loads_only_the_live_ones(
     store: ContextStore, timeline: Timeline
 ) -> None:

@@ -28,6 +28,14 @@ async def test_key_records_round_trip_and_revocation_keeps_them(backends: Backen
     assert listed[second.key_id] == second
 
 
+async def test_a_key_record_keeps_its_grants_and_may_have_no_domain(backends: Backends):
+    _, record = mint_key("order-bot", None, "caller", 3.5, ("order.*", "faq.answer"))
+    await backends.keys.put(record)
+    stored = await backends.keys.get(record.key_id)
+    assert stored == record
+    assert stored.domain is None and stored.capabilities == ("order.*", "faq.answer")
+
+
 async def test_a_bucket_admits_its_burst_then_says_how_long_to_wait(backends: Backends):
     waits = [await backends.quotas.take("caller:cap", 1.0, 3) for _ in range(5)]
     assert waits[:3] == [0.0, 0.0, 0.0]

@@ -281,3 +281,50 @@ def test_acl_check_explains_a_decision_from_the_policy_file(tmp_path: Path) -> N
     assert "register order.status: denied" in allowed.output
     assert "quota: 5/s, burst 20" in allowed.output
     assert "invoke refund.apply: denied" in denied.output
+
+
+def test_a_key_made_with_grants_registers_and_invokes_without_a_policy_file() -> None:
+    from agent_reach.config import Settings
+
+    admin = "g" * 32
+    with run_coordinator(Settings(auth="on", admin_key=admin, decision_log="off")) as (url, _):
+        made = {}
+        for principal, role in (("stock-agent", "agent"), ("cs-bot", "caller")):
+            result = run(
+                "keys", "create", "--principal", principal, "--role", role,
+                "-c", "inventory.*", "--api-key", admin, coordinator=url,
+            )  # fmt: skip
+            assert result.exit_code == 0, result.output
+            assert "grants: inventory.*" in result.output
+            made[principal] = next(w for w in result.output.split() if w.startswith("ar_"))
+        agent = Agent(
+            "stock-01", ["inventory.check"], coordinator_url=url, api_key=made["stock-agent"]
+        )
+
+        @agent.handler
+        async def check(request: AgentRequest) -> dict[str, Any]:
+            return {"in_stock": True}
+
+        server = ServerThread(agent.app)
+        agent.endpoint_url = f"{server.url}/invoke"
+        with server:
+            with SyncReachClient(url, api_key=made["cs-bot"]) as client:
+                answer = client.invoke("inventory.check", payload={"sku": "X5"})
+            assert answer.result == {"in_stock": True}
+            listed = run("keys", "list", "--api-key", admin, coordinator=url)
+            [row] = [line for line in listed.output.splitlines() if "cs-bot" in line]
+            assert "inventory.*" in row
+
+
+def test_acl_check_names_the_key_grant_and_says_when_no_policy_file_was_loaded() -> None:
+    result = run("acl", "check", "cs-bot", "inventory.check", "--grant", "inventory.*")
+
+    assert result.exit_code == 0, result.output
+    assert "no policy file loaded" in result.output
+    assert "invoke inventory.check: allowed — granted by the key (inventory.*)" in result.output
+    assert "register inventory.check: denied" in result.output
+    agent = run("acl", "check", "inv", "inventory.check", "--role", "agent", "-g", "inventory.*")
+    assert "register inventory.check: allowed — granted by the key" in agent.output
+    assert "invoke inventory.check: denied" in agent.output
+    watcher = run("acl", "check", "ops", "inventory.check", "--role", "observer")
+    assert "invoke inventory.check: denied — an observer key is read-only" in watcher.output

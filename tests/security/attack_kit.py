@@ -35,6 +35,7 @@ CAPABILITY_1 = "alpha.read"  # caller A may invoke it, agent X may register it
 CAPABILITY_2 = "beta.read"  # caller B may invoke it, agent Y may register it
 RAW_TIMEOUT_S = 5.0  # a server waiting for a body that never comes shows up as this timeout
 QUOTA_CALLER = "quota-caller"
+METRICS_TOKEN = "scrape-" + "t" * 40  # AR_METRICS_TOKEN: opens /metrics and nothing else
 QUOTA_BURST = 10  # issue 6: "quota 10/min burst 10"
 QUOTA_RATE_PER_S = QUOTA_BURST / 60
 POLICY = f"""
@@ -44,6 +45,10 @@ capabilities = ["alpha.*"]
 
 [[access.invoke]]
 principals = ["domain:b"]
+capabilities = ["beta.*"]
+
+[[access.invoke]]
+principals = ["name:agent-x"]  # agent X's nested calls
 capabilities = ["beta.*"]
 
 [[access.register]]
@@ -67,6 +72,7 @@ CAST = {
     "caller-b": ("b", "caller"),
     "agent-x": ("agents", "agent"),
     "agent-y": ("agents", "agent"),
+    "observer": ("ops", "observer"),
 }
 
 
@@ -309,7 +315,8 @@ class World:
     by agent-x and agent-y as instances `x-1` and `y-1`."""
 
     deployment: Deployment
-    keys: dict[str, str]  # principal -> key; "admin" is the bootstrap key
+    keys: dict[str, str]  # principal -> key; "admin" is the bootstrap key, "scraper" the
+    # metrics token
     x: RunningAgent
     y: RunningAgent
 

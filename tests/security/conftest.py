@@ -19,6 +19,7 @@ from attack_kit import (
     CAPABILITY_1,
     CAPABILITY_2,
     CAST,
+    METRICS_TOKEN,
     POLICY,
     AgentFactory,
     AttackReport,
@@ -129,6 +130,7 @@ def deployment(
             admin_key=SecretStr(admin_key),
             endpoint_allow=[ALLOWED_NETWORK],
             policy_file=policy_file,
+            metrics_token=SecretStr(METRICS_TOKEN),
             decision_log=str(tmp_path / "decisions.log"),
             registry_backend=backend,
             **redis_options,
@@ -144,7 +146,7 @@ def deployment(
 @pytest.fixture
 def world(deployment: Deployment, admin_key: str, start_agent: AgentFactory) -> World:
     """`deployment` with the cast's keys minted and agents X and Y registered."""
-    keys = {"admin": admin_key}
+    keys = {"admin": admin_key, "scraper": METRICS_TOKEN}
     for principal, (domain, role) in CAST.items():
         keys[principal] = deployment.mint(admin_key, principal, domain, role)["key"]
     x, y = start_agent(name="x"), start_agent(name="y")

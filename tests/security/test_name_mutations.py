@@ -220,7 +220,7 @@ SURFACES = [
     ),
     Surface("agent-y", "agent-x", "POST", "/v1/agents/x-1/heartbeat", b"", _renewed),
     Surface(None, "caller-b", "GET", "/v1/agents", b"", lambda _, a: b'"agents"' in a.body),
-    Surface(None, "caller-b", "GET", "/metrics", b"", lambda _, a: b"# HELP" in a.body),
+    Surface("caller-b", "observer", "GET", "/metrics", b"", lambda _, a: b"# HELP" in a.body),
     Surface(
         None,
         "caller-a",

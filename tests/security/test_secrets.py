@@ -21,6 +21,7 @@ from attack_kit import (
     ALLOWED_NETWORK,
     CAPABILITY_1,
     CAST,
+    METRICS_TOKEN,
     AgentFactory,
     AttackReport,
     ReportFactory,
@@ -52,6 +53,7 @@ def coordinator_process(
         extra_env={
             "AR_AUTH": "on",
             "AR_ADMIN_KEY": admin_key,
+            "AR_METRICS_TOKEN": METRICS_TOKEN,
             "AR_ENDPOINT_ALLOW": ALLOWED_NETWORK,
             "AR_DECISION_LOG": str(tmp_path / "decisions.log"),
             "AR_LOG_LEVEL": "debug",
@@ -75,6 +77,9 @@ def _exercise(http: httpx.Client, admin_key: str, agent_endpoint: str) -> dict[s
     for principal, (domain, role) in CAST.items():
         body = {"principal": principal, "domain": domain, "role": role}
         keys[principal] = call(admin_key, "POST", "/v1/keys", json=body).json()["key"]
+    assert call(METRICS_TOKEN, "GET", "/metrics").status_code == 200  # the scrape token
+    call(METRICS_TOKEN[:-1], "GET", "/metrics")  # 401: a misspelled one
+    keys["scraper"] = METRICS_TOKEN
     x, a, b = keys["agent-x"], keys["caller-a"], keys["caller-b"]
     spec = registration("x-1", agent_endpoint, CAPABILITY_1)
     assert call(x, "POST", "/v1/agents", json=spec).status_code == 201
@@ -170,11 +175,13 @@ def _search(attack: AttackReport, places: dict[str, bytes], secrets: dict[str, s
 
 
 def _secrets(admin_key: str, keys: dict[str, str]) -> dict[str, str]:
-    """Each key, and each key's secret part on its own (`ar_<id>_<secret>`)."""
+    """Each key (and the metrics token), and each key's secret part on its own
+    (`ar_<id>_<secret>`)."""
     found = {"AR_ADMIN_KEY": admin_key}
     for principal, key in keys.items():
         found[f"{principal}'s key"] = key
-        found[f"{principal}'s secret part"] = key.split("_", 2)[2]
+        if key.startswith("ar_"):  # not the scrape token, which is one secret whole
+            found[f"{principal}'s secret part"] = key.split("_", 2)[2]
     return found
 
 

@@ -66,12 +66,54 @@ def test_access_is_denied_by_default_and_granted_by_a_matching_rule():
     rules = AccessPolicy.model_validate(
         {"invoke": [{"principals": ["domain:customer-service"], "capabilities": ["Order.*"]}]}
     ).invoke
-    assert decide_access(rules, CALLER, "order.query").allowed
-    assert not decide_access(rules, CALLER, "inventory.check").allowed
+    assert decide_access(rules, CALLER, "order.query", "invoke").allowed
+    assert not decide_access(rules, CALLER, "inventory.check", "invoke").allowed
     other = Principal("k2", "x", "warehouse", "caller")
-    assert not decide_access(rules, other, "order.query").allowed
+    assert not decide_access(rules, other, "order.query", "invoke").allowed
     admin = Principal("k3", "root", "ops", "admin")
-    assert decide_access([], admin, "anything").allowed
+    assert decide_access([], admin, "anything", "register").allowed
+
+
+def test_a_key_grants_its_own_capabilities_for_its_role_only():
+    caller = Principal("k1", "order-bot", None, "caller", ("order.*",))
+    agent = Principal("k2", "order-agent", None, "agent", ("order.*",))
+    observer = Principal("k3", "grafana", None, "observer", ("order.*",))
+    decided = decide_access([], caller, "order.query", "invoke")
+    assert decided.allowed and decided.grant == "order.*" and "granted by the key" in decided.reason
+    assert not decide_access([], caller, "order.query", "register").allowed
+    assert not decide_access([], caller, "refund.apply", "invoke").allowed
+    assert decide_access([], agent, "order.query", "register").grant == "order.*"
+    assert not decide_access([], agent, "order.query", "invoke").allowed
+    everyone = AccessPolicy.model_validate(
+        {
+            "invoke": [{"principals": ["*"], "capabilities": ["*"]}],
+            "register": [{"principals": ["*"], "capabilities": ["*"]}],
+        }
+    )
+    for action, rules in (("invoke", everyone.invoke), ("register", everyone.registration)):
+        refused = decide_access(rules, observer, "order.query", action)
+        assert not refused.allowed and refused.reason == "an observer key is read-only"
+    refused = decide_access(everyone.registration, caller, "order.query", "register")
+    assert not refused.allowed and refused.reason == "a caller key may not register agents"
+
+
+def test_policy_rules_apply_on_top_of_a_key_grant():
+    rules = AccessPolicy.model_validate(
+        {"invoke": [{"principals": ["name:order-bot"], "capabilities": ["refund.apply"]}]}
+    ).invoke
+    caller = Principal("k1", "order-bot", None, "caller", ("order.*",))
+    assert decide_access(rules, caller, "order.query", "invoke").grant == "order.*"
+    by_rule = decide_access(rules, caller, "refund.apply", "invoke")
+    assert by_rule.allowed and by_rule.rule is rules[0] and by_rule.grant is None
+    denied = decide_access(rules, caller, "payroll.export", "invoke")
+    assert not denied.allowed and "deny by default" in denied.reason
+
+
+def test_a_principal_without_a_domain_matches_no_domain_rule():
+    rules = AccessPolicy.model_validate(
+        {"invoke": [{"principals": ["domain:none"], "capabilities": ["*"]}]}
+    ).invoke
+    assert not decide_access(rules, Principal("k", "p", None, "caller"), "x", "invoke").allowed
 
 
 def test_rule_names_fold_to_one_spelling():

@@ -284,12 +284,23 @@ class ContextStore(Protocol):
     """
 
     async def create(
-        self, context_id: str, document: bytes, names: Collection[str], ttl_s: float
+        self,
+        context_id: str,
+        document: bytes,
+        names: Collection[str],
+        ttl_s: float,
+        access: bytes = b"",
     ) -> bool:
         """Store a new context at version 1 living `ttl_s`; False, changing nothing, if taken.
 
         `names` are the document's top-level field names: appends to them are refused.
+        `access` (who owns the context and who it is shared with, opaque here) is kept
+        as given for the context's whole life; nothing changes it.
         """
+
+    async def access(self, context_id: str) -> bytes | None:
+        """The `access` bytes the context was created with (b"" when none were given);
+        None when the context is missing or expired. Does not renew the context."""
 
     async def read(self, context_id: str, lists: Collection[str] | None) -> StoredContext | None:
         """The document and the live segments of `lists` (None: every list), consistently.

@@ -1,9 +1,10 @@
 """The context service: every context operation the API and the invoke path perform.
 
-Each operation takes the `Grant` of whoever asks: the caller path may do anything, a
-token only what it names. Writes are compare-and-set by version; a merge that did not
-ask for a version reads, merges and retries its compare-and-set until it lands, so
-concurrent writers never lose each other's updates.
+Each operation takes the `Grant` of whoever asks: the caller path opens the contexts its
+principal owns or was shared (every one for an admin), a token only what it names.
+Writes are compare-and-set by version; a merge that did not ask for a version reads,
+merges and retries its compare-and-set until it lands, so concurrent writers never lose
+each other's updates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agent_reach.context.documents import (
     unknown_context,
 )
 from agent_reach.context.limits import ContextLimits
+from agent_reach.context.ownership import ContextAccess
 from agent_reach.context.patch import merge_patch, touched_paths
 from agent_reach.context.projection import (
     check_field_path,
@@ -38,6 +40,8 @@ from agent_reach.context.sweeper import ContextSweeper
 from agent_reach.context.tokens import Grant, TokenSigner, load_secret
 from agent_reach.errors import Conflict, ValidationFailed
 from agent_reach.model.agents import AgentSpec
+from agent_reach.model.keys import Principal
+from agent_reach.security.ownership import is_admin
 
 # An unconditional merge retries its compare-and-set this often; losing every round
 # means writers hammer one context, and the caller is told so rather than kept waiting.
@@ -62,21 +66,39 @@ class ContextService:
         """The service with the cluster's token secret loaded (one store call at most)."""
         return cls(store, TokenSigner(await load_secret(settings, store), clock), settings)
 
-    async def create(self, document: dict[str, Any], ttl_s: float | None = None) -> ContextView:
-        """A new context holding `document`, living `ttl_s` (default `AR_TTL_DEFAULT`)."""
+    async def create(
+        self,
+        document: dict[str, Any],
+        ttl_s: float | None = None,
+        access: ContextAccess | None = None,
+    ) -> ContextView:
+        """A new context holding `document`, living `ttl_s` (default `AR_TTL_DEFAULT`),
+        owned as `access` says (None: by no one, so only admins and tokens open it)."""
         encoded = encode(document)
         self.limits.check_document(encoded, document)
         ttl_s = self.ttl_s if ttl_s is None else ttl_s
+        stored_access = b"" if access is None else access.encode()
         context_id = new_context_id()
-        while not await self.store.create(context_id, encoded, document.keys(), ttl_s):
+        while not await self.store.create(
+            context_id, encoded, document.keys(), ttl_s, stored_access
+        ):
             context_id = new_context_id()  # 128 random bits: practically never taken
         return ContextView(context_id, 1, ttl_s)
+
+    async def check_use(self, principal: Principal, context_id: str) -> None:
+        """`unknown_context` (the answer for a missing context) unless the principal may
+        use the context: its owner, one it is shared with, or an admin."""
+        if is_admin(principal):
+            return
+        raw = await self.store.access(context_id)
+        if raw is None or not ContextAccess.decode(raw).admits(principal):
+            raise unknown_context()
 
     async def read(
         self, context_id: str, grant: Grant, fields: Sequence[str] | None = None
     ) -> ContextView:
         """The document, or the part of it that both `fields` and the grant name."""
-        _check_opens(grant, context_id)
+        await self._check_opens(grant, context_id)
         visible = narrow(grant.read, fields)
         stored = await self.store.read(context_id, None if visible is None else top_level(visible))
         if stored is None:
@@ -100,7 +122,7 @@ class ContextService:
         refused (lists change by appending). Every field the patch changes must lie
         inside the grant's write fields.
         """
-        _check_opens(grant, context_id)
+        await self._check_opens(grant, context_id)
         for _ in range(MAX_MERGE_ROUNDS):
             stored = await self.store.read(context_id, ())
             if stored is None:
@@ -133,7 +155,7 @@ class ContextService:
         if_version: int | None = None,
     ) -> ContextView:
         """Append `items` to the list `name`, all or none, only at `if_version` when given."""
-        _check_opens(grant, context_id)
+        await self._check_opens(grant, context_id)
         check_list_name(name)
         if not covers(grant.write, (name,)):
             raise not_writable(name)
@@ -147,8 +169,10 @@ class ContextService:
         )
         return self._written(context_id, outcome)
 
-    async def delete(self, context_id: str) -> None:
-        """Delete the context with all its lists; `unknown_context` when there is none."""
+    async def delete(self, context_id: str, grant: Grant) -> None:
+        """Delete the context with all its lists; `unknown_context` when there is none
+        (or the grant does not open it)."""
+        await self._check_opens(grant, context_id)
         if not await self.store.delete(context_id):
             raise unknown_context()
 
@@ -179,6 +203,14 @@ class ContextService:
         """Where agents fetch the context: relative to their coordinator unless `public_url`."""
         return f"{self.base_url}/v1/contexts/{context_id}"
 
+    async def _check_opens(self, grant: Grant, context_id: str) -> None:
+        """A token opens its one context; the caller path what its principal may use."""
+        if grant.context_id is not None:
+            if grant.context_id != context_id:
+                raise unknown_context()
+        elif grant.principal is not None:
+            await self.check_use(grant.principal, context_id)
+
     def _written(self, context_id: str, outcome: ContextWrite) -> ContextView:
         if outcome.state == "written":
             return ContextView(context_id, outcome.version, outcome.expires_in_s)
@@ -207,11 +239,6 @@ def not_writable(field: str) -> ValidationFailed:
     return ValidationFailed(
         f"the token may not write {field!r}", code="field_not_writable", field=field
     )
-
-
-def _check_opens(grant: Grant, context_id: str) -> None:
-    if grant.context_id is not None and grant.context_id != context_id:
-        raise unknown_context()
 
 
 def _split_patch(

@@ -22,6 +22,7 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.documents import unknown_context
 from agent_reach.errors import Unauthorized
+from agent_reach.model.keys import Principal
 
 TOKEN_PREFIX = "ctx1."  # noqa: S105 - a format marker, not a secret
 SECRET_BYTES = 32  # an HMAC-SHA256 key as long as the hash (RFC 2104, section 3)
@@ -29,14 +30,27 @@ SECRET_BYTES = 32  # an HMAC-SHA256 key as long as the hash (RFC 2104, section 3
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """What a request may do: a context id and its read and write fields; None is no limit."""
+    """What a request may do: a context id and its read and write fields; None is no limit.
+
+    A token's grant names one context. The caller path's grant names the `principal`
+    instead: it opens the contexts that principal may use (its own, those shared
+    with it, every one for an admin), whole.
+    """
 
     context_id: str | None
     read: tuple[str, ...] | None
     write: tuple[str, ...] | None
+    principal: Principal | None = None
 
 
-CALLER_GRANT = Grant(None, None, None)  # the caller path: every context, every field
+# Every context, every field: for the coordinator's own use (tests, benchmarks), never
+# handed to a request.
+CALLER_GRANT = Grant(None, None, None)
+
+
+def caller_grant(principal: Principal) -> Grant:
+    """The caller path of `principal`: the contexts it may use, every field of them."""
+    return Grant(None, None, None, principal)
 
 
 class TokenSigner:

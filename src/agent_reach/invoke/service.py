@@ -46,6 +46,7 @@ from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
+from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
 
 log = structlog.get_logger("agent_reach.invoke")
@@ -120,7 +121,9 @@ class InvokeService:
             )
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
-        span = self.tracer.start("invoke", trace, request.capability or "", request_id)
+        span = self.tracer.start(
+            "invoke", trace, request.capability or "", request_id, principal=principal.name
+        )
         trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
         hops = _hop_budget(hop_budget, request.max_hop)
         task = TaskEntry(
@@ -135,6 +138,13 @@ class InvokeService:
         policy = self.routing.policy()
         self.budget.start_request()
         try:
+            # Access first: a request its caller may not make leaves nothing behind, not
+            # even a dead letter.
+            require_not_observer(principal, "invoke")
+            if request.capability is not None:
+                self.security.authorize_invoke(principal, request.capability)
+            if request.context_id is not None:  # refused (404) before anything is delivered
+                await self.contexts.check_use(principal, request.context_id)
             if hops <= 0:
                 await self.dead_letters.add(
                     "hop_limit", request, request_id=request_id, trace_id=trace.trace_id, hop=hops
@@ -143,8 +153,6 @@ class InvokeService:
                     "the request passed through too many agents (hop budget spent)",
                     request_id=request_id,
                 )
-            if request.capability is not None:
-                self.security.authorize_invoke(principal, request.capability)
             if request.request_id is not None:
                 claimed = await self.guard.claim(
                     request,
@@ -189,7 +197,10 @@ class InvokeService:
     async def run_task(self, task: TaskEntry) -> Answer:
         """Execute a queued or suspended task now (called by the task board)."""
         trace = TraceContext(task.trace_id)
-        span = self.tracer.start("task", trace, task.request.capability or "", task.task_id)
+        capability = task.request.capability or ""
+        span = self.tracer.start(
+            "task", trace, capability, task.task_id, principal=task.principal.name
+        )
         policy = self.routing.policy()
         try:
             answer, _ = await self._answer(
@@ -208,7 +219,13 @@ class InvokeService:
             await self.answers.recall(capability, task.request.payload) if capability else None
         )
         self.tracer.end(
-            self.tracer.start("task", TraceContext(task.trace_id), capability or "", task.task_id),
+            self.tracer.start(
+                "task",
+                TraceContext(task.trace_id),
+                capability or "",
+                task.task_id,
+                principal=task.principal.name,
+            ),
             "no_instance" if remembered is None else "degraded",
         )
         if remembered is None:
@@ -256,6 +273,7 @@ class InvokeService:
             trace_id=trace.trace_id,
             kind="invoke",
             parent_span_id=trace.parent_span_id,
+            principal=task.principal.name,
         )
         span.name = decision.capability or span.name
         try:

@@ -5,33 +5,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Role = Literal["admin", "caller", "agent"]
+Role = Literal["admin", "observer", "caller", "agent"]
+ROLES: tuple[Role, ...] = ("caller", "agent", "observer", "admin")
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: a named principal in a domain with a role."""
+    """Who is calling: a named principal, its domain (if any), its role and its key's grants.
+
+    `capabilities` are the patterns its key was minted with: what an agent key may
+    register, what a caller key may invoke and route to.
+    """
 
     key_id: str
     name: str
-    domain: str
+    domain: str | None
     role: Role
+    capabilities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class KeyRecord:
-    """What is stored for a key: its id, the SHA-256 digest of its secret, and its owner."""
+    """What is stored for a key: its id, the SHA-256 digest of its secret, its owner and
+    the capability patterns it grants."""
 
     key_id: str
     digest: str
     principal: str
-    domain: str
+    domain: str | None
     role: Role
     created_at: float
     revoked: bool = False
+    capabilities: tuple[str, ...] = ()
 
     def principal_of(self) -> Principal:
-        return Principal(self.key_id, self.principal, self.domain, self.role)
+        return Principal(self.key_id, self.principal, self.domain, self.role, self.capabilities)
 
 
 # Who calls when security is off (`AR_AUTH=off`): one anonymous admin.

@@ -43,6 +43,7 @@ class RecentDecision:
     request_id: str
     trace_id: str
     decision: RouteDecision
+    principal: str | None = None  # who asked: callers are shown only their own
 
 
 class DecisionLog:
@@ -74,13 +75,15 @@ class DecisionLog:
         kind: Literal["route", "invoke"],
         request_id: str,
         trace_id: str,
+        principal: str | None = None,
     ) -> None:
-        """Keep one decision: who was considered with which scores, the choice and why.
+        """Keep one decision: who asked, who was considered with which scores, the choice
+        and why.
 
         The user's text is not logged (it may hold personal data); the request_id
         joins the record to the caller's own logs.
         """
-        entry = RecentDecision(self.clock.wall(), kind, request_id, trace_id, decision)
+        entry = RecentDecision(self.clock.wall(), kind, request_id, trace_id, decision, principal)
         self._recent.append(entry)
         if self._sink is not None:
             self._pending.append(entry)
@@ -98,11 +101,19 @@ class DecisionLog:
                 await asyncio.shield(self._writing)  # cancelled or not, the batch is written
 
     def recent(
-        self, limit: int, *, trace_id: str | None = None, agent_id: str | None = None
+        self,
+        limit: int,
+        *,
+        trace_id: str | None = None,
+        agent_id: str | None = None,
+        principal: str | None = None,
     ) -> list[RecentDecision]:
-        """The newest decisions first; only those of `trace_id`, or weighing `agent_id`."""
+        """The newest decisions first; only those of `trace_id`, weighing `agent_id`, or
+        asked for by `principal`."""
         found: list[RecentDecision] = []
         for entry in reversed(self._recent):
+            if principal is not None and entry.principal != principal:
+                continue
             if trace_id is not None and entry.trace_id != trace_id:
                 continue
             if agent_id is not None and not _involves(entry.decision, agent_id):
@@ -182,6 +193,7 @@ def _line(entry: RecentDecision) -> bytes:
         {
             "time": entry.time,
             "kind": entry.kind,
+            "principal": entry.principal,
             "request_id": entry.request_id,
             "trace_id": entry.trace_id,
             "capability": decision.capability,

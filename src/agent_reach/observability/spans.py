@@ -21,6 +21,8 @@ class Span:
     time); `attempt` is the attempt number for `attempt` spans, else 0; `note` says
     why the hop happened or how: the request id of an invoke, the routing rule, or
     how an attempt after the first was chosen (`resend`, `next_instance`, `generic`).
+    `principal` is set on the spans a request starts with (invoke, task, route); the
+    spans under them belong to the same principal.
     """
 
     trace_id: str
@@ -34,6 +36,7 @@ class Span:
     agent_id: str | None = None
     attempt: int = 0
     note: str | None = None
+    principal: str | None = None  # who made the request; None: the parent span's
 
     @property
     def is_error(self) -> bool:

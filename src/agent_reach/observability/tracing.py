@@ -31,7 +31,13 @@ class Tracer:
         self.export = export
 
     def start(
-        self, kind: SpanKind, trace: TraceContext, name: str, note: str | None = None
+        self,
+        kind: SpanKind,
+        trace: TraceContext,
+        name: str,
+        note: str | None = None,
+        *,
+        principal: str | None = None,
     ) -> Span:
         """An open span in `trace`, child of `trace.parent_span_id`, timed from now.
 
@@ -45,6 +51,7 @@ class Tracer:
             name,
             self.clock.monotonic(),
             note=note,
+            principal=principal,
         )
 
     def end(self, span: Span, status: str | None = None) -> None:
@@ -66,6 +73,7 @@ class Tracer:
         agent_id: str | None = None,
         attempt: int = 0,
         note: str | None = None,
+        principal: str | None = None,
     ) -> None:
         """Keep a span that ends now and began at monotonic `started`.
 
@@ -85,6 +93,7 @@ class Tracer:
                 agent_id,
                 attempt,
                 note,
+                principal,
             )
         )
 

@@ -62,8 +62,13 @@ class RoutingService:
         trace_id: str,
         kind: Literal["route", "invoke"] = "route",
         parent_span_id: str | None = None,
+        principal: str | None = None,
     ) -> RouteDecision:
-        """The explained decision for one request, logged and traced; nothing is invoked."""
+        """The explained decision for one request, logged and traced; nothing is invoked.
+
+        `principal` (who asked) is kept with the decision and its span, so each caller
+        can be shown its own.
+        """
         started = self.clock.monotonic()
         policy = self.policy()
         if request.capability:
@@ -80,7 +85,9 @@ class RoutingService:
             warm_agents=warm,
             from_text=request.capability is None,
         )
-        self.decision_log.record(decision, kind=kind, request_id=request_id, trace_id=trace_id)
+        self.decision_log.record(
+            decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
+        )
         self.metrics.route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(
             "route",
@@ -91,5 +98,6 @@ class RoutingService:
             status="ok" if decision.agent_id else decision.rule,
             agent_id=decision.agent_id,
             note=decision.rule,
+            principal=principal,
         )
         return decision

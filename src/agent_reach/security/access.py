@@ -1,20 +1,34 @@
-"""Access decisions: does a principal's rule cover a capability? Deny when none does."""
+"""Access decisions: does the key's own grant, or a policy rule, cover a capability?
+
+Deny when neither does. A key carries its grants (`capabilities` patterns given when
+it was minted): an agent key's grants are what it may register, a caller key's what
+it may invoke and route to. The policy file's `access` rules apply on top: a rule may
+allow what a key's grants do not.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from agent_reach.model.access import AccessRule
-from agent_reach.model.keys import Principal
+from agent_reach.model.keys import Principal, Role
+
+Action = Literal["invoke", "register"]
+# What the capabilities a key carries let its holder do, by role (issue 12): admins need
+# no grant, observers only read.
+KEY_GRANTS: dict[Role, Action] = {"caller": "invoke", "agent": "register"}
 
 
 @dataclass(frozen=True, slots=True)
 class AccessDecision:
-    """The verdict and the rule that allowed it (None: denied by default, or admin)."""
+    """The verdict and what decided it: the key's grant, a policy rule, the admin role,
+    or nothing (denied by default)."""
 
     allowed: bool
     reason: str
     rule: AccessRule | None = None
+    grant: str | None = None
 
 
 def principal_matches(pattern: str, principal: Principal) -> bool:
@@ -22,7 +36,7 @@ def principal_matches(pattern: str, principal: Principal) -> bool:
         return True
     kind, _, value = pattern.partition(":")
     actual = {"name": principal.name, "domain": principal.domain, "role": principal.role}[kind]
-    return actual.lower() == value
+    return actual is not None and actual.lower() == value
 
 
 def capability_matches(pattern: str, capability: str) -> bool:
@@ -34,13 +48,30 @@ def capability_matches(pattern: str, capability: str) -> bool:
     return capability == pattern
 
 
-def decide_access(rules: list[AccessRule], principal: Principal, capability: str) -> AccessDecision:
-    """Admins may do anything; anyone else needs a rule naming them and the capability."""
+def key_grant(principal: Principal, capability: str, action: Action) -> str | None:
+    """The pattern of the principal's own key that grants `action` on `capability`, if any."""
+    if KEY_GRANTS.get(principal.role) != action:
+        return None
+    return next((p for p in principal.capabilities if capability_matches(p, capability)), None)
+
+
+def decide_access(
+    rules: list[AccessRule], principal: Principal, capability: str, action: Action
+) -> AccessDecision:
+    """Admins may do anything, observers nothing, callers never register; anyone else
+    needs its key's grant or a rule naming them."""
     if principal.role == "admin":
         return AccessDecision(True, "admin role")
+    if principal.role == "observer":
+        return AccessDecision(False, "an observer key is read-only")
+    if principal.role == "caller" and action == "register":
+        return AccessDecision(False, "a caller key may not register agents")
+    grant = key_grant(principal, capability, action)
+    if grant is not None:
+        return AccessDecision(True, f"granted by the key ({grant})", grant=grant)
     for rule in rules:
         if any(principal_matches(p, principal) for p in rule.principals) and any(
             capability_matches(c, capability) for c in rule.capabilities
         ):
-            return AccessDecision(True, "allowed by rule", rule)
-    return AccessDecision(False, "no rule allows it (deny by default)")
+            return AccessDecision(True, "allowed by a policy rule", rule)
+    return AccessDecision(False, "no key grant or policy rule allows it (deny by default)")

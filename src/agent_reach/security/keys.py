@@ -21,11 +21,20 @@ BOOTSTRAP_KEY_ID = "bootstrap-admin"  # the record made from AR_ADMIN_KEY
 MIN_BOOTSTRAP_KEY_CHARS = 24  # an operator-chosen admin key shorter than this is refused
 
 
-def mint_key(principal: str, domain: str, role: Role, now: float) -> tuple[str, KeyRecord]:
-    """A new key and its record; the key string exists only in the return value."""
+def mint_key(
+    principal: str,
+    domain: str | None,
+    role: Role,
+    now: float,
+    capabilities: tuple[str, ...] = (),
+) -> tuple[str, KeyRecord]:
+    """A new key and its record (granting `capabilities`); the key string exists only in
+    the return value."""
     key_id = secrets.token_hex(8)
     secret = secrets.token_urlsafe(32)
-    record = KeyRecord(key_id, digest(secret), principal, domain, role, now)
+    record = KeyRecord(
+        key_id, digest(secret), principal, domain, role, now, capabilities=capabilities
+    )
     return f"{KEY_PREFIX}_{key_id}_{secret}", record
 
 

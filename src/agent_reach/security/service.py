@@ -2,13 +2,15 @@
 
 Keys are looked up by id and verified against their digest in constant time; a
 verified record is cached for at most `KEY_CACHE_S`, so a revocation reaches every
-coordinator within that time. Access rules and quotas come from the policy in force
-(hot-reloaded). With `AR_AUTH=off` every caller is an anonymous admin: for a local
-demo only, and the coordinator says so loudly at startup.
+coordinator within that time. A key's own grants decide first; the access rules and
+quotas of the policy in force (hot-reloaded) apply on top. With `AR_AUTH=off` every
+caller is an anonymous admin: for a local demo only, and the coordinator says so loudly
+at startup.
 """
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 
 import structlog
@@ -23,9 +25,15 @@ from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.security.access import capability_matches, decide_access, principal_matches
+from agent_reach.security.access import (
+    Action,
+    capability_matches,
+    decide_access,
+    principal_matches,
+)
 from agent_reach.security.endpoints import EndpointGuard
-from agent_reach.security.keys import bootstrap_record, matches, split_key
+from agent_reach.security.keys import bootstrap_record, digest, matches, split_key
+from agent_reach.security.ownership import require_observer
 
 log = structlog.get_logger("agent_reach.security")
 
@@ -47,8 +55,10 @@ class SecurityService:
         *,
         enabled: bool,
         guard: EndpointGuard,
+        metrics_digest: str | None = None,
     ) -> None:
         self.guard = guard
+        self._metrics_digest = metrics_digest
         self.keys = keys
         self.quotas = quotas
         self.policy = policy
@@ -70,16 +80,30 @@ class SecurityService:
             raise Unauthorized(_SAME_ANSWER)
         return record.principal_of()
 
+    async def authorize_scrape(self, authorization: str | None) -> None:
+        """`/metrics`: the `AR_METRICS_TOKEN` bearer (compared in constant time), else an
+        observer or admin key; 401 for no valid credential, 403 for another role's key."""
+        if not self.enabled:
+            return
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if (
+            self._metrics_digest is not None
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(digest(token), self._metrics_digest)
+        ):
+            return
+        require_observer(await self.authenticate(authorization))
+
     def authorize_invoke(self, principal: Principal, capability: str) -> None:
-        """`Forbidden` unless a rule lets the principal invoke the capability."""
+        """`Forbidden` unless the key's grant or a rule lets the principal invoke (or route
+        to) the capability; observers never may."""
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
         self._authorize(self.policy().access.invoke, principal, capability, "invoke")
 
     def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
-        """Agents (and admins) may register only the capabilities their rules grant."""
-        if principal.role == "caller":
-            raise Forbidden("a caller key may not register agents")
+        """Agents (and admins) may register only what their key's grants or rules allow."""
         for capability in capabilities:
             self._authorize(self.policy().access.registration, principal, capability, "register")
 
@@ -135,14 +159,16 @@ class SecurityService:
         return record
 
     def _authorize(
-        self, rules: list[AccessRule], principal: Principal, capability: str, action: str
+        self, rules: list[AccessRule], principal: Principal, capability: str, action: Action
     ) -> None:
-        decision = decide_access(rules, principal, capability)
+        decision = decide_access(rules, principal, capability, action)
         if not decision.allowed:
             log.info(
                 "access_denied", principal=principal.name, action=action, capability=capability
             )
-            raise Forbidden(f"{principal.name!r} may not {action} {capability!r}")
+            raise Forbidden(
+                f"{principal.name!r} may not {action} {capability!r}: {decision.reason}"
+            )
 
 
 def _covers(
@@ -179,6 +205,8 @@ async def open_security(
             message="AR_AUTH=off: every caller is an anonymous admin; use this for a local "
             "demo only, never on a network",
         )
+    metrics_token = settings.metrics_token
+    settings.metrics_token = None  # like the admin key: only its digest stays
     admin_key = _admin_key(settings)
     if admin_key is not None:
         await backends.keys.put(bootstrap_record(admin_key, clock.wall()))
@@ -193,4 +221,5 @@ async def open_security(
         metrics,
         enabled=enabled,
         guard=EndpointGuard(settings.endpoint_allow),
+        metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
     )

@@ -8,6 +8,7 @@ from fastapi import Depends, Header, Request
 
 from agent_reach.errors import InvalidRequest
 from agent_reach.model.keys import Principal
+from agent_reach.security.ownership import require_observer
 from agent_reach.server.runtime import runtime_of
 
 
@@ -16,9 +17,14 @@ async def authenticated(
 ) -> Principal:
     """The caller's principal, or 401 `unauthorized` (the same answer for every bad key);
     400 `duplicate_authorization` for two Authorization headers, as on `/v1/invoke`."""
+    check_one_authorization(request)
+    return await runtime_of(request).security.authenticate(authorization)
+
+
+def check_one_authorization(request: Request) -> None:
+    """400 `duplicate_authorization` unless the request has at most one such header."""
     if len(request.headers.getlist("authorization")) > 1:
         raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
-    return await runtime_of(request).security.authenticate(authorization)
 
 
 async def admin(
@@ -29,5 +35,12 @@ async def admin(
     return principal
 
 
+async def observer(principal: Annotated[Principal, Depends(authenticated)]) -> Principal:
+    """An observer or admin principal (who may read every observability record), or 403."""
+    require_observer(principal)
+    return principal
+
+
 Caller = Annotated[Principal, Depends(authenticated)]
 Admin = Annotated[Principal, Depends(admin)]
+Observer = Annotated[Principal, Depends(observer)]

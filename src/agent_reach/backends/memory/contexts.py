@@ -38,6 +38,7 @@ class _Context:
     version: int
     ttl_s: float
     expires_at: float
+    access: bytes = b""
     lists: dict[str, deque[_Segment]] = field(default_factory=dict)
 
     def renew(self, now: float) -> None:
@@ -73,13 +74,24 @@ class MemoryContextStore:
         return context
 
     async def create(
-        self, context_id: str, document: bytes, names: Collection[str], ttl_s: float
+        self,
+        context_id: str,
+        document: bytes,
+        names: Collection[str],
+        ttl_s: float,
+        access: bytes = b"",
     ) -> bool:
         now = self._clock.monotonic()
         if self._live(context_id, now) is not None:
             return False
-        self._contexts[context_id] = _Context(_exact(document), tuple(names), 1, ttl_s, now + ttl_s)
+        self._contexts[context_id] = _Context(
+            _exact(document), tuple(names), 1, ttl_s, now + ttl_s, bytes(access)
+        )
         return True
+
+    async def access(self, context_id: str) -> bytes | None:
+        context = self._live(context_id, self._clock.monotonic())
+        return None if context is None else context.access
 
     async def read(self, context_id: str, lists: Collection[str] | None) -> StoredContext | None:
         now = self._clock.monotonic()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import cast
 
+import orjson
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
@@ -61,10 +62,11 @@ def _encode(record: KeyRecord) -> dict[FieldT, EncodableT]:
     return {
         "digest": record.digest,
         "principal": record.principal,
-        "domain": record.domain,
+        "domain": record.domain or "",  # no domain: the empty string (a domain is 1+ chars)
         "role": record.role,
         "created_at": repr(record.created_at),
         "revoked": "1" if record.revoked else "0",
+        "capabilities": orjson.dumps(record.capabilities),
     }
 
 
@@ -74,8 +76,9 @@ def _decode(key_id: str, fields: dict[bytes, bytes]) -> KeyRecord:
         key_id=key_id,
         digest=text["digest"],
         principal=text["principal"],
-        domain=text["domain"],
+        domain=text["domain"] or None,
         role=cast(Role, text["role"]),
         created_at=float(text["created_at"]),
         revoked=text["revoked"] == "1",
+        capabilities=tuple(orjson.loads(text.get("capabilities", "[]"))),
     )

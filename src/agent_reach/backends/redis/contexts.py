@@ -1,10 +1,11 @@
 """Contexts in Redis: every operation is one Lua script, expiry is Redis's own.
 
 Keys under ``<prefix>:``: ``ctx:{<id>}`` is the context's hash (document, version,
-ttl, top-level field names, one entry per appended list) and ``ctx:{<id>}:<list>:<n>``
-the list's segment n, a Redis list of items with its own expiry. The braces put a
-context and its segments in one Redis Cluster hash slot, which is what lets one script
-touch them all. ``context-secret`` holds the key of context tokens (it never expires).
+ttl, top-level field names, owner and shares, one entry per appended list) and
+``ctx:{<id>}:<list>:<n>`` the list's segment n, a Redis list of items with its own
+expiry. The braces put a context and its segments in one Redis Cluster hash slot, which
+is what lets one script touch them all. ``context-secret`` holds the key of context
+tokens (it never expires).
 """
 
 from __future__ import annotations
@@ -47,12 +48,25 @@ class RedisContextStore:
 
     @translate_errors
     async def create(
-        self, context_id: str, document: bytes, names: Collection[str], ttl_s: float
+        self,
+        context_id: str,
+        document: bytes,
+        names: Collection[str],
+        ttl_s: float,
+        access: bytes = b"",
     ) -> bool:
         created = await self._create(
-            keys=[self._key(context_id)], args=[document, _names(names), to_ms(ttl_s)]
+            keys=[self._key(context_id)], args=[document, _names(names), to_ms(ttl_s), access]
         )
         return bool(created)
+
+    @translate_errors
+    async def access(self, context_id: str) -> bytes | None:
+        """One `HMGET` of the version and the access field: no renewal, no script."""
+        version, access = await self._client.hmget(self._key(context_id), ["ver", "acl"])
+        if version is None:
+            return None
+        return cast(bytes, access or b"")
 
     @translate_errors
     async def read(self, context_id: str, lists: Collection[str] | None) -> StoredContext | None:

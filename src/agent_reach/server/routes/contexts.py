@@ -3,8 +3,10 @@
 Two ways in, kept apart. An agent presents the token of its delivery (``Authorization:
 Bearer ctx1...`` or ``X-Reach-Context-Token``) to read and write: it opens one context,
 and only the fields it names, with no API key. Everyone else is on the caller path,
-`caller_grant`, which needs an API key (when keys are on) and opens every context;
-creating and deleting are only there.
+`principal_grant`, which needs an API key (when keys are on) and opens only the contexts
+its principal created or was shared (`share_with`), whole; an admin's opens every one.
+Any other context answers the same 404 as a missing one. Creating and deleting are only
+on the caller path; observers, who only read observability data, may not create.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from starlette.responses import Response
 
 from agent_reach.config import MAX_CONTEXT_TTL_S
 from agent_reach.context.documents import CONTEXT_ID_PATTERN, ContextView
+from agent_reach.context.ownership import MAX_SHARES, ShareEntry, created_by
 from agent_reach.context.projection import parse_fields
-from agent_reach.context.tokens import CALLER_GRANT, TOKEN_PREFIX, Grant
+from agent_reach.context.tokens import TOKEN_PREFIX, Grant, caller_grant
 from agent_reach.errors import InvalidRequest, ValidationFailed
-from agent_reach.server.auth import authenticated
+from agent_reach.security.ownership import require_not_observer
+from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
@@ -34,12 +38,14 @@ MAX_FIELDS_QUERY_CHARS = 16_384  # 64 paths of 256 characters each
 
 
 class CreateContext(BaseModel):
-    """`POST /v1/contexts`: the initial document and the context's ttl, both optional."""
+    """`POST /v1/contexts`: the initial document, the context's ttl, and who else may use
+    it (principal names or ``domain:<domain>``), all optional."""
 
     model_config = ConfigDict(extra="forbid")
 
     document: dict[str, Any] = {}
     ttl_s: float | None = Field(None, gt=0, le=MAX_CONTEXT_TTL_S)
+    share_with: list[ShareEntry] = Field(default_factory=list, max_length=MAX_SHARES)
 
 
 class AppendItems(BaseModel):
@@ -66,17 +72,17 @@ class ContextPatch(BaseModel):
         return self
 
 
-async def caller_grant(request: Request) -> Grant:
-    """The caller path: any valid API key opens every context; 401 `unauthorized` without."""
-    await authenticated(request, request.headers.get("authorization"))
-    return CALLER_GRANT
+async def principal_grant(request: Request) -> Grant:
+    """The caller path: the contexts the key's principal may use; 401 `unauthorized`
+    without a valid key."""
+    return caller_grant(await authenticated(request, request.headers.get("authorization")))
 
 
 async def context_grant(request: Request) -> Grant:
     """What a context token opens; without a token, the caller path."""
     token = presented_token(request.headers)
     if token is None:
-        return await caller_grant(request)
+        return await principal_grant(request)
     return runtime_of(request).contexts.signer.verify(token)
 
 
@@ -92,11 +98,15 @@ def presented_token(headers: Headers) -> str | None:
     return None  # no token, or another credential (an API key) for the caller path
 
 
-@router.post("", status_code=201, dependencies=[Depends(caller_grant)])
-async def create_context(request: Request, body: CreateContext | None = None) -> Response:
-    """Create a context; answers its id, version 1 and its life in seconds."""
+@router.post("", status_code=201)
+async def create_context(
+    request: Request, principal: Caller, body: CreateContext | None = None
+) -> Response:
+    """Create a context owned by the caller; answers its id, version 1 and its life in s."""
+    require_not_observer(principal, "create contexts")
     body = body or CreateContext()
-    view = await runtime_of(request).contexts.create(body.document, body.ttl_s)
+    access = created_by(principal, body.share_with)
+    view = await runtime_of(request).contexts.create(body.document, body.ttl_s, access)
     return _answer(view, 201, location=f"/v1/contexts/{view.context_id}")
 
 
@@ -139,10 +149,14 @@ async def patch_context(
     return _answer(view)
 
 
-@router.delete("/{context_id}", status_code=204, dependencies=[Depends(caller_grant)])
-async def delete_context(context_id: ContextIdPath, request: Request) -> Response:
+@router.delete("/{context_id}", status_code=204)
+async def delete_context(
+    context_id: ContextIdPath,
+    request: Request,
+    grant: Annotated[Grant, Depends(principal_grant)],
+) -> Response:
     """Delete the context and every list of it."""
-    await runtime_of(request).contexts.delete(context_id)
+    await runtime_of(request).contexts.delete(context_id, grant)
     return Response(status_code=204)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from agent_reach.errors import StoreUnavailable
-from agent_reach.server.auth import authenticated
+from agent_reach.server.auth import check_one_authorization
 from agent_reach.server.responses import json_response
 from agent_reach.server.routes.queues import queue_depths
 from agent_reach.server.runtime import runtime_of
@@ -24,10 +26,17 @@ async def healthz(request: Request) -> Response:
     )
 
 
-@router.get("/metrics", dependencies=[Depends(authenticated)])
-async def metrics(request: Request) -> Response:
-    """Prometheus text format; gauges are read from the registry and queues at scrape time."""
+@router.get("/metrics")
+async def metrics(
+    request: Request, authorization: Annotated[str | None, Header()] = None
+) -> Response:
+    """Prometheus text format; gauges are read from the registry and queues at scrape time.
+
+    Needs the scrape token (`AR_METRICS_TOKEN`) or an observer or admin key.
+    """
+    check_one_authorization(request)
     runtime = runtime_of(request)
+    await runtime.security.authorize_scrape(authorization)
     gauges = runtime.metrics
     counts = {"healthy": 0, "suspect": 0, "offline": 0}
     for view in runtime.registry.views():

@@ -1,4 +1,4 @@
-"""Queue depths: asynchronous work, suspended requests, dead letters."""
+"""Queue depths: asynchronous work, suspended requests, dead letters (observers, admins)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from agent_reach.invoke.tasks import SUSPENDED, WORK
-from agent_reach.server.auth import authenticated
+from agent_reach.server.auth import observer
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import Runtime, runtime_of
 
-router = APIRouter(prefix="/v1/queues", tags=["tasks"], dependencies=[Depends(authenticated)])
+router = APIRouter(prefix="/v1/queues", tags=["tasks"], dependencies=[Depends(observer)])
 
 
 async def queue_depths(runtime: Runtime) -> dict[str, int]:

@@ -1,9 +1,10 @@
 -- Helpers every context script starts with (contexts.py prepends this file to each).
--- A context is a hash: doc, ver, ttl (ms), names (JSON array of the document's top-level
--- fields) and, per appended list, 'l:<name>' = 'first:current:count:size': its oldest
--- possibly live and its current segment number, and the current segment's item count
--- and bytes. Segment <n> of list <name> is the Redis list '<context key>:<name>:<n>', in
--- the context's hash slot. Segments expire oldest first, so the live ones are a suffix.
+-- A context is a hash: doc, ver, ttl (ms), acl (owner and shares, never changed), names
+-- (JSON array of the document's top-level fields) and, per appended list, 'l:<name>' =
+-- 'first:current:count:size': its oldest possibly live and its current segment number,
+-- and the current segment's item count and bytes. Segment <n> of list <name> is the
+-- Redis list '<context key>:<name>:<n>', in the context's hash slot. Segments expire
+-- oldest first, so the live ones are a suffix.
 
 local function segment_key(context, name, seq)
   return context .. ':' .. name .. ':' .. seq

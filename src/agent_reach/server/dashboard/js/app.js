@@ -12,6 +12,7 @@ import * as trace from "./views/trace.js";
 import * as traces from "./views/traces.js";
 
 const VIEWS = { registry, decisions, traces, trace, agent, queues, policy, runs, run };
+const VIEWER_ROLES = new Set(["observer", "admin"]); // who may see every principal's traffic
 const NAV_OF = { trace: "traces", agent: "registry", run: "runs" }; // detail views light up their list's tab
 const HIDDEN_RECHECK_MS = 1000;
 
@@ -20,6 +21,7 @@ const connection = document.getElementById("connection");
 let generation = 0;
 let timer = null;
 let active = null;
+let viewer = null; // who the key in use stands for (GET /v1/keys/self), asked once per key
 
 // "#/trace/abc?x=1" -> {name: "trace", arg: "abc", query: URLSearchParams}
 function parseHash() {
@@ -53,6 +55,11 @@ async function tick(gen) {
   if (!document.hidden) {
     const { view, errorBox } = active;
     try {
+      viewer ??= await getJSON("/v1/keys/self");
+      if (!VIEWER_ROLES.has(viewer.role)) {
+        askForKey(errorBox, wrongRole(viewer));
+        return; // nothing to poll until another key is given
+      }
       const [health] = await Promise.all([getJSON("/healthz"), view.refresh()]);
       if (gen !== generation) return;
       errorBox.hidden = true;
@@ -61,8 +68,8 @@ async function tick(gen) {
     } catch (error) {
       if (gen !== generation) return;
       if (error instanceof ApiError && error.status === 401) {
-        errorBox.replaceChildren(keyForm());
-        errorBox.hidden = false;
+        askForKey(errorBox, "This coordinator needs an observer or admin API key: ");
+        return;
       } else if (error instanceof ApiError) {
         errorBox.textContent = `${error.code}: ${error.message}`;
         errorBox.hidden = false;
@@ -76,16 +83,26 @@ async function tick(gen) {
   if (gen === generation && wait) timer = setTimeout(() => tick(gen), wait);
 }
 
-// Security is on: ask for an API key (any role can read), then look again.
-function keyForm() {
+// Security is on: ask for an observer or admin key (the dashboard shows every
+// principal's requests), say why when the key in use is another role's, then look again.
+function askForKey(errorBox, why) {
   const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
-  const form = h("form", { class: "key-form" }, "This coordinator needs an API key: ", input, h("button", { type: "submit" }, "Use key"));
+  const hint = h("span", { class: "key-hint" }, "Make one with: agent-reach keys create --principal ops --role observer");
+  const form = h("form", { class: "key-form" }, why, input, h("button", { type: "submit" }, "Use key"), hint);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     setKey(input.value);
+    viewer = null;
     show();
   });
-  return form;
+  errorBox.replaceChildren(form);
+  errorBox.hidden = false;
+  connection.className = "connection down";
+  connection.textContent = "needs an observer key";
+}
+
+function wrongRole(who) {
+  return `This key is ${who.principal}'s, a ${who.role} key. The dashboard shows every principal's requests, decisions and traces, so it needs an observer or admin key (a ${who.role} key sees only its own, through the API): `;
 }
 
 window.addEventListener("hashchange", show);
