@@ -22,7 +22,12 @@ capabilities = ["echo"]
 principals = ["domain:agents"]
 capabilities = ["echo"]
 """
-CAST = (("caller-a", "shop", "caller"), ("caller-b", "shop", "caller"), ("bot", "agents", "agent"))
+CAST = (
+    ("caller-a", "shop", "caller"),
+    ("caller-b", "shop", "caller"),
+    ("bot", "agents", "agent"),
+    ("ops", "shop", "observer"),
+)
 
 
 @pytest.fixture
@@ -102,3 +107,21 @@ def test_a_step_the_caller_may_not_invoke_fails_as_forbidden(secured):
     step = answer.json()["steps"][0]
     assert (step["status"], step["error"]["code"]) == ("failed", "forbidden")
     assert agent.received == []
+
+
+def test_an_observer_sees_every_run_but_may_not_run_one(secured):
+    url, keys, agent = secured
+    mine = call(url, keys["caller-a"], "POST", "/v1/workflows/run",
+                json={"steps": [{"id": "s", "action": "echo"}]})  # fmt: skip
+    assert mine.status_code == 200, mine.text
+
+    listed = call(url, keys["ops"], "GET", "/v1/workflows")
+    run = call(url, keys["ops"], "POST", "/v1/workflows/run",
+               json={"steps": [{"id": "s", "action": "echo"}]})  # fmt: skip
+    fanout = call(url, keys["ops"], "POST", "/v1/invoke",
+                  json={"text": "echo this, and then echo that", "mode": "fanout"})  # fmt: skip
+
+    assert [r["run_id"] for r in listed.json()["runs"]] == [mine.json()["run_id"]]
+    assert run.status_code == 403
+    assert fanout.status_code == 403, fanout.text
+    assert len(agent.received) == 1

@@ -203,6 +203,7 @@ class RunBoard:
             status=record.status,
             span_id=record.span_id,
             note=record.run_id,
+            principal=record.principal.name,
         )
 
     def _notify(self, key: str, record: RunRecord) -> None:

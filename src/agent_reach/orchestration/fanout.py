@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from agent_reach.errors import ReachError
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.model.invocations import InvokeRequest, RouteRequest
@@ -79,9 +80,13 @@ class Fanout:
             deadline_s=None if deadline_ms is None else max(deadline_ms, 1) / 1000,
             max_hop=request.max_hop,
         )
-        answer = await self.orchestrator.start(
-            body, options, {}, principal, trace, hop_budget=hop_budget
-        )
+        try:
+            answer = await self.orchestrator.start(
+                body, options, {}, principal, trace, hop_budget=hop_budget
+            )
+        except ReachError as exc:  # the invoke path answers, it never raises
+            exc.details.setdefault("trace_id", trace.trace_id)
+            return Answer.of_error(exc)
         view = orjson.loads(answer.body)
         if isinstance(view.get("steps"), list):
             view["mode"] = "fanout"

@@ -17,7 +17,7 @@ import structlog
 
 from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
-from agent_reach.context.tokens import CALLER_GRANT
+from agent_reach.context.tokens import caller_grant
 from agent_reach.errors import ReachError
 from agent_reach.model.workflows import (
     AGGREGATE_STEP,
@@ -211,7 +211,7 @@ class RunExecutor:
         ):
             return None
         try:
-            view = await self.contexts.read(record.context_id, CALLER_GRANT)
+            view = await self.contexts.read(record.context_id, caller_grant(record.principal))
         except ReachError as exc:
             log.info("workflow_context_unreadable", run_id=record.run_id, code=exc.code)
             return None

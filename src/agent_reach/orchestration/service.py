@@ -14,6 +14,7 @@ import orjson
 
 from agent_reach.backends.protocols import WorkflowStore
 from agent_reach.clock import Clock
+from agent_reach.context.service import ContextService
 from agent_reach.errors import (
     KeyReused,
     UnknownRun,
@@ -35,9 +36,10 @@ from agent_reach.model.workflows import (
     WorkflowRequest,
 )
 from agent_reach.observability.tracecontext import TraceContext, new_span_id
-from agent_reach.orchestration.board import RunBoard
+from agent_reach.orchestration.board import RECENT_RUNS, RunBoard
 from agent_reach.orchestration.planning import plan, with_ids
 from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.security.ownership import require_not_observer, visible_owner
 
 RECENT_LIMIT = 50  # runs `GET /v1/workflows` lists by default
 _BODY_FIELDS = set(WorkflowBody.model_fields)
@@ -51,10 +53,12 @@ class Orchestrator:
         self,
         board: RunBoard,
         definitions: WorkflowStore,
+        contexts: ContextService,
         policy: Callable[[], RoutingPolicy],
         clock: Clock,
     ) -> None:
         self.board = board
+        self.contexts = contexts
         self.definitions = definitions
         self.policy = policy
         self.clock = clock
@@ -70,7 +74,13 @@ class Orchestrator:
         hop_budget: int | None = None,
         name: str | None = None,
     ) -> Answer:
-        """Check, store and queue a run; 200 with its end, or 202 (async, parked) to poll."""
+        """Check, store and queue a run; 200 with its end, or 202 (async, parked) to poll.
+
+        Observers may not run workflows; a run's context must be one the caller may use.
+        """
+        require_not_observer(principal, "run workflows")
+        if options.context_id is not None:
+            await self.contexts.check_use(principal, options.context_id)
         policy = self.policy()
         body = with_ids(body)
         dag = plan(body, policy.workflows, given_input)
@@ -123,11 +133,12 @@ class Orchestrator:
         return record.view()
 
     async def recent(self, principal: Principal, limit: int = RECENT_LIMIT) -> list[dict[str, Any]]:
-        """The newest runs the caller may read (every run for admins), newest first."""
+        """The newest runs the caller may see (every caller's for observers and admins)."""
+        owner = visible_owner(principal)
         views = []
-        for key in await self.board.store.recent(limit * 4 if principal.role != "admin" else limit):
+        for key in await self.board.store.recent(limit if owner is None else RECENT_RUNS):
             record = await self.board.load(key)
-            if record is None or not _may_read(principal, record):
+            if record is None or (owner is not None and record.principal.name != owner):
                 continue
             views.append(_summary(record))
             if len(views) >= limit:
@@ -136,6 +147,7 @@ class Orchestrator:
 
     async def save(self, principal: Principal, definition: WorkflowDefinition) -> dict[str, Any]:
         """Check a definition and save it under its name (replacing an earlier one)."""
+        require_not_observer(principal, "save workflows")
         plan(definition, self.policy().workflows, {}, declared_inputs=definition.inputs.keys())
         stored = definition.model_dump(mode="json", exclude_none=True)
         await self.definitions.put(owned_key(principal, definition.name), orjson.dumps(stored))
@@ -206,10 +218,6 @@ def _answer(record: RunRecord) -> Answer:
     if record.status in FINAL_RUNS:
         return Answer.of(200, view)
     return Answer.of(202, {**view, "poll": f"/v1/workflows/{record.run_id}"})
-
-
-def _may_read(principal: Principal, record: RunRecord) -> bool:
-    return principal.role == "admin" or record.principal.name == principal.name
 
 
 def _summary(record: RunRecord) -> dict[str, Any]:

@@ -84,7 +84,9 @@ class StepRunner:
         again: only a missing instance is worth another go when a parked run resumes.
         """
         trace = TraceContext(record.trace_id, record.span_id)
-        span = self.tracer.start("step", trace, state.id, f"{record.run_id}:{state.id}")
+        span = self.tracer.start(
+            "step", trace, state.id, f"{record.run_id}:{state.id}", principal=record.principal.name
+        )
         last_error: dict[str, Any] | None = None
         for candidate in candidates(step, workflow_fallback):
             earlier = state.tried.get(candidate.label)

@@ -203,7 +203,7 @@ def _orchestration(
         settings.task_ttl_s,
         settings.task_stale_s,
     )
-    orchestrator = Orchestrator(board, backends.workflows, policy, clock)
+    orchestrator = Orchestrator(board, backends.workflows, invoke.contexts, policy, clock)
     invoke.fanout = Fanout(invoke, invoke.routing, orchestrator).answer
     return orchestrator
 
