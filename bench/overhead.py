@@ -11,7 +11,10 @@ registry) with the echo agent registered; then drives each target with
   (b) nginx    POST nginx/invoke -> agent
   (c) coord    POST coordinator/v1/invoke {"capability": "echo", ...} -> agent
 
-wrk runs on CPU 0, every server on CPU 1 (as in shared/PERFORMANCE.md).
+wrk runs on CPU 0, every server on CPU 1. With `--workers N` the coordinator runs as
+`serve --workers N` on the Redis backend (a private redis-server) and nginx with
+`worker_processes N`; nothing is pinned then, so on a 2-core machine wrk shares the
+cores with the servers.
 Prints a table with req/s, p50/p99 and server CPU per request, the ratios
 c/a and c/b, the p50 the coordinator adds, and the goals (+0.3 ms p50 at c=1;
 >= 20% of nginx's req/s with p99 < 20 ms at c=64); `--json` writes it all.
@@ -26,6 +29,7 @@ import http.client
 import json
 import os
 import platform
+import secrets
 import shlex
 import shutil
 import socket
@@ -40,6 +44,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+from agent_reach.testing.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
 NGINX = "/usr/sbin/nginx"
@@ -69,6 +75,7 @@ BODY = json.dumps(
 WRK_SCRIPT = """\
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %s"
 wrk.body = %s
 
 done = function(summary, latency, requests)
@@ -80,9 +87,27 @@ done = function(summary, latency, requests)
     latency:percentile(50), latency:percentile(99), latency.max))
 end
 """
+# Security as deployed: the caller may invoke `echo`, the agent may register it, and a
+# quota far above the load keeps the token bucket on the hot path without refusing.
+BENCH_POLICY = """\
+[[access.invoke]]
+principals = ["name:bench-caller"]
+capabilities = ["echo"]
+
+[[access.register]]
+principals = ["name:echo-agent"]
+capabilities = ["echo"]
+"""
+BENCH_QUOTA = """
+[[quotas]]
+principals = ["name:bench-caller"]
+capabilities = ["echo"]
+rate_per_s = 1000000.0
+burst = 1000000
+"""
 NGINX_CONF = """\
 daemon off;
-worker_processes 1;
+worker_processes {workers};
 pid {tmp}/nginx.pid;
 error_log {tmp}/nginx-error.log warn;
 events {{ worker_connections 4096; }}
@@ -161,7 +186,7 @@ def main() -> None:
     except BenchError as exc:
         sys.exit(f"error: {exc}")
     summary = summarize(results)
-    render(console, results, summary)
+    render(console, results, summary, args.workers)
     if args.json:
         report = {
             "config": {
@@ -170,6 +195,8 @@ def main() -> None:
                 "repeat": args.repeat,
                 "body_bytes": len(BODY),
                 "coordinator_cmd": args.coordinator_cmd,
+                "workers": args.workers,
+                "security": "keys, access rules" + ("" if args.no_quota else ", a quota"),
             },
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "results": [asdict(r) for r in results],
@@ -201,7 +228,23 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--warmup", type=int, default=2, help="whole seconds of load per target first"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="coordinator worker processes (Redis backend) against nginx worker_processes",
+    )
+    parser.add_argument(
+        "--no-quota",
+        action="store_true",
+        help="leave the quota out of the policy (on Redis it is one EVALSHA per request)",
+    )
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument(
+        "--profile",
+        help="sample the coordinator with py-spy during its run at the top concurrency and "
+        "write the flat profile (py-spy's raw format) here; needs `pip install py-spy`",
+    )
     # Any server can stand in for the coordinator: {python}, {port} and {repo} are filled in.
     parser.add_argument(
         "--coordinator-cmd", default=DEFAULT_COORDINATOR_CMD, help=argparse.SUPPRESS
@@ -214,10 +257,13 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
     """Start agent, nginx and coordinator pinned to SERVER_CPU; stop them on exit."""
     procs: list[Process] = []
 
+    cpus = server_cpus(args.workers)
+    redis_server: RedisServer | None = None
+
     def start(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Process:
         with (tmp / f"{name}.log").open("wb") as log:
             proc = subprocess.Popen(
-                ["taskset", "-c", SERVER_CPU, *cmd], stdout=log, stderr=subprocess.STDOUT, env=env
+                ["taskset", "-c", cpus, *cmd], stdout=log, stderr=subprocess.STDOUT, env=env
             )
         procs.append(proc)
         return proc
@@ -229,30 +275,49 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         wait_healthy("echo agent", agent, agent_port, "/health", tmp / "agent.log")
 
         conf = tmp / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(tmp=tmp, agent_port=agent_port, port=nginx_port))
+        conf.write_text(
+            NGINX_CONF.format(tmp=tmp, agent_port=agent_port, port=nginx_port, workers=args.workers)
+        )
         error_log = str(tmp / "nginx-error.log")
         nginx = start("nginx", [NGINX, "-p", str(tmp), "-e", error_log, "-c", str(conf)])
         wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log")
 
-        # The embedded default with security off (keys are not what this measures) and the
-        # decision log written to a file, as a deployment would keep it.
+        # The embedded default as deployed: security on (API keys, access rules, a
+        # quota), the decision log written to a file, tracing on.
+        admin_key = secrets.token_urlsafe(32)
+        policy = tmp / "policy.toml"
+        policy.write_text(BENCH_POLICY + ("" if args.no_quota else BENCH_QUOTA))
         env = dict(
             os.environ,
             AR_REGISTRY_BACKEND="memory",
-            AR_AUTH="off",
+            AR_AUTH="on",
+            AR_ADMIN_KEY=admin_key,
+            AR_POLICY_FILE=str(policy),
             AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
         )
+        if args.workers > 1:  # workers share their state through Redis
+            redis_url = os.environ.get("AR_REDIS_URL")
+            if redis_url is None:
+                redis_server = RedisServer().start()
+                redis_url = redis_server.url
+            env.update(
+                AR_REGISTRY_BACKEND="redis",
+                AR_REDIS_URL=redis_url,
+                AR_REDIS_PREFIX=f"bench-{secrets.token_hex(4)}",
+            )
         # The checkout's own source first, so an uninstalled tree is benchmarked as it is.
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(REPO / "src"), env.get("PYTHONPATH")])
         )
         cmd = args.coordinator_cmd.format(python=sys.executable, port=coord_port, repo=REPO)
+        if args.workers > 1:
+            cmd += f" --workers {args.workers}"
         coord = start("coordinator", shlex.split(cmd), env)
         wait_healthy("coordinator", coord, coord_port, "/healthz", tmp / "coordinator.log", cmd)
-        register_agent(coord_port, agent_port)
+        caller_key = register_agent(coord_port, agent_port, admin_key)
 
         script = tmp / "post.lua"
-        script.write_text(WRK_SCRIPT % json.dumps(BODY))
+        script.write_text(WRK_SCRIPT % (caller_key, json.dumps(BODY)))
         yield (
             [
                 Target("direct", f"http://127.0.0.1:{agent_port}/invoke", agent.pid),
@@ -266,10 +331,12 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
             proc.terminate()
         for proc in reversed(procs):
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if redis_server is not None:
+            redis_server.close()
 
 
 def free_ports(count: int) -> list[int]:
@@ -283,10 +350,14 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def http_call(port: int, method: str, path: str, body: str | None = None) -> tuple[int, bytes]:
+def http_call(
+    port: int, method: str, path: str, body: str | None = None, key: str | None = None
+) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
         conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
@@ -311,19 +382,31 @@ def wait_healthy(name: str, proc: Process, port: int, path: str, log: Path, cmd:
     raise BenchError(f"{name} on 127.0.0.1:{port} {what}.\n{command}last output:\n{tail}")
 
 
-def register_agent(coord_port: int, agent_port: int) -> None:
+def register_agent(coord_port: int, agent_port: int, admin_key: str) -> str:
+    """Mint the agent's and the caller's keys, register the echo agent, invoke it once;
+    the caller's key."""
+    keys = {}
+    for principal, role in (("echo-agent", "agent"), ("bench-caller", "caller")):
+        request = {"principal": principal, "domain": "bench", "role": role}
+        status, body = http_call(coord_port, "POST", "/v1/keys", json.dumps(request), admin_key)
+        if status != 201:
+            raise BenchError(f"minting a key answered {status}: {body[:500]!r}")
+        keys[role] = json.loads(body)["key"]
     registration = {
         "id": AGENT_ID,
         "capabilities": [CAPABILITY],
         "transport": {"type": "http", "endpoint": f"http://127.0.0.1:{agent_port}/invoke"},
         "ttl": 3600,
     }
-    status, body = http_call(coord_port, "POST", "/v1/agents", json.dumps(registration))
+    status, body = http_call(
+        coord_port, "POST", "/v1/agents", json.dumps(registration), keys["agent"]
+    )
     if not 200 <= status < 300:
         raise BenchError(f"registering the echo agent answered {status}: {body[:500]!r}")
-    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY)
+    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY, keys["caller"])
     if not 200 <= status < 300:
         raise BenchError(f"a first POST /v1/invoke answered {status}: {body[:500]!r}")
+    return keys["caller"]
 
 
 def measure(
@@ -332,11 +415,18 @@ def measure(
     top = max(args.concurrency)
     for target in targets:
         if args.warmup > 0:
-            run_wrk(target, top, args.warmup, script)
+            run_wrk(target, top, args.warmup, script, args.workers)
     results = []
     for concurrency in args.concurrency:
         for target in targets:
-            runs = [run_wrk(target, concurrency, args.duration, script) for _ in range(args.repeat)]
+            profiling = args.profile and target.name == "coordinator" and concurrency == top
+            sampler = start_sampler(target.pid, args.duration, args.profile) if profiling else None
+            runs = [
+                run_wrk(target, concurrency, args.duration, script, args.workers)
+                for _ in range(args.repeat)
+            ]
+            if sampler is not None:
+                sampler.wait()
             result = median_result(runs)
             console.print(
                 f"c={concurrency:<3} {target.name:<12} {result.rps:>10,.0f} req/s  "
@@ -346,8 +436,24 @@ def measure(
     return results
 
 
-def run_wrk(target: Target, concurrency: int, duration_s: int, script: Path) -> Result:
-    cmd = ["taskset", "-c", WRK_CPU, "wrk", "-t1", f"-c{concurrency}", f"-d{duration_s}s"]
+def start_sampler(pid: int, duration_s: int, out: str) -> Process:
+    """py-spy sampling `pid` for `duration_s` into `out` (collapsed stacks)."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    cmd = [py_spy, "record", "-p", str(pid), "-d", str(duration_s), "-r", "200"]
+    cmd += ["-f", "raw", "-o", out, "--nonblocking"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def server_cpus(workers: int) -> str:
+    """Where the servers run: one core of their own, or every core with several workers."""
+    return SERVER_CPU if workers == 1 else f"0-{(os.cpu_count() or 2) - 1}"
+
+
+def run_wrk(
+    target: Target, concurrency: int, duration_s: int, script: Path, workers: int = 1
+) -> Result:
+    cpus = WRK_CPU if workers == 1 else server_cpus(workers)
+    cmd = ["taskset", "-c", cpus, "wrk", "-t1", f"-c{concurrency}", f"-d{duration_s}s"]
     cmd += ["--timeout", "5s", "-s", str(script), target.url]
     cpu_before = tree_cpu_s(target.pid)
     completed = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -432,8 +538,13 @@ def summarize(results: list[Result]) -> list[Ratio]:
     return rows
 
 
-def render(console: Console, results: list[Result], summary: list[Ratio]) -> None:
-    table = Table(title=f"one hop, {len(BODY)}-byte JSON POST, wrk -t1 on CPU 0, servers on CPU 1")
+def render(console: Console, results: list[Result], summary: list[Ratio], workers: int = 1) -> None:
+    where = (
+        "wrk -t1 on CPU 0, servers on CPU 1"
+        if workers == 1
+        else f"{workers} workers each (coordinator on Redis), wrk sharing the cores"
+    )
+    table = Table(title=f"one hop, {len(BODY)}-byte JSON POST, {where}")
     for column in ("c", "target", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "errors"):
         table.add_column(column, justify="left" if column == "target" else "right")
     for r in results:

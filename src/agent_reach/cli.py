@@ -32,7 +32,7 @@ from agent_reach.demo import run_demo
 from agent_reach.errors import InvalidRequest, ReachError, error_from_body
 from agent_reach.model.access import AccessRule, CapabilityPattern
 from agent_reach.model.agents import AgentSpec, InstanceView, normalize_capability
-from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.decisions import RouteDecision, TextMatch
 from agent_reach.model.keys import ROLES, Principal, Role
 from agent_reach.observability.logging import configure_logging
 from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
@@ -46,6 +46,7 @@ from agent_reach.security.access import (
 )
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
+from agent_reach.server.workers import check_workers, serve_workers
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
@@ -110,6 +111,13 @@ def serve(
         Path | None,
         typer.Option(exists=True, dir_okay=False, help="TOML or YAML settings file."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Coordinator processes sharing the port (SO_REUSEPORT), one per core; "
+            "more than 1 needs the Redis backend."
+        ),
+    ] = 1,
 ) -> None:
     """Run the coordinator (settings from --config or AR_* variables; flags win)."""
     overrides: dict[str, Any] = {"host": host, "port": port}
@@ -118,8 +126,11 @@ def serve(
     else:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     configure_logging(settings.log_level, json=settings.log_json)
+    check_workers(settings, workers)
     os.environ.pop("AR_ADMIN_KEY", None)  # kept only as a digest from here on
     os.environ.pop("AR_METRICS_TOKEN", None)  # likewise
+    if workers > 1:  # the workers get the settings as built here, secrets included
+        raise typer.Exit(serve_workers(settings, workers, GC_THRESHOLDS))
     # Requests make little cyclic garbage; collecting less often, and never scanning the
     # long-lived objects of startup again, took p99 at 64 concurrent requests from ~30 ms
     # to ~12 ms (bench/overhead.py).
@@ -534,6 +545,8 @@ def decision_table(decision: RouteDecision) -> Table:
         caption += f" (refused by {decision.refused_by})"
     if decision.margin is not None:
         caption += f" · margin {decision.margin:.3f}"
+    if decision.text is not None:
+        caption += "\n" + _text_explained(decision.text, decision.margin)
     table = Table(
         title=f"route decision: {chosen}",
         title_justify="left",
@@ -564,6 +577,25 @@ def decision_table(decision: RouteDecision) -> Table:
             style="bold green" if is_chosen else None,
         )
     return table
+
+
+def _text_explained(text: TextMatch, margin: float | None) -> str:
+    """How a text was matched: matchers, calibration, thresholds, what was learned, params."""
+    gap = "-" if margin is None else f"{margin:.3f}"
+    lines = [
+        f"matchers {' + '.join(text.matchers) or 'none'}"
+        + (f" (pending: {', '.join(text.pending)})" if text.pending else "")
+        + (" · calibrated on the catalog" if text.calibrated else " · not calibrated (few cards)"),
+        f"thresholds: match ≥ {text.min_confidence:g}, gap to the next capability {gap}"
+        f" ≥ {text.margin:g} (calibrated confidences, the match column)",
+    ]
+    if text.learned:
+        lines.append(f"learned example {text.learned['id']} → {text.learned['capability']}")
+    if text.not_mine:
+        lines.append(f"said not mine (421) before: {', '.join(text.not_mine)}")
+    if text.params is not None:
+        lines.append(f"params {orjson.dumps(text.params).decode()}")
+    return "\n".join(lines)
 
 
 def _optional(value: float | None, template: str) -> str:

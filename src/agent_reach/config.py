@@ -26,6 +26,10 @@ DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
     1 << 20
 )  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
+# Remembered answers for the `degraded` fallback: 64 MiB in memory in all, and none
+# above 256 KiB (an answer that large is a document, not a reply worth replaying).
+DEFAULT_ANSWER_MEMORY_BYTES = 64 * 1024 * 1024
+DEFAULT_ANSWER_MAX_BYTES = 256 * 1024
 DEFAULT_TRACE_STORE_SIZE = 10_000  # traces kept for /v1/traces: about 10 MB at 4 spans each
 # Contexts (DESIGN.md, "Context store").
 DEFAULT_CONTEXT_TTL_S = 1800.0  # AR_TTL_DEFAULT of the original deployment: 30 min since last use
@@ -83,6 +87,14 @@ class Settings(BaseSettings):
         30.0, gt=0, le=3600, description="a task untouched this long is taken over from a dead node"
     )
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    answer_memory_bytes: int = Field(
+        DEFAULT_ANSWER_MEMORY_BYTES,
+        ge=0,
+        description="bytes of remembered answers (degraded fallback) the memory backend keeps",
+    )
+    answer_max_bytes: int = Field(
+        DEFAULT_ANSWER_MAX_BYTES, ge=0, description="answers larger than this are not remembered"
+    )
     log_level: str = "info"
     log_json: bool = True
     trace_store_size: int = Field(

@@ -10,6 +10,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from agent_reach.testing.waiting import wait_until
+
 MARKUP = "<img src=x onerror=alert(1)>"
 MAX_LOAD_REQUESTS = 20_000  # the load thread stops by itself, whatever happens to the test
 SETTLE_MS = 10_000  # generous deadline for health changes driven by probes and load
@@ -125,6 +127,31 @@ def test_decisions_show_candidates_and_factor_scores_and_link_to_the_trace(
 
     decision.get_by_role("link", name="trace").click()
     expect(page.locator("#trace-id")).to_have_text(answer["trace_id"])
+
+
+def test_a_text_decision_explains_matchers_thresholds_and_params(
+    page, coordinator, http, start_agent, screenshot
+):
+    schema = {"properties": {"order_no": {"type": "string", "pattern": "[0-9]{3,}"}}}
+    start_agent(
+        "orders-1",
+        ["order.query"],
+        description="订单查询",
+        examples=["查订单 123 的状态", "我的订单到哪一步了", "订单状态"],
+        input_schema=schema,
+    )
+    start_agent("parcel-1", ["parcel.track"], examples=["我的快递到哪了", "包裹怎么还没到"])
+    wait_until(lambda: http.get("/v1/policy").json()["matching"]["current"], "the matchers to fit")
+    http.post("/v1/route", json={"text": "帮我查一下订单 888 的状态"})
+
+    open_view(page, coordinator, "decisions")
+    decision = page.locator("#decisions details.decision").first
+    decision.locator("summary").click()
+    explained = decision.locator(".text-match")
+    expect(explained).to_contain_text("lexical + embedding")
+    expect(explained).to_contain_text("min_confidence")
+    expect(explained).to_contain_text('{"order_no":"888"}')
+    screenshot("text-decision")
 
 
 def test_user_supplied_names_containing_markup_are_shown_escaped(

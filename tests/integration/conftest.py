@@ -11,6 +11,7 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -76,3 +77,18 @@ def register(http: httpx.Client) -> Callable[..., httpx.Response]:
         return http.post("/v1/agents", json=body)
 
     return call
+
+
+@pytest.fixture
+def matching_ready(http: httpx.Client) -> Callable[[], dict[str, object]]:
+    """Wait until every text matcher of the policy is fitted and calibrated on the current
+    catalog (the encoder loads and fits in the background); returns the matching status."""
+
+    def wait() -> dict[str, object]:
+        def current() -> dict[str, object] | None:
+            matching = http.get("/v1/policy").json()["matching"]
+            return matching if matching["current"] else None
+
+        return wait_until(current, "the text matchers to fit the catalog", timeout_s=30)
+
+    return wait

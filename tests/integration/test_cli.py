@@ -211,6 +211,8 @@ def test_route_by_text_shows_every_matcher_score(coordinator: str) -> None:
     assert result.exit_code == 0, result.output
     assert "lexical" in result.output
     assert "inventory.check" in result.output
+    assert "thresholds: match ≥ 0.5" in result.output  # what decided, on calibrated values
+    assert "≥ 0.15" in result.output
     assert run("route", coordinator=coordinator).exit_code == 1  # text or --capability
 
 

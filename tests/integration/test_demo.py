@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -40,5 +41,8 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
     assert inventory_instances(after) == {SURVIVOR}
     total = sum(len(step) for step in (*SCRIPT, *SCRIPT_AFTER_STOP))
     assert f"{total}/{total} requests answered" in after
+    assert "0 to a wrong one" in after  # by text, with the default install
+    routed = re.search(r"(\d+)/\d+ texts routed by meaning", after)
+    assert routed is not None and int(routed.group(1)) >= total // 2, after
     assert "Traceback" not in finished.stderr
     assert "security is OFF" in finished.stdout  # said loudly, not only in a log line

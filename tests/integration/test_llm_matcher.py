@@ -17,6 +17,7 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.model.agents import AgentSpec
 from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.testing.servers import ServerThread
@@ -84,14 +85,15 @@ async def pipeline(llm: tuple[FakeLlm, str]) -> Any:
 async def test_the_llm_is_asked_only_when_the_lexical_matcher_is_unsure(llm, pipeline):
     fake, _ = llm
     fake.content = '{"capability": "order.manage", "confidence": 0.9}'
-    sure = await pipeline.match(SURE_TEXT, POLICY)
+    await pipeline.ready(POLICY)
+    sure = (await pipeline.match(SURE_TEXT, POLICY)).matches
     assert sure[0].capability == "logistics.track"
     assert fake.received == []
-    unsure = await pipeline.match(UNSURE_TEXT, POLICY)
+    unsure = (await pipeline.match(UNSURE_TEXT, POLICY)).matches
     assert len(fake.received) == 1
     assert unsure[0].capability == "order.manage"
     assert unsure[0].scores["llm"] == 0.9
-    assert set(unsure[0].scores) == {"lexical", "llm"}
+    assert set(unsure[0].scores) == {"lexical", "raw", "llm"}
     request = fake.received[0]
     assert request["model"] == "tiny-router"
     assert request["messages"][-1] == {"role": "user", "content": UNSURE_TEXT}
@@ -113,22 +115,61 @@ async def test_the_llm_is_asked_only_when_the_lexical_matcher_is_unsure(llm, pip
 async def test_garbage_answers_count_as_no_opinion(llm, pipeline, content, status):
     fake, _ = llm
     fake.content, fake.status = content, status
-    matches = await pipeline.match(UNSURE_TEXT, POLICY)
+    await pipeline.ready(POLICY)
+    matches = (await pipeline.match(UNSURE_TEXT, POLICY)).matches
     assert len(fake.received) == 1
-    assert all(m.scores["llm"] == 0.0 for m in matches)
-    assert all(m.confidence == m.scores["lexical"] for m in matches)
+    assert all("llm" not in m.scores for m in matches)  # no opinion: left out of the blend
+    assert all(m.scores["raw"] == m.scores["lexical"] for m in matches)
 
 
 async def test_a_json_answer_wrapped_in_prose_is_understood(llm, pipeline):
     fake, _ = llm
     fake.content = 'Sure! ```json\n{"capability": "order.manage", "confidence": 0.8}\n```'
-    matches = await pipeline.match(UNSURE_TEXT, POLICY)
+    await pipeline.ready(POLICY)
+    matches = (await pipeline.match(UNSURE_TEXT, POLICY)).matches
     assert matches[0].capability == "order.manage"
 
 
 async def test_a_timeout_counts_as_no_opinion(llm, pipeline):
     fake, _ = llm
     fake.hang = True
-    matches = await pipeline.match(UNSURE_TEXT, POLICY)
+    await pipeline.ready(POLICY)
+    matches = (await pipeline.match(UNSURE_TEXT, POLICY)).matches
     assert len(fake.received) == 1
-    assert all(m.scores["llm"] == 0.0 for m in matches)
+    assert all("llm" not in m.scores for m in matches)
+
+
+ORDER_SCHEMA = {
+    "order_no": {"type": "string", "pattern": "[0-9]{3,}"},
+    "reason": {"type": "string", "enum": ["damaged", "late", "wrong item"]},
+    "urgent": {"type": "boolean"},
+}
+
+
+async def test_the_llm_fills_params_the_patterns_could_not_and_nothing_that_breaks_the_schema(
+    llm,
+):
+    fake, url = llm
+    fake.content = (
+        'Here you go: {"order_no": "A12", "reason": "late", "urgent": true, "extra": "x"}'
+    )
+    matcher = LlmMatcher(Settings(llm_url=url, llm_model="tiny-router", llm_timeout_s=0.5))
+    try:
+        filled = await matcher.fill_params("上周的订单太慢了，急！", ORDER_SCHEMA)
+    finally:
+        await matcher.aclose()
+    # "A12" breaks the order_no pattern and "extra" is no property: both are dropped
+    assert filled == {"reason": "late", "urgent": True}
+    request = fake.received[0]
+    assert request["messages"][-1] == {"role": "user", "content": "上周的订单太慢了，急！"}
+    assert '"order_no"' in request["messages"][0]["content"]
+
+
+async def test_a_failing_llm_fills_no_params(llm):
+    fake, url = llm
+    fake.status = 503
+    matcher = LlmMatcher(Settings(llm_url=url, llm_model="tiny-router", llm_timeout_s=0.5))
+    try:
+        assert await matcher.fill_params("订单 888", ORDER_SCHEMA) == {}
+    finally:
+        await matcher.aclose()

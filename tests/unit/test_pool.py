@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import shutil
 import socket
 import ssl
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 from agent_reach.invoke.pool import (
     ConnectFailed,
     ConnectionLost,
+    ConnectTimedOut,
     HttpPool,
     InvalidResponse,
     PoolError,
@@ -461,3 +464,67 @@ async def test_https_with_untrusted_certificate_is_connect_failed(serve, make_po
         with pytest.raises(ConnectFailed):
             await post(make_pool(), agent)
     assert agent.requests == []
+
+
+class FullBacklog:
+    """A listener whose accept queue is full (backlog 0 and connections nobody accepts):
+    the kernel drops new SYNs, as with a busy agent's small backlog. `drain()` starts
+    accepting, answering every request `200 ok`."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(0)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.fillers = [socket.socket() for _ in range(3)]
+        for filler in self.fillers:
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(self.sock.getsockname())
+
+    def drain(self) -> None:
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(TIMEOUT_S)
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.sock.accept()
+                threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _answer(conn: socket.socket) -> None:
+        conn.settimeout(TIMEOUT_S)
+        with contextlib.suppress(OSError), conn:
+            if conn.recv(65536):
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                conn.recv(1)
+
+    def close(self) -> None:
+        for filler in self.fillers:
+            filler.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def full_backlog() -> Iterator[FullBacklog]:
+    listener = FullBacklog()
+    yield listener
+    listener.close()
+
+
+async def test_a_connect_whose_first_syn_is_dropped_succeeds_on_the_retransmission(
+    make_pool, full_backlog
+):
+    # Linux resends the SYN after 1 s; the default connect timeout leaves room for it.
+    asyncio.get_running_loop().call_later(0.2, full_backlog.drain)
+    response = await make_pool().request("GET", full_backlog.url, timeout_s=TIMEOUT_S)
+    assert (response.status, response.body) == (200, b"ok")
+
+
+async def test_a_connect_that_gets_no_answer_is_a_connect_timeout(make_pool, full_backlog):
+    pool = make_pool(connect_timeout_s=0.2)
+    with pytest.raises(ConnectTimedOut):
+        await pool.request("GET", full_backlog.url, timeout_s=TIMEOUT_S)
+    with pytest.raises(ConnectTimedOut):  # also when the request's own time is shorter
+        await pool.request("GET", full_backlog.url, timeout_s=0.1)

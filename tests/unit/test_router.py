@@ -8,7 +8,7 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.model.agents import AgentSpec
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.router import decide, exact_match
+from agent_reach.routing.router import LEARNED, CapabilityMatch, decide, exact_match
 
 NOW = 100.0
 
@@ -164,3 +164,98 @@ def test_catalog_uses_skills_where_given_and_skips_generic_agents():
     assert index.version == version
     index.remove("shop-2")
     assert index.version == version + 1
+
+
+def text_matches(*pairs: tuple[str, float]) -> list[CapabilityMatch]:
+    return [CapabilityMatch(tag, confidence, {"raw": confidence}) for tag, confidence in pairs]
+
+
+def test_the_margin_rule_compares_match_confidences_not_instance_scores():
+    index = RegistryIndex()
+    add(index, "parcel-1", "parcel.track")
+    add(index, "order-1", "order.query")
+    # a 0.10 gap in confidence is 0.03 in instance scores: both below the 0.15 margin, but
+    # a 0.20 gap (0.06 in scores) must route: only the confidence gap counts
+    close = decide(
+        text_matches(("parcel.track", 0.8), ("order.query", 0.7)),
+        index,
+        RoutingPolicy(),
+        now=NOW,
+        from_text=True,
+    )
+    assert (close.rule, close.agent_id, close.margin) == ("margin", None, pytest.approx(0.1))
+    clear = decide(
+        text_matches(("parcel.track", 0.8), ("order.query", 0.6)),
+        index,
+        RoutingPolicy(),
+        now=NOW,
+        from_text=True,
+    )
+    assert (clear.rule, clear.agent_id, clear.margin) == ("best", "parcel-1", pytest.approx(0.2))
+
+
+def test_below_min_confidence_is_no_match_however_clear_the_gap():
+    index = RegistryIndex()
+    add(index, "parcel-1", "parcel.track")
+    decision = decide(
+        text_matches(("parcel.track", 0.45)), index, RoutingPolicy(), now=NOW, from_text=True
+    )
+    assert (decision.rule, decision.agent_id) == ("no_match", None)
+    assert decision.candidates[0].factors["match"] == 0.45
+
+
+def test_instance_factors_rank_instances_but_never_switch_the_capability():
+    index = RegistryIndex()
+    add(index, "parcel-1", "parcel.track").health = "suspect"
+    busy = add(index, "parcel-2", "parcel.track")
+    busy.stats.in_flight = 64
+    add(index, "order-1", "order.query")  # healthy and idle, scores higher as an instance
+    decision = decide(
+        text_matches(("parcel.track", 0.9), ("order.query", 0.5)),
+        index,
+        RoutingPolicy(),
+        now=NOW,
+        from_text=True,
+    )
+    assert decision.capability == "parcel.track"
+    assert [c.capability for c in decision.candidates] == [
+        "parcel.track",
+        "parcel.track",
+        "order.query",
+    ]
+    assert decision.candidates[-1].score > decision.candidates[0].score
+    assert decision.agent_id == decision.candidates[0].agent_id
+
+
+def test_a_text_whose_capability_has_no_live_instance_is_not_sent_elsewhere():
+    index = RegistryIndex()
+    add(index, "parcel-1", "parcel.track").health = "offline"
+    add(index, "order-1", "order.query")
+    decision = decide(
+        text_matches(("parcel.track", 0.9), ("order.query", 0.3)),
+        index,
+        RoutingPolicy(),
+        now=NOW,
+        from_text=True,
+    )
+    assert (decision.rule, decision.agent_id) == ("no_instance", None)
+
+
+def test_a_learned_text_goes_to_its_capability_without_thresholds():
+    index = RegistryIndex()
+    add(index, "parcel-1", "parcel.track")
+    add(index, "order-1", "order.query")
+    learned = [
+        CapabilityMatch("parcel.track", 1.0, {LEARNED: 1.0}),
+        *text_matches(("order.query", 0.95)),  # within any margin of it
+    ]
+    decision = decide(learned, index, RoutingPolicy(), now=NOW, from_text=True)
+    assert (decision.rule, decision.agent_id) == ("learned", "parcel-1")
+    plain = decide(
+        text_matches(("parcel.track", 1.0), ("order.query", 0.95)),
+        index,
+        RoutingPolicy(),
+        now=NOW,
+        from_text=True,
+    )
+    assert plain.rule == "margin"

@@ -11,6 +11,7 @@ from agent_reach.backends.protocols import (
     IdempotencyStore,
     JournalStore,
     KeyStore,
+    LearningStore,
     QueueStore,
     QuotaStore,
     RegistryStore,
@@ -36,6 +37,7 @@ class Backends:
     contexts: ContextStore
     runs: RunStore
     workflows: WorkflowStore
+    learning: LearningStore
     is_shared: bool = False
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -191,6 +191,32 @@ class AnswerCache(Protocol):
         """The remembered answer, or None."""
 
 
+class LearningStore(Protocol):
+    """What the router learns from, shared by every coordinator: the texts it routed (so
+    their callers can correct them) and the examples learned from corrections and 421s."""
+
+    async def put_text(self, request_id: str, document: bytes, ttl_s: float) -> None:
+        """Remember a routed text request for `ttl_s` seconds (the same id replaces it)."""
+
+    async def get_text(self, request_id: str) -> bytes | None:
+        """The routed text request, or None when unknown or expired."""
+
+    async def add_example(
+        self, example_id: str, capability: str, document: bytes, *, ttl_s: float, keep: int
+    ) -> None:
+        """Store or replace a learned example for `ttl_s` seconds; in the same atomic step
+        the capability keeps only its `keep` newest examples and the version changes."""
+
+    async def examples(self) -> list[bytes]:
+        """Every unexpired learned example."""
+
+    async def delete_example(self, example_id: str) -> bool:
+        """Forget one example (the version changes); False when there was none."""
+
+    async def version(self) -> int:
+        """Changes with every add and delete (not when an example expires)."""
+
+
 class KeyStore(Protocol):
     """API key records by key id; a record holds a digest, never the key itself."""
 

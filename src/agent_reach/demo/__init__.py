@@ -12,6 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -28,6 +29,10 @@ from agent_reach.testing.servers import ServerThread, run_coordinator
 STOPPED_INSTANCE = "inventory-01"
 
 
+HUMAN = "human.handoff"  # the generic agent: takes what the router will not guess
+MATCHERS_READY_POLLS = 300  # 0.1 s apart: the encoder loads and fits in a few seconds
+
+
 @dataclass(slots=True)
 class Row:
     """One request of the demo as the table shows it."""
@@ -35,7 +40,8 @@ class Row:
     number: int
     ask: Ask
     agent_id: str | None
-    score: float | None
+    routed: str | None  # the capability the text was routed to
+    confidence: float | None  # its calibrated match confidence
     latency_ms: float
     summary: str
 
@@ -66,6 +72,7 @@ def run_demo(console: Console | None = None) -> int:
 async def _play(console: Console, url: str, servers: dict[str, ServerThread]) -> int:
     async with ReachClient(url) as client:
         await _check_registered(client, set(servers))
+        await _matchers_ready(url)
         console.print(
             f"[bold]Agent-Reach demo[/]: coordinator {url}, {len(servers)} agents registered"
         )
@@ -79,15 +86,22 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
         workflow_ok = await play_shipment(console, client)
 
     served_before, served_after = _inventory_agents(before), _inventory_agents(after)
-    answered = sum(row.agent_id is not None for row in (*before, *after))
+    rows = (*before, *after)
+    answered = sum(row.agent_id is not None for row in rows)
+    routed = sum(row.routed == row.ask.capability for row in rows)
+    # a refused text goes to the generic human agent: never to the wrong specialist
+    misrouted = sum(row.routed not in (row.ask.capability, HUMAN) for row in rows)
     total = len(before) + len(after)
     console.print(
-        f"[bold]summary[/]: {answered}/{total} requests answered; inventory.check went to "
+        f"[bold]summary[/]: {answered}/{total} requests answered; {routed}/{total} texts "
+        f"routed by meaning to the capability meant, {total - routed - misrouted} the router "
+        f"would not guess went to {HUMAN}, {misrouted} to a wrong one; inventory.check went to "
         f"{', '.join(sorted(served_before))} before the stop and to "
         f"{', '.join(sorted(served_after))} after it"
     )
     is_expected = (
         answered == total
+        and misrouted == 0
         and len(served_before) == 2
         and STOPPED_INSTANCE not in served_after
         and workflow_ok
@@ -104,6 +118,17 @@ async def _check_registered(client: ReachClient, agent_ids: set[str]) -> None:
         )
 
 
+async def _matchers_ready(url: str) -> None:
+    """Wait until the sentence encoder has loaded and both matchers are calibrated on the
+    agents' cards (a few seconds); text is routed lexically until then."""
+    async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+        for _ in range(MATCHERS_READY_POLLS):
+            if (await http.get("/v1/policy")).json()["matching"]["current"]:
+                return
+            await asyncio.sleep(0.1)
+    raise ReachError("the text matchers did not get ready", code="demo_not_ready")
+
+
 async def _send_all(client: ReachClient, script: list[list[Ask]], first_number: int) -> list[Row]:
     """Send each step's requests together, steps one after another; rows in script order."""
     rows: list[Row] = []
@@ -118,15 +143,34 @@ async def _send_all(client: ReachClient, script: list[list[Ask]], first_number: 
 async def _send(client: ReachClient, number: int, ask: Ask) -> Row:
     started = SYSTEM_CLOCK.monotonic()
     try:
-        answer = await client.invoke(ask.capability, payload=ask.payload)
+        answer = await client.invoke(text=ask.text, payload=ask.payload)
     except ReachError as exc:
         latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
-        return Row(
-            number, ask, None, None, latency_ms, f"[red]{exc.code}[/]: {escape(exc.message)}"
-        )
+        message = f"[red]{exc.code}[/]: {escape(exc.message)}"
+        return Row(number, ask, None, None, None, latency_ms, message)
     latency_ms = (SYSTEM_CLOCK.monotonic() - started) * 1000
-    score = next((c.score for c in answer.route.candidates if c.agent_id == answer.agent_id), None)
-    return Row(number, ask, answer.agent_id, score, latency_ms, _summary(answer.result))
+    route = answer.route
+    confidence = None  # a generic agent is no match: it takes what was refused
+    if route.rule != "generic":
+        confidence = next(
+            (c.factors.get("match") for c in route.candidates if c.agent_id == answer.agent_id),
+            None,
+        )
+    return Row(
+        number,
+        ask,
+        answer.agent_id,
+        route.capability,
+        confidence,
+        latency_ms,
+        _summary(answer.result),
+    )
+
+
+def _routed(row: Row) -> str:
+    if row.routed == row.ask.capability:
+        return row.routed
+    return f"[red]{row.routed or 'refused'}[/] (meant {row.ask.capability})"
 
 
 def _summary(result: Any) -> str:
@@ -134,27 +178,25 @@ def _summary(result: Any) -> str:
 
 
 def _inventory_agents(rows: list[Row]) -> set[str]:
-    return {
-        row.agent_id for row in rows if row.ask.capability == "inventory.check" and row.agent_id
-    }
+    return {row.agent_id for row in rows if row.routed == "inventory.check" and row.agent_id}
 
 
 def _table(title: str, rows: list[Row]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("capability", no_wrap=True)
     table.add_column("user text")
+    table.add_column("routed by meaning to", no_wrap=True)
+    table.add_column("match", justify="right", no_wrap=True)
     table.add_column("instance", no_wrap=True, style="cyan")
-    table.add_column("score", justify="right", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
     table.add_column("answer")
     for row in rows:
         table.add_row(
             str(row.number),
-            row.ask.capability,
             row.ask.text,
+            _routed(row),
+            "-" if row.confidence is None else f"{row.confidence:.2f}",
             row.agent_id or "[red]-[/]",
-            "-" if row.score is None else f"{row.score:.3f}",
             f"{row.latency_ms:.1f}",
             row.summary,
         )

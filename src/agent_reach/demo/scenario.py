@@ -95,7 +95,16 @@ def order_service(coordinator_url: str) -> Agent:
         coordinator_url=coordinator_url,
         display_name="订单查询",
         description="订单状态、订单内容、发货进度",
-        examples=["我的订单到哪一步了", "订单为什么还没发货"],
+        examples=[  # a card's examples: what customers say, not the scripted requests
+            "我的订单到哪一步了",
+            "订单为什么还没发货",
+            "帮我查一下订单状态",
+            "我上周下的单买了哪些东西",
+            "订单号 A2001 是什么情况",
+            "我的订单发货了没有",
+            "订单里有哪些商品",
+            "check my order status",
+        ],
         domain=DOMAIN,
     )
 
@@ -122,7 +131,16 @@ def logistics_track(coordinator_url: str) -> Agent:
         coordinator_url=coordinator_url,
         display_name="物流查询",
         description="快递单号、物流轨迹、预计送达时间",
-        examples=["我买的东西怎么还没到", "快递到哪了"],
+        examples=[
+            "我买的东西怎么还没到",
+            "快递到哪了",
+            "运单号 ZT1234 到哪里了",
+            "包裹什么时候能送到",
+            "快递显示已签收但我没收到",
+            "物流信息一直没更新",
+            "签收了没有",
+            "where is my parcel",
+        ],
         domain=DOMAIN,
     )
 
@@ -151,7 +169,16 @@ def faq_service(coordinator_url: str) -> Agent:
         coordinator_url=coordinator_url,
         display_name="产品问答",
         description="产品功能、保修、退换货、发票等常见问题",
-        examples=["支持无线充电吗", "保修多久"],
+        examples=[
+            "支持无线充电吗",
+            "保修多久",
+            "这款手机防水吗",
+            "可以开发票吗",
+            "七天无理由退货怎么操作",
+            "退货政策是什么",
+            "耳机怎么连接手机",
+            "does it support fast charging",
+        ],
         domain=DOMAIN,
     )
 
@@ -174,7 +201,17 @@ def inventory(instance_id: str, warehouse: str, coordinator_url: str) -> Agent:
         coordinator_url=coordinator_url,
         display_name="库存查询",
         description="商品库存、有没有货、能买几件",
-        examples=["这款手机有蓝色256G吗", "还有货吗"],
+        examples=[
+            "这款手机有蓝色256G吗",
+            "还有货吗",
+            "白色的什么时候到货",
+            "现在下单有现货吗",
+            "这个颜色缺货了吗",
+            "库存还剩多少",
+            "什么时候补货",
+            "还有几件",
+            "is this model in stock",
+        ],
         domain=DOMAIN,
     )
 

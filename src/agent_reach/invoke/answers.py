@@ -2,7 +2,8 @@
 
 Remembering is off the request path: answers wait in a bounded buffer that a
 writer drains every `FLUSH_S` (no task wake-up per request), so a slow store never
-slows a successful request; under overload the oldest are dropped.
+slows a successful request; under overload the oldest are dropped. Answers over
+`max_bytes` once encoded are not remembered (the store bounds the total).
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def answer_key(capability: str, payload: Any) -> str:
 class AnswerMemory:
     """Writes answers in the background; reads them when everything else failed."""
 
-    def __init__(self, cache: AnswerCache) -> None:
+    def __init__(self, cache: AnswerCache, max_bytes: int) -> None:
         self.cache = cache
+        self.max_bytes = max_bytes
+        self.skipped = 0  # answers too large to remember
         self._pending: deque[tuple[str, Any, Any, float]] = deque(maxlen=PENDING_MAX)
 
     def remember(self, capability: str, payload: Any, result: Any, ttl_s: float) -> None:
@@ -50,13 +53,21 @@ class AnswerMemory:
         """Write queued answers until cancelled."""
         while True:
             await asyncio.sleep(FLUSH_S)
-            latest: dict[str, tuple[Any, float]] = {}  # one write per key: the newest wins
-            while self._pending:
-                capability, payload, result, ttl_s = self._pending.popleft()
-                latest[answer_key(capability, payload)] = (result, ttl_s)
-            for key, (result, ttl_s) in latest.items():
-                try:
-                    await self.cache.put(key, orjson.dumps(result), ttl_s)
-                except StoreUnavailable:
-                    log.warning("answer_not_remembered")
-                    break
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write the answers queued so far: one write per key, the newest wins."""
+        latest: dict[str, tuple[Any, float]] = {}
+        while self._pending:
+            capability, payload, result, ttl_s = self._pending.popleft()
+            latest[answer_key(capability, payload)] = (result, ttl_s)
+        for key, (result, ttl_s) in latest.items():
+            body = orjson.dumps(result)
+            if len(body) > self.max_bytes:
+                self.skipped += 1
+                continue
+            try:
+                await self.cache.put(key, body, ttl_s)
+            except StoreUnavailable:
+                log.warning("answer_not_remembered")
+                break

@@ -9,8 +9,13 @@ what the failure says about the agent:
 - no answer in time, or the connection died after sending (the agent may still be
   acting): a re-send, bounded by the class's `retries`, after a jittered backoff,
   to another instance when there is one;
-- a failure the agent made final (4xx, `X-Reach-Retryable: false`, a non-JSON
-  answer): stop.
+- a failure the agent made final (4xx, `X-Reach-Retryable: false`, an answer that
+  cannot be read or is over the limit: it acted and answered): stop.
+
+Once any attempt may have reached an agent, running out of instances is that
+failure, never "no instance": the request is not parked and replayed behind the
+caller's back. A connect timeout is not counted against the instance's health the
+way a refusal is: under load a full listen backlog drops SYNs of a working agent.
 
 Every attempt after one that reached an agent needs a slot in the retry budget.
 """
@@ -28,6 +33,7 @@ from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopL
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.transports import Transports
+from agent_reach.invoke.transports.protocol import Normalization, Shaped
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import Attempt
 from agent_reach.observability.metrics import Metrics
@@ -45,6 +51,7 @@ class Delivered:
     result: Any
     instance: Instance
     attempts: list[Attempt]
+    normalized: Normalization = "json"
 
 
 @dataclass(slots=True)
@@ -57,6 +64,7 @@ class _Chain:
     attempts: list[Attempt] = field(default_factory=list)
     resends: int = 0
     reached_agent: bool = False
+    unknown: AgentFailed | None = None  # the first failure after which the agent may have acted
 
 
 ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
@@ -136,6 +144,7 @@ class AttemptLoop:
             if not isinstance(last_error, AgentUnreachable):
                 chain.reached_agent = True
             if _may_have_acted(last_error):
+                chain.unknown = chain.unknown or last_error
                 chain.resends += 1
                 if chain.resends > timeout_class.retries:
                     raise _with_attempts(last_error, chain)
@@ -192,7 +201,7 @@ class AttemptLoop:
             # HopLimit: the agent's own onward call ran out of hops; it is final, as it is.
             elapsed_ms = (self.clock.monotonic() - started) * 1000
             window.record(ok=False, latency_ms=elapsed_ms)
-            if exc.retryable:
+            if exc.retryable and not exc.details.get("connect_timeout"):
                 self.health.record_delivery(instance, ok=False)
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
             self._trace(trace, span_id, delivery, spec.id, number, started, exc.code, via)
@@ -217,6 +226,8 @@ class AttemptLoop:
         self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
         self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via)
         chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
+        if isinstance(result, Shaped):
+            return Delivered(result.value, instance, chain.attempts, result.normalized)
         return Delivered(result, instance, chain.attempts)
 
     def _trace(
@@ -267,7 +278,7 @@ def _via(agent_id: str, chain: _Chain) -> str | None:
 
 
 def _may_have_acted(error: AgentFailed) -> bool:
-    return isinstance(error, AgentTimeout) or bool(error.details.get("outcome_unknown"))
+    return bool(error.details.get("outcome_unknown", isinstance(error, AgentTimeout)))
 
 
 def _with_attempts(error: AgentFailed | None, chain: _Chain) -> AgentFailed:
@@ -277,8 +288,8 @@ def _with_attempts(error: AgentFailed | None, chain: _Chain) -> AgentFailed:
 
 
 def _exhausted(last_error: AgentFailed | None, chain: _Chain) -> Exception:
-    if last_error is not None and chain.reached_agent and _may_have_acted(last_error):
-        return _with_attempts(last_error, chain)
+    if chain.unknown is not None:
+        return _with_attempts(chain.unknown, chain)
     return NoInstance(
         "no instance of the capability could take the request"
         + (f" (last failure: {last_error.code})" if last_error else ""),

@@ -18,18 +18,23 @@ class Delivery:
     trace_id: str
     hop: int
     context: dict[str, Any] | None = None
+    text: str | None = None  # the user's words, for a request routed by text
+    params: dict[str, Any] | None = None  # what the capability's input_schema pulled out
 
     def body(self) -> bytes:
-        return orjson.dumps(
-            {
-                "request_id": self.request_id,
-                "capability": self.capability,
-                "payload": self.payload,
-                "context": self.context,
-                "trace_id": self.trace_id,
-                "hop": self.hop,
-            }
-        )
+        body = {
+            "request_id": self.request_id,
+            "capability": self.capability,
+            "payload": self.payload,
+            "context": self.context,
+            "trace_id": self.trace_id,
+            "hop": self.hop,
+        }
+        if self.text is not None:
+            body["text"] = self.text
+            if self.params is not None:
+                body["params"] = self.params
+        return orjson.dumps(body)
 
     def headers(self, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:
         """Contract headers, plus what is left of the caller's deadline."""

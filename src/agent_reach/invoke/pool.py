@@ -35,7 +35,11 @@ import httptools
 # 512 per origin: above the 64-way concurrency the overhead goal is set at, and
 # well below the default 1024 open files of one process.
 MAX_CONNECTIONS_PER_ORIGIN = 512
-CONNECT_TIMEOUT_S = 1.0
+# Linux retransmits an unanswered SYN after 1 s (the initial RTO of RFC 6298), then
+# after 3 s: a listen backlog that overflows for a moment (Python's http.server keeps 5)
+# drops the first SYN, so a connect needs time for the first retransmission and a
+# round trip after it.
+CONNECT_TIMEOUT_S = 2.5
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 # 4 s: below uvicorn's 5 s keep-alive timeout (and nginx's 75 s), so we usually close
 # an idle connection before the agent does, and the keep-alive race stays rare.
@@ -60,6 +64,10 @@ class PoolError(Exception):
 
 class ConnectFailed(PoolError):
     """Nothing was sent: the name did not resolve, the connect was refused or timed out."""
+
+
+class ConnectTimedOut(ConnectFailed):
+    """Nothing was sent: the connect got no answer in time (a full backlog drops SYNs)."""
 
 
 class RequestTimeout(PoolError):
@@ -403,9 +411,7 @@ class _Origin:
                 )
         except TimeoutError:
             self._pass_slot()
-            if budget <= self.pool.connect_timeout_s:
-                raise RequestTimeout(f"timed out connecting to {self.name}", sent=False) from None
-            raise ConnectFailed(f"connect to {self.name} timed out after {limit:g} s") from None
+            raise ConnectTimedOut(f"connect to {self.name} timed out after {limit:g} s") from None
         except OSError as exc:
             self._pass_slot()
             raise ConnectFailed(f"cannot connect to {self.name}: {exc}") from exc

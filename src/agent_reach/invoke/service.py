@@ -9,14 +9,16 @@ replayed later; when their time runs out, a remembered answer is served as
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
 from agent_reach.errors import (
+    AgentFailed,
     Ambiguous,
     Forbidden,
     HopLimit,
@@ -44,10 +46,14 @@ from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.routing.params import schema_of, with_payload
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
+
+if TYPE_CHECKING:
+    from agent_reach.learning.service import LearningService
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -85,6 +91,7 @@ class InvokeService:
         tracer: Tracer,
         security: SecurityService,
         contexts: ContextService,
+        learning: LearningService | None = None,
     ) -> None:
         self.routing = routing
         self.attempts = attempts
@@ -99,6 +106,7 @@ class InvokeService:
         self.tracer = tracer
         self.security = security
         self.contexts = contexts
+        self.learning = learning
         self.fanout: FanoutHandler | None = None  # set once orchestration is wired in
 
     async def handle(
@@ -293,9 +301,11 @@ class InvokeService:
                 payload=request.payload,
                 trace_id=trace.trace_id,
                 hop=task.hop_budget - 1,
+                text=request.text if request.capability is None else None,
+                params=self._params(decision, request),
             )
-            delivered = await self._deliver(
-                decision, delivery, trace, timeout_class, deadline, policy, request.context_id
+            delivered = await self._deliver_text(
+                task, decision, delivery, trace, timeout_class, deadline, policy
             )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
@@ -313,6 +323,7 @@ class InvokeService:
         except ReachError as exc:
             exc.details.setdefault("route", decision)
             raise
+        self._learn_weights(decision, delivered, policy)
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
             self.routing.affinity.record(
@@ -332,8 +343,107 @@ class InvokeService:
             result=delivered.result,
             route=decision,
             attempts=delivered.attempts,
+            normalized=delivered.normalized,
         )
         return Answer.of(200, result), None
+
+    def _learn_weights(
+        self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy
+    ) -> None:
+        """Each attempt's outcome teaches the factor weights (when they adapt)."""
+        if not policy.adaptation.enabled:
+            return
+        for attempt in delivered.attempts:
+            self.routing.adaptation.record(
+                decision, attempt.agent_id, ok=attempt.outcome == "ok", policy=policy
+            )
+
+    def _params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
+        """The params pulled out of the text, with the caller's own payload fields kept."""
+        text = decision.text
+        if text is None or text.params is None or decision.capability is None:
+            return None
+        schema = schema_of(self.routing.index, decision.capability)
+        return with_payload(text.params, schema or {}, request.payload)
+
+    async def _deliver_text(
+        self,
+        task: TaskEntry,
+        decision: RouteDecision,
+        delivery: Delivery,
+        trace: TraceContext,
+        timeout_class: TimeoutClassPolicy,
+        deadline: float,
+        policy: RoutingPolicy,
+    ) -> Delivered:
+        """Deliver; when an agent answers a text request with 421 "not mine", remember the
+        negative and route the text again without that capability (each such redirect is
+        one more hop), within the same deadline. Nothing was done by a 421: no re-send."""
+        request = task.request
+        earlier: list[Any] = []
+        refused: set[str] = set()
+        while True:
+            try:
+                delivered = await self._deliver(
+                    decision, delivery, trace, timeout_class, deadline, policy, request.context_id
+                )
+            except AgentFailed as exc:
+                if request.capability is not None or exc.details.get("http_status") != 421:
+                    raise
+                earlier = _numbered(earlier, exc.details.get("attempts", []))
+                refused.add(delivery.capability)
+                if self.learning is not None and request.text:
+                    await self.learning.misdirected(
+                        task.task_id, task.principal.name, request.text, delivery.capability
+                    )
+                decision = await self._redirect(task, trace, refused, delivery.hop, exc, earlier)
+                delivery = dataclasses.replace(
+                    delivery,
+                    capability=decision.capability or "",
+                    hop=delivery.hop - 1,
+                    params=self._params(decision, request),
+                )
+                continue
+            if earlier:
+                delivered.attempts = _numbered(earlier, delivered.attempts)
+            return delivered
+
+    async def _redirect(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        refused: set[str],
+        hop: int,
+        failure: AgentFailed,
+        attempts: list[Any],
+    ) -> RouteDecision:
+        """The decision for the text once `refused` said "not mine"; NoMatch when none."""
+        decision = None
+        if hop >= 1:
+            decision = await self.routing.route(
+                task.request,
+                request_id=task.task_id,
+                trace_id=trace.trace_id,
+                kind="invoke",
+                parent_span_id=trace.parent_span_id,
+                principal=task.principal.name,
+            )
+        if decision is None or decision.capability is None or decision.capability in refused:
+            self.metrics.misdirected.labels("refused").inc()
+            refusal = NoMatch(
+                "the agents of every capability that fits the text answered 421 (not mine)",
+                request_id=task.task_id,
+                attempts=attempts,
+                misdirected=sorted(refused),
+                last_failure=failure.code,
+            )
+            if decision is not None:
+                refusal.details["route"] = decision
+            raise refusal
+        self.security.authorize_invoke(task.principal, decision.capability)
+        await self.security.admit(task.principal, decision.capability)
+        self.metrics.misdirected.labels("redirected").inc()
+        return decision
 
     async def _deliver(
         self,
@@ -389,6 +499,14 @@ class InvokeService:
         if request.capability is None:
             raise NoMatch("the text fits no registered capability well enough", **details)
         raise NoCapability("no registered agent offers the capability", **details)
+
+
+def _numbered(earlier: list[Any], later: list[Any]) -> list[Any]:
+    """Attempts of successive deliveries as one list, numbered on."""
+    return [
+        *earlier,
+        *(dataclasses.replace(a, number=len(earlier) + n + 1) for n, a in enumerate(later)),
+    ]
 
 
 def _timeout_class(

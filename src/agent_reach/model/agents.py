@@ -48,6 +48,28 @@ class TransportSpec(BaseModel):
 
 
 Example = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+MAX_SCHEMA_PROPERTIES = 64  # input_schema properties a capability may declare
+
+
+def _object_schema(schema: Any) -> Any:
+    """`input_schema` is a JSON Schema object: `properties` maps names to schemas."""
+    if schema is None:
+        return None
+    if not isinstance(schema, dict):
+        raise ValueError("input_schema must be a JSON Schema object")
+    if schema.get("type", "object") != "object":
+        raise ValueError('input_schema must describe an object ("type": "object")')
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict) or not all(
+        isinstance(k, str) and isinstance(v, dict) for k, v in properties.items()
+    ):
+        raise ValueError("input_schema.properties must map names to schemas")
+    if len(properties) > MAX_SCHEMA_PROPERTIES:
+        raise ValueError(f"input_schema has more than {MAX_SCHEMA_PROPERTIES} properties")
+    return schema
+
+
+InputSchema = Annotated[dict[str, Any] | None, BeforeValidator(_object_schema)]
 
 
 class SkillSpec(BaseModel):
@@ -58,6 +80,7 @@ class SkillSpec(BaseModel):
     capability: Capability
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
+    input_schema: InputSchema = None
 
 
 class AgentSpec(BaseModel):
@@ -82,6 +105,9 @@ class AgentSpec(BaseModel):
         Field(max_length=64),
     ] = []
     skills: Annotated[list[SkillSpec], Field(max_length=256)] = []
+    input_schema: InputSchema = Field(
+        None, description="JSON Schema of what the capability takes; params are pulled from text"
+    )
 
     @field_validator("capabilities")
     @classmethod

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-Rule = Literal["exact", "best", "margin", "no_match", "generic", "no_instance"]
+Rule = Literal["exact", "best", "learned", "margin", "no_match", "generic", "no_instance"]
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
@@ -20,11 +20,31 @@ class Candidate:
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
+class TextMatch:
+    """How a text was matched: what was asked, the thresholds that decided, what was learned.
+
+    Candidates' `factors.match` are calibrated confidences (the probability that routing
+    there is right, fitted on the catalog); `match.raw` is the matchers' blend before it.
+    """
+
+    matchers: list[str]  # asked, in order
+    pending: list[str]  # in the policy but not ready yet (the encoder loading, a first fit)
+    calibrated: bool  # False: too few cards to calibrate, raw scores were used as they are
+    min_confidence: float
+    margin: float  # the threshold; RouteDecision.margin is the gap that was measured
+    learned: dict[str, str] | None = None  # the learned example that matched the text exactly
+    not_mine: list[str] = field(default_factory=list)  # capabilities that answered 421 to it
+    params: dict[str, Any] | None = None  # what the chosen capability's input_schema pulled out
+
+
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
 class RouteDecision:
     """The router's answer: the choice (or null), why, and every candidate it weighed.
 
     When the router will not guess (`margin`, `no_match`) and a generic agent takes the
-    request instead, `rule` is `generic` and `refused_by` keeps the reason.
+    request instead, `rule` is `generic` and `refused_by` keeps the reason. For text,
+    `margin` is the gap between the calibrated match confidences of the two best
+    different capabilities, and `text` explains the matching.
     """
 
     capability: str | None
@@ -35,3 +55,4 @@ class RouteDecision:
     policy_version: str
     weights: dict[str, float]
     refused_by: Rule | None = None
+    text: TextMatch | None = None

@@ -91,6 +91,9 @@ class InvokeResult:
     result: Any
     route: RouteDecision
     attempts: list[Attempt] = field(default_factory=list)
+    # How the agent's answer became `result`: "json" as sent, "text" ({"text": ...}),
+    # "xml" ({"xml": ...} or the registration's mapping), "empty" (null).
+    normalized: str = "json"
 
 
 class TaskView(BaseModel):

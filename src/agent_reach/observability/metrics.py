@@ -164,6 +164,18 @@ class Metrics:
             ["stage"],
             registry=r,
         )
+        self.routing_feedback = Counter(
+            "agent_reach_routing_feedback",
+            "Examples the router learned: positive (a correction) or negative (a 421)",
+            ["kind"],
+            registry=r,
+        )
+        self.misdirected = Counter(
+            "agent_reach_misdirected",
+            "421 'not mine' answers to text requests, by what followed",
+            ["outcome"],
+            registry=r,
+        )
         self.health_transitions = Counter(
             "agent_reach_health_transitions",
             "Instance health state changes",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_reach.registry.index import RegistryIndex
 
@@ -19,12 +21,17 @@ class CapabilityCard:
     capability: str
     descriptions: tuple[str, ...]
     examples: tuple[str, ...]
+    input_schema: Mapping[str, Any] | None = None
 
 
-def build_catalog(index: RegistryIndex) -> dict[str, CapabilityCard]:
-    """One card per capability offered by at least one non-generic instance."""
+def build_catalog(
+    index: RegistryIndex, learned: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, CapabilityCard]:
+    """One card per capability offered by at least one non-generic instance; `learned`
+    examples (from feedback) join the registered ones of their capability."""
     descriptions: dict[str, dict[str, None]] = {}
     examples: dict[str, dict[str, None]] = {}
+    schemas: dict[str, Mapping[str, Any]] = {}
     for instance in index.by_id.values():
         spec = instance.spec
         if spec.generic:
@@ -34,11 +41,17 @@ def build_catalog(index: RegistryIndex) -> dict[str, CapabilityCard]:
             skill = skills.get(tag)
             text = skill.description if skill else spec.description
             said = skill.examples if skill else spec.examples
+            schema = skill.input_schema if skill and skill.input_schema else spec.input_schema
+            if schema is not None:
+                schemas.setdefault(tag, schema)
             if text:
                 descriptions.setdefault(tag, {})[text] = None
             examples.setdefault(tag, {}).update(dict.fromkeys(said))
             descriptions.setdefault(tag, {})
+    for tag, texts in (learned or {}).items():
+        if tag in descriptions:
+            examples.setdefault(tag, {}).update(dict.fromkeys(texts))
     return {
-        tag: CapabilityCard(tag, tuple(texts), tuple(examples.get(tag, {})))
+        tag: CapabilityCard(tag, tuple(texts), tuple(examples.get(tag, {})), schemas.get(tag))
         for tag, texts in sorted(descriptions.items())
     }

@@ -20,9 +20,39 @@ PRESETS: dict[str, dict[str, float]] = {
     "default": {"match": 0.30, "health": 0.25, "affinity": 0.20, "load": 0.15, "success": 0.10},
     "dispatch": {"match": 0.40, "health": 0.30, "latency": 0.20, "load": 0.10},
 }
+# Both apply to calibrated match confidences (P(routing there is right), fitted on the
+# registered catalog by routing/calibration.py), so they hold on any catalog untuned.
 DEFAULT_MARGIN = 0.15  # DESIGN.md: closer than this across capabilities means "do not guess"
-DEFAULT_MIN_CONFIDENCE = 0.35  # below this best text match, the request is out of scope
+DEFAULT_MIN_CONFIDENCE = 0.5  # calibrated: route only when more likely right than wrong
+DEFAULT_MATCHERS = ("lexical", "embedding")  # lexical serves alone until the encoder is ready
 DEFAULT_MATCH_CACHE_S = 120.0  # issue 3: repeated texts reuse their match this long
+
+
+class LearningPolicy(BaseModel):
+    """What the router learns from corrections (`POST /v1/feedback`) and 421 answers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    correctable_s: float = Field(
+        3600.0, ge=0, le=7 * 86_400, description="how long a routed text may be corrected"
+    )  # the original write-up: "correct routing from the last hour's results"
+    example_ttl_s: float = Field(
+        30 * 86_400.0, gt=0, le=365 * 86_400, description="how long a learned example lasts"
+    )
+    max_per_capability: int = Field(
+        200, ge=1, le=10_000, description="learned examples kept per capability, newest first"
+    )
+
+
+class AdaptationPolicy(BaseModel):
+    """Online adaptation of factor weights to outcomes (routing/adaptation.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False  # off: the weights are exactly the policy's
+    rate: float = Field(0.05, gt=0, le=1, description="step per delivery outcome")
+    low: float = Field(0.5, ge=0, le=1, description="a weight stays >= low x its policy value")
+    high: float = Field(2.0, ge=1, le=10, description="... and <= high x its policy value")
 
 
 class TimeoutClassPolicy(BaseModel):
@@ -78,7 +108,7 @@ class RoutingPolicy(BaseModel):
     margin: float = Field(DEFAULT_MARGIN, ge=0, le=1)
     min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, ge=0, le=1)
     matchers: list[Annotated[str, Field(pattern=r"^[a-z_]+$")]] = Field(
-        default_factory=lambda: ["lexical"],
+        default_factory=lambda: list(DEFAULT_MATCHERS),
         description="text matchers, cheapest first; a later one is asked only when unsure",
     )
     confident_at: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
@@ -87,6 +117,8 @@ class RoutingPolicy(BaseModel):
     )
     match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
     delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
+    learning: LearningPolicy = Field(default_factory=LearningPolicy)
+    adaptation: AdaptationPolicy = Field(default_factory=AdaptationPolicy)
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
     workflows: WorkflowPolicy = Field(default_factory=WorkflowPolicy)

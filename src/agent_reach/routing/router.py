@@ -7,17 +7,21 @@ socket, and it never raises for "nothing fits" — the decision says why instead
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent_reach.model.decisions import Candidate, RouteDecision, Rule
+from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.scoring import factors_of, weighted_score
+
+WeightsOf = Callable[[str], tuple[tuple[str, float], ...]]
 
 _rng = random.Random()  # our own: callers seeding `random` do not steer ties
 
 MAX_EXPLAINED = 20  # candidates listed in a decision; the rest are scored but not shown
 TIE_EPSILON = 1e-9
+LEARNED = "learned"  # the match score of a text learned from a correction: taken as it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +46,26 @@ def decide(
     now: float,
     warm_agents: frozenset[str] = frozenset(),
     from_text: bool = False,
+    text: TextMatch | None = None,
+    weights_of: WeightsOf | None = None,
 ) -> RouteDecision:
     """Score every live instance of every matched capability and pick the best.
 
-    For text, the router refuses to guess when the best match is below the policy's
-    `min_confidence` (`no_match`) or the two best candidates serve different
-    capabilities and are closer than its `margin` (`margin`); a live generic agent
-    then takes the request (`generic`), else the decision names nobody.
+    For text, `matches` are calibrated confidences, best first, and the capability is
+    chosen on them: the router refuses to guess when the best is below the policy's
+    `min_confidence` (`no_match`) or the two best capabilities are closer than its
+    `margin` (`margin`); a live generic agent then takes the request (`generic`), else the
+    decision names nobody. Instance factors rank the instances of the chosen capability;
+    they never turn a refusal into a guess. A text learned from a correction (`learned`)
+    goes to its capability without thresholds. `weights_of` gives a capability's factor
+    weights when they adapt to outcomes (else the policy's).
     """
-    return _Decider(index, policy, now, warm_agents).decide(matches, from_text)
+    decider = _Decider(index, policy, now, warm_agents, weights_of)
+    if not from_text:
+        return decider.decide_exact(matches)
+    decision = decider.decide_text(matches)
+    decision.text = text
+    return decision
 
 
 @dataclass(slots=True)
@@ -59,26 +74,42 @@ class _Decider:
     policy: RoutingPolicy
     now: float
     warm_agents: frozenset[str]
+    weights_of: WeightsOf | None = None
 
-    def decide(self, matches: list[CapabilityMatch], from_text: bool) -> RouteDecision:
+    def decide_exact(self, matches: list[CapabilityMatch]) -> RouteDecision:
         candidates = self.score(matches)
         if not candidates:
             known = any(self.index.instances_of(m.capability) for m in matches)
-            return self.refuse("no_instance" if known else "no_match", [], from_text)
-        if from_text:
-            if max(m.confidence for m in matches) < self.policy.min_confidence:
-                return self.refuse("no_match", candidates, True)
-            margin = _margin(candidates)
-            if margin is not None and margin < self.policy.margin:
-                return self.refuse("margin", candidates, True)
-        chosen = _pick(candidates)
-        return self.decision(chosen, "best" if from_text else "exact", candidates)
+            return self.refuse("no_instance" if known else "no_match", [], False)
+        return self.decision(_pick(candidates), "exact", candidates, _margin(candidates))
+
+    def decide_text(self, matches: list[CapabilityMatch]) -> RouteDecision:
+        candidates = self.score(matches)
+        rank = {m.capability: n for n, m in enumerate(matches)}
+        candidates.sort(key=lambda c: (rank[c.capability], -c.score))
+        gap = _text_margin(matches)
+        if not matches:
+            return self.refuse("no_match", candidates, True, gap)
+        best = matches[0]
+        if LEARNED not in best.scores:
+            if best.confidence < self.policy.min_confidence:
+                return self.refuse("no_match", candidates, True, gap)
+            if gap is not None and gap < self.policy.margin:
+                return self.refuse("margin", candidates, True, gap)
+        own = [c for c in candidates if c.capability == best.capability]
+        if not own:
+            known = bool(self.index.instances_of(best.capability))
+            return self.refuse("no_instance" if known else "no_match", candidates, False, gap)
+        rule: Rule = "learned" if LEARNED in best.scores else "best"
+        return self.decision(_pick(own), rule, candidates, gap)
 
     def score(self, matches: list[CapabilityMatch]) -> list[Candidate]:
         """Every live instance of the matched capabilities, best first."""
         weights = self.policy.weight_items
         candidates: list[Candidate] = []
         for match in matches:
+            if self.weights_of is not None:
+                weights = self.weights_of(match.capability)
             for instance in self.index.instances_of(match.capability):
                 if not instance.is_live(self.now):
                     continue
@@ -93,14 +124,19 @@ class _Decider:
             candidates.sort(key=_by_score, reverse=True)
         return candidates
 
-    def refuse(self, reason: Rule, candidates: list[Candidate], try_generic: bool) -> RouteDecision:
+    def refuse(
+        self,
+        reason: Rule,
+        candidates: list[Candidate],
+        try_generic: bool,
+        gap: float | None = None,
+    ) -> RouteDecision:
         """No guess: the best live generic agent takes the request, or nobody does."""
         generic = self.generic_candidates() if try_generic else []
         if not generic:
-            return self.decision(None, reason, candidates)
+            return self.decision(None, reason, candidates, gap)
         chosen = _pick(generic)
-        decision = self.decision(chosen, "generic", [chosen, *candidates])
-        decision.margin = _margin(candidates) if candidates else None
+        decision = self.decision(chosen, "generic", [chosen, *candidates], gap)
         decision.refused_by = reason
         return decision
 
@@ -112,16 +148,24 @@ class _Decider:
         return [c for c in self.score(matches) if c.agent_id in ids]
 
     def decision(
-        self, chosen: Candidate | None, rule: Rule, candidates: list[Candidate]
+        self,
+        chosen: Candidate | None,
+        rule: Rule,
+        candidates: list[Candidate],
+        margin: float | None,
     ) -> RouteDecision:
         return RouteDecision(
             capability=chosen.capability if chosen else None,
             agent_id=chosen.agent_id if chosen else None,
             rule=rule,
             candidates=candidates[:MAX_EXPLAINED],
-            margin=_margin(candidates) if candidates else None,
+            margin=margin,
             policy_version=self.policy.version,
-            weights=self.policy.effective_weights,
+            weights=(
+                dict(self.weights_of(chosen.capability))
+                if self.weights_of is not None and chosen is not None
+                else self.policy.effective_weights
+            ),
         )
 
 
@@ -135,6 +179,13 @@ def _pick(ranked: list[Candidate]) -> Candidate:
     if len(ranked) == 1 or best.score - ranked[1].score > TIE_EPSILON:
         return best
     return _rng.choice([c for c in ranked if best.score - c.score <= TIE_EPSILON])
+
+
+def _text_margin(matches: list[CapabilityMatch]) -> float | None:
+    """Calibrated confidence gap between the two best (different) capabilities."""
+    if len(matches) < 2:
+        return None
+    return round(matches[0].confidence - matches[1].confidence, 6)
 
 
 def _margin(ranked: list[Candidate]) -> float | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from agent_reach.clock import Clock
 from agent_reach.model.decisions import RouteDecision
@@ -12,10 +12,15 @@ from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.adaptation import WeightLearner
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
+from agent_reach.routing.params import extract_params, missing_properties, schema_of
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import CapabilityMatch, decide, exact_match
+
+# (request_id, principal, text, chosen capability): remembered so the caller can correct it
+TextRecorder = Callable[[str, str, str, str | None], Awaitable[None]]
 
 MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
 
@@ -34,6 +39,7 @@ class RoutingService:
         *,
         tracer: Tracer,
         metrics: Metrics,
+        record_text: TextRecorder | None = None,
     ) -> None:
         self.index = index
         self.policy = policy
@@ -43,6 +49,8 @@ class RoutingService:
         self.decision_log = decision_log
         self.tracer = tracer
         self.metrics = metrics
+        self.record_text = record_text
+        self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
@@ -67,14 +75,18 @@ class RoutingService:
         """The explained decision for one request, logged and traced; nothing is invoked.
 
         `principal` (who asked) is kept with the decision and its span, so each caller
-        can be shown its own.
+        can be shown its own. A text request is remembered for the policy's
+        `learning.correctable_s`, so that `principal` (and nobody else) may correct it
+        by `POST /v1/feedback`.
         """
         started = self.clock.monotonic()
         policy = self.policy()
+        text = None
         if request.capability:
             matches = self._exact_match(request.capability)
         else:
-            matches = await self.matching.match(request.text or "", policy)
+            matched = await self.matching.match(request.text or "", policy)
+            matches, text = matched.matches, matched.text
         now = self.clock.monotonic()
         warm = self.affinity.warm_agents(request.context_id, now)
         decision = decide(
@@ -84,7 +96,20 @@ class RoutingService:
             now=now,
             warm_agents=warm,
             from_text=request.capability is None,
+            text=text,
+            weights_of=(
+                (lambda tag: self.adaptation.weights(tag, policy))
+                if policy.adaptation.enabled
+                else None
+            ),
         )
+        if text is not None and request.text is not None:
+            if decision.capability is not None:
+                text.params = await self.params_of(decision.capability, request.text)
+            if self.record_text is not None and policy.learning.correctable_s > 0:
+                await self.record_text(
+                    request_id, principal or "", request.text, decision.capability
+                )
         self.decision_log.record(
             decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
         )
@@ -101,3 +126,16 @@ class RoutingService:
             principal=principal,
         )
         return decision
+
+    async def params_of(self, capability: str, text: str) -> dict[str, Any] | None:
+        """What the capability's `input_schema` pulls out of the text (None without one);
+        with the LLM matcher configured, it is asked for the properties still missing."""
+        schema = schema_of(self.index, capability)
+        if schema is None:
+            return None
+        params = extract_params(schema, text)
+        missing = missing_properties(schema, params)
+        llm = self.matching.llm()
+        if missing and llm is not None:
+            params |= await llm.fill_params(text, missing)
+        return params

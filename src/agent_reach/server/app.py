@@ -21,6 +21,7 @@ from agent_reach.server.routes import (
     decisions,
     health,
     keys,
+    learning,
     queues,
     routing,
     tasks,
@@ -57,6 +58,7 @@ class CoordinatorApp:
         for module in (agents, routing, tasks, health, traces, decisions, queues, contexts, keys):
             self.api.include_router(module.router)
         self.api.include_router(workflows.router)
+        self.api.include_router(learning.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(self.api, settings.max_body_bytes)

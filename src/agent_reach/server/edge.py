@@ -14,8 +14,11 @@ Per connection: keep-alive (HTTP/1.0 only when asked), pipelined requests answer
 order one at a time, chunked request bodies, `Expect: 100-continue`, 400 and close for
 what httptools cannot parse (Content-Length beside Transfer-Encoding included: llhttp
 refuses it, the request smuggling defence), 431 for a head that outgrows any allowed
-one, 413 as the invoke body passes the limit, a header-read and an idle timeout, and
-no reading while the client does not read its answers. The server runs the app's
+one, 414 for a target over 8 KiB, 400 for HTTP/1.1 without exactly one Host, 505 for
+other HTTP versions, 413 as the invoke body passes the limit (then a lingering close,
+so the client reads it), an ignored `Upgrade` whose body is still read (the JDK's h2c
+on a POST), a header-read and an idle timeout, and no reading while the client does
+not read its answers. The server runs the app's
 lifespan around serving and shuts down gracefully: it stops accepting, lets requests
 in flight finish within a grace period and closes idle connections.
 """
@@ -184,10 +187,16 @@ async def serve(
     await EdgeServer(app, host, port, config).serve(None if sock is None else [sock])
 
 
-def run(app: ASGIApp, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def run(
+    app: ASGIApp,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    sock: socket.socket | None = None,
+) -> None:
     """`serve` on uvloop (blocking); exits with status 3 when the app does not start."""
     try:
-        uvloop.run(serve(app, host, port))
+        uvloop.run(serve(app, host, port, sock=sock))
     except StartupFailed as exc:
         log.error("startup_failed", error=str(exc))
         raise SystemExit(STARTUP_FAILURE) from None

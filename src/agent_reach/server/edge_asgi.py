@@ -144,6 +144,7 @@ class AsgiExchange:
     )
 
     ready = True  # the app starts as soon as the head is in
+    wants_continue = False  # the app's first read sends the 100 Continue
 
     def __init__(
         self,

@@ -33,7 +33,12 @@ from agent_reach.server.edge_asgi import (
     status_line,
 )
 from agent_reach.server.fastpath import answer_invoke, body_too_large
-from agent_reach.server.limits import HeadersTooLarge, check_headers
+from agent_reach.server.limits import (
+    HeadersTooLarge,
+    VersionNotSupported,
+    check_headers,
+    check_target,
+)
 from agent_reach.server.responses import dump_json
 
 log = structlog.get_logger("agent_reach.server")
@@ -43,6 +48,12 @@ log = structlog.get_logger("agent_reach.server")
 # buffers. `check_headers` holds the exact limits; this bounds the memory of a header
 # that never ends to one read (uvloop reads up to 256,000 bytes) and this much.
 MAX_HEAD_BYTES = 64 * 1024
+# A refused request's body may still be arriving: after the answer the connection is
+# half-closed and read (and discarded) this long and this much at most, so the client
+# reads the answer instead of a reset (RFC 9112 §9.6; nginx's lingering close, 30 s).
+LINGER_S = 10.0
+LINGER_BYTES = 64 * 1024 * 1024
+_VERSIONS = frozenset({"1.0", "1.1"})
 _INVOKE = b"/v1/invoke"
 _INVOKE_QUERY = b"/v1/invoke?"
 
@@ -53,6 +64,7 @@ class Exchange(Protocol):
     ready: bool  # may start: the invoke path waits for the whole body
     started: bool
     keep_alive: bool
+    wants_continue: bool  # owed a 100 Continue once it is first in line
 
     def start(self) -> None: ...
 
@@ -100,13 +112,19 @@ class HttpConnection(asyncio.Protocol):
     def __init__(self, server: Host, loop: asyncio.AbstractEventLoop) -> None:
         self.server = server
         self.loop = loop
-        self.parser = httptools.HttpRequestParser(self)
+        self.parser = _request_parser(self)
         self.queue: deque[Exchange] = deque()  # arrival order; the first is being answered
         self.current: Exchange | None = None  # whose body is arriving
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.declared = 0  # Content-Length
         self.expect_continue = False
+        self.hosts = 0  # Host headers of the request arriving
+        self.refused = False  # a request was refused before it was read whole
+        self.linger_left = 0  # bytes still to discard once lingering; lingering when > 0
+        self.linger_timer: asyncio.TimerHandle | None = None
+        self.upgrade_body = False  # an ignored Upgrade: its body comes after the "upgrade"
+        self.priming = False  # a fresh parser is reading the synthetic head of such a body
         self.in_head = False
         self.in_message = False
         self.head_bytes = 0  # of a head that spans reads, after its first read
@@ -130,6 +148,8 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
         for exchange in self.queue:
             exchange.disconnect()
         self.queue.clear()
@@ -138,6 +158,8 @@ class HttpConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         """Half-closed by the client: answer what has arrived, then close."""
+        if self.linger_left:
+            return False  # the refused request has ended: close now
         self._end_reading()
         return bool(self.queue) and not self.in_message
 
@@ -151,6 +173,11 @@ class HttpConnection(asyncio.Protocol):
         self._wake_writer()
 
     def data_received(self, data: bytes) -> None:
+        if self.linger_left:
+            self.linger_left -= min(len(data), self.linger_left)
+            if not self.linger_left:
+                self.transport.close()
+            return
         if self.reading_done:
             return
         self.active_at = self.loop.time()
@@ -164,7 +191,10 @@ class HttpConnection(asyncio.Protocol):
                 return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
+        except httptools.HttpParserUpgrade as upgrade:
+            if self.upgrade_body:  # RFC 9110 §7.8: ignore the upgrade, read the body
+                self._read_on_after_upgrade(data[upgrade.args[0] :])
+                return
             self._end_reading()  # no protocol switch: answer the request, then close
             if self.queue:
                 self.queue[-1].keep_alive = False
@@ -178,6 +208,8 @@ class HttpConnection(asyncio.Protocol):
     # httptools callbacks
 
     def on_message_begin(self) -> None:
+        if self.priming:
+            return
         self.in_head = self.in_message = True
         self.head_bytes = 0
         self.head_started = self.active_at
@@ -185,19 +217,30 @@ class HttpConnection(asyncio.Protocol):
         self.headers = []
         self.declared = 0
         self.expect_continue = False
+        self.hosts = 0
+        self.upgrade_body = False
 
     def on_url(self, url: bytes) -> None:
+        if self.priming:
+            return
         self.url += url
+        check_target(len(self.url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.priming:
+            return
         name = name.lower()
         self.headers.append((name, value))
         if name == b"content-length":
             self.declared = int(value)  # llhttp accepts digits only, and one of them
         elif name == b"expect":
             self.expect_continue = value.lower() == b"100-continue"
+        elif name == b"host":
+            self.hosts += 1
 
     def on_headers_complete(self) -> None:
+        if self.priming:
+            return
         self.in_head = False
         parser = self.parser
         server = self.server
@@ -205,6 +248,11 @@ class HttpConnection(asyncio.Protocol):
         http_version = parser.get_http_version()
         method = parser.get_method()
         url = self.url
+        _check_request_line(http_version, self.hosts)
+        if http_version == "1.0":
+            self.expect_continue = False  # RFC 9110 §10.1.1: never 100 to an HTTP/1.0 client
+        if parser.should_upgrade():
+            self.upgrade_body = self.declared > 0 or _is_chunked(self.headers)
         exchange: Exchange
         if (
             server.invoke is not None
@@ -213,11 +261,11 @@ class HttpConnection(asyncio.Protocol):
         ):
             exchange = _Invoke(self, server.invoke, self.headers, keep_alive, http_version == "1.0")
             self.current = exchange
-            self._enqueue(exchange)
             if self.declared > server.body_limit:
+                self._enqueue(exchange)
                 raise body_too_large(server.body_limit)
-            if self.expect_continue and len(self.queue) == 1:
-                self.write(CONTINUE)
+            exchange.wants_continue = self.expect_continue
+            self._enqueue(exchange)
         else:
             state = server.lifespan.state
             scope = http_scope(
@@ -238,6 +286,8 @@ class HttpConnection(asyncio.Protocol):
         self.current.feed(body)  # type: ignore[union-attr]
 
     def on_message_complete(self) -> None:
+        if self.upgrade_body and not self.priming:
+            return  # llhttp skipped the body to switch protocols: it is read on, unswitched
         self.in_message = False
         exchange, self.current = self.current, None
         exchange.end()  # type: ignore[union-attr]
@@ -266,7 +316,7 @@ class HttpConnection(asyncio.Protocol):
         queue = self.queue
         queue.popleft()
         if not keep_alive or self.draining or (self.reading_done and not queue):
-            self.transport.close()
+            self._close()
             return
         self.active_at = self.loop.time()
         if self.in_head:
@@ -325,11 +375,43 @@ class HttpConnection(asyncio.Protocol):
     def _start_first(self) -> None:
         if self.queue:
             first = self.queue[0]
-            if first.ready and not first.started:
-                first.start()
+            if first.ready:
+                if not first.started:
+                    first.start()
+            elif first.wants_continue:  # its turn has come: now it may send its body
+                first.wants_continue = False
+                self.write(CONTINUE)
+
+    def _close(self) -> None:
+        """Close; after a refusal whose request may still be arriving, half-close and
+        discard what comes for `LINGER_S` or `LINGER_BYTES`, whichever ends first."""
+        transport = self.transport
+        if not (self.refused or self.in_message) or not transport.can_write_eof():
+            transport.close()
+            return
+        self.linger_left = LINGER_BYTES
+        transport.write_eof()
+        self.linger_timer = self.loop.call_later(LINGER_S, transport.close)
+        self.read_paused = False
+        transport.resume_reading()
+
+    def _read_on_after_upgrade(self, rest: bytes) -> None:
+        """A new parser, primed with a head of the same framing, reads the body on."""
+        if self.declared:
+            framing = b"content-length: %d" % self.declared
+        else:
+            framing = b"transfer-encoding: chunked"
+        self.parser = _request_parser(self)
+        self.priming = True
+        self.parser.feed_data(b"POST / HTTP/1.1\r\nhost: -\r\n%s\r\n\r\n" % framing)
+        self.priming = False
+        self.upgrade_body = False
+        if rest:
+            self.data_received(rest)
 
     def _refuse(self, error: ReachError) -> None:
         """No more requests: the one arriving, or the next, is answered with `error`."""
+        self.refused = True
         self._end_reading()
         self.in_head = self.in_message = False
         current, self.current = self.current, None
@@ -377,6 +459,7 @@ class _Invoke:
         "service",
         "size",
         "started",
+        "wants_continue",
     )
 
     def __init__(
@@ -395,7 +478,7 @@ class _Invoke:
         self.chunks: list[bytes] = []
         self.size = 0
         self.error: ReachError | None = None
-        self.ready = self.started = False
+        self.ready = self.started = self.wants_continue = False
 
     def start(self) -> None:
         self.started = True
@@ -443,6 +526,7 @@ class _Refusal:
     __slots__ = ("connection", "error", "keep_alive", "started")
 
     ready = True
+    wants_continue = False
 
     def __init__(self, connection: HttpConnection, error: ReachError) -> None:
         self.connection = connection
@@ -465,6 +549,29 @@ class _Refusal:
 
     def disconnect(self) -> None:
         """Nothing to stop."""
+
+
+def _request_parser(connection: HttpConnection) -> httptools.HttpRequestParser:
+    """llhttp as strict as it comes, but for the optional whitespace RFC 9112 §7.1.1
+    allows between a chunk size and its extensions (`5 ;name=value`)."""
+    parser = httptools.HttpRequestParser(connection)
+    parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
+    return parser
+
+
+def _check_request_line(http_version: str, hosts: int) -> None:
+    """HTTP/1.0 and 1.1 only; HTTP/1.1 with exactly one Host, 1.0 with at most one
+    (RFC 9112 §3.2: anything else is 400)."""
+    if http_version not in _VERSIONS:
+        raise VersionNotSupported(
+            f"HTTP/{http_version} is not served here: use HTTP/1.1", versions=sorted(_VERSIONS)
+        )
+    if hosts > 1 or (hosts == 0 and http_version == "1.1"):
+        raise InvalidRequest("an HTTP/1.1 request carries exactly one Host header", code="bad_host")
+
+
+def _is_chunked(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(n == b"transfer-encoding" and b"chunked" in v.lower() for n, v in headers)
 
 
 def _json_response(

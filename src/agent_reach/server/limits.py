@@ -14,6 +14,8 @@ from agent_reach.server.responses import dump_json
 MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
 # RELIABILITY.md S3 refuses a 16 KB header; nginx's default buffers hold 4 x 8 KiB.
 MAX_HEADER_BYTES = 16 * 1024
+# RFC 9112 §3: senders and recipients should support targets of at least 8,000 octets.
+MAX_TARGET_BYTES = 8 * 1024
 
 
 class HeadersTooLarge(CallerError):
@@ -21,6 +23,29 @@ class HeadersTooLarge(CallerError):
 
     status = 431
     code = "headers_too_large"
+
+
+class TargetTooLong(CallerError):
+    """The request target is longer than `MAX_TARGET_BYTES` (414, RFC 9110 §15.5.15)."""
+
+    status = 414
+    code = "uri_too_long"
+
+
+class VersionNotSupported(CallerError):
+    """A request line naming an HTTP version other than 1.0 and 1.1 (505)."""
+
+    status = 505
+    code = "http_version_not_supported"
+
+
+def check_target(size: int) -> None:
+    """`TargetTooLong` for a request target over `MAX_TARGET_BYTES`."""
+    if size > MAX_TARGET_BYTES:
+        raise TargetTooLong(
+            f"send a request target of at most {MAX_TARGET_BYTES} bytes",
+            max_target_bytes=MAX_TARGET_BYTES,
+        )
 
 
 def check_headers(count: int, size: int) -> None:

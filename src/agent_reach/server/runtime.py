@@ -24,6 +24,7 @@ from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
+from agent_reach.learning.service import LearningService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
@@ -65,6 +66,7 @@ class Runtime:
     contexts: ContextService
     security: SecurityService
     orchestrator: Orchestrator
+    learning: LearningService
 
 
 @asynccontextmanager
@@ -93,15 +95,17 @@ async def open_runtime(
         return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)
 
     health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
+    learning = LearningService(backends.learning, registry.index, policy, clock, metrics)
     routing = RoutingService(
         registry.index,
         policy,
         clock,
         AffinityTable(),
-        MatchingPipeline(registry.index, clock, settings),
+        MatchingPipeline(registry.index, clock, settings, learning.snapshot),
         decision_log,
         tracer=tracer,
         metrics=metrics,
+        record_text=learning.record_text,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
@@ -115,7 +119,7 @@ async def open_runtime(
         settings.task_stale_s,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     invoke = InvokeService(
         routing=routing,
@@ -131,6 +135,7 @@ async def open_runtime(
         tracer=tracer,
         security=security,
         contexts=contexts,
+        learning=learning,
     )
     orchestrator = _orchestration(settings, node_id, backends, registry, invoke, policy)
     runtime = Runtime(
@@ -151,8 +156,10 @@ async def open_runtime(
         contexts=contexts,
         security=security,
         orchestrator=orchestrator,
+        learning=learning,
     )
     await registry.start()
+    routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
         asyncio.create_task(health.run(), name="health-monitor"),
@@ -161,6 +168,8 @@ async def open_runtime(
         asyncio.create_task(decision_log.run(), name="decision-log"),
         asyncio.create_task(contexts.sweeper.run(), name="context-sweeper"),
         asyncio.create_task(orchestrator.board.run(), name="run-board"),
+        asyncio.create_task(learning.run(), name="learned-examples"),
+        asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
     ]
     try:
         yield runtime

@@ -7,6 +7,7 @@ from agent_reach.backends.memory.contexts import MemoryContextStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
+from agent_reach.backends.memory.learning import MemoryLearningStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
@@ -25,10 +26,11 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         tasks=MemoryTaskStore(clock),
         queues=MemoryQueueStore(clock),
         journal=MemoryJournalStore(),
-        answers=MemoryAnswerCache(clock),
+        answers=MemoryAnswerCache(clock, settings.answer_memory_bytes),
         keys=MemoryKeyStore(),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
         runs=MemoryRunStore(clock),
         workflows=MemoryWorkflowStore(),
+        learning=MemoryLearningStore(clock),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from agent_reach.backends.memory.expiring import ExpiringDict
 from agent_reach.clock import Clock
 
@@ -20,13 +22,34 @@ class MemoryTaskStore:
 
 
 class MemoryAnswerCache:
-    """`AnswerCache` in a dict with per-answer expiry."""
+    """`AnswerCache` in a dict with per-answer expiry, at most `max_bytes` of answers:
+    past that the least recently written go first (expired ones whenever met)."""
 
-    def __init__(self, clock: Clock) -> None:
-        self._answers: ExpiringDict[bytes] = ExpiringDict(clock.monotonic)
+    def __init__(self, clock: Clock, max_bytes: int) -> None:
+        self._now = clock.monotonic
+        self.max_bytes = max_bytes
+        self.size = 0  # bytes of the answers held
+        self._answers: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
 
     async def put(self, key: str, body: bytes, ttl_s: float) -> None:
-        self._answers.set(key, body, ttl_s)
+        self._drop(key)
+        if len(body) > self.max_bytes:
+            return
+        self._answers[key] = (self._now() + ttl_s, body)
+        self.size += len(body)
+        while self.size > self.max_bytes:
+            self._drop(next(iter(self._answers)))
 
     async def get(self, key: str) -> bytes | None:
-        return self._answers.get(key)
+        entry = self._answers.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= self._now():
+            self._drop(key)
+            return None
+        return entry[1]
+
+    def _drop(self, key: str) -> None:
+        entry = self._answers.pop(key, None)
+        if entry is not None:
+            self.size -= len(entry[1])

@@ -21,6 +21,7 @@ from agent_reach.backends.redis.contexts import RedisContextStore
 from agent_reach.backends.redis.errors import store_unavailable
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
+from agent_reach.backends.redis.learning import RedisLearningStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
@@ -93,6 +94,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         contexts=RedisContextStore(client, prefix),
         runs=RedisRunStore(client, prefix),
         workflows=RedisWorkflowStore(client, prefix),
+        learning=RedisLearningStore(client, prefix),
         is_shared=True,
         closers=[client.aclose, blocking.aclose],
     )

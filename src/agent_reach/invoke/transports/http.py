@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
-
-import orjson
 
 from agent_reach.errors import (
     AgentFailed,
@@ -16,10 +13,19 @@ from agent_reach.errors import (
 )
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.transports.http_body import (
+    ACCEPT_ENCODING,
+    BadBody,
+    BodyTooLarge,
+    decode_content,
+    shape_result,
+)
+from agent_reach.invoke.transports.protocol import Shaped
 from agent_reach.model.agents import TransportSpec
 
 ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
 REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
+BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 
 
 def check_http_url(url: str, field: str = "endpoint") -> None:
@@ -49,6 +55,30 @@ def health_url(spec: TransportSpec) -> str:
     return f"{parts.scheme}://{parts.netloc}/health"
 
 
+def _acted(message: str, code: str) -> AgentFailed:
+    """A failure after the delivery was sent and answered: the agent acted; final."""
+    failure = AgentFailed(message, code=code, outcome_unknown=True)
+    failure.retryable = False  # type: ignore[misc]
+    return failure
+
+
+def _result(response: pool.Response, limit: int) -> Shaped:
+    """A 2xx answer's body as the one result shape; an unreadable one is final."""
+    coding = content_type = None
+    for name, value in response.headers:
+        if name == b"content-encoding":
+            coding = value
+        elif name == b"content-type":
+            content_type = value
+    try:
+        body = decode_content(coding, response.body, limit)
+        return shape_result(content_type, body)
+    except BodyTooLarge as exc:
+        raise _acted(str(exc), "agent_response_too_large") from None
+    except BadBody as exc:
+        raise _acted(f"the agent's answer cannot be read: {exc}", BAD_ANSWER) from None
+
+
 def _is_retryable(response: pool.Response) -> bool:
     """5xx and 429 may succeed elsewhere; 4xx are the request's own fault; an agent may
     say `X-Reach-Retryable: false` to stop any further attempt."""
@@ -59,7 +89,8 @@ def _is_retryable(response: pool.Response) -> bool:
 
 
 class HttpTransport:
-    """POST the delivery as JSON; 2xx with a JSON body is the result, anything else failed."""
+    """POST the delivery as JSON; a 2xx answer is the result (`http_body` gives it its
+    one shape), anything else failed."""
 
     def __init__(self, client: pool.HttpPool) -> None:
         self.client = client
@@ -71,15 +102,22 @@ class HttpTransport:
 
     async def deliver(
         self, spec: TransportSpec, delivery: Delivery, *, traceparent: str, timeout_s: float
-    ) -> Any:
+    ) -> Shaped:
+        headers = delivery.headers(traceparent, int(timeout_s * 1000))
+        headers.append(("accept-encoding", ACCEPT_ENCODING))
         try:
             response = await self.client.request(
                 "POST",
                 spec.endpoint,
-                headers=delivery.headers(traceparent, int(timeout_s * 1000)),
+                headers=headers,
                 body=delivery.body(),
                 timeout_s=timeout_s,
             )
+        except pool.ConnectTimedOut as exc:
+            # Under load a full listen backlog drops SYNs: weaker evidence than a refusal.
+            raise AgentUnreachable(
+                f"could not connect to the agent: {exc}", connect_timeout=True
+            ) from None
         except pool.ConnectFailed as exc:
             raise AgentUnreachable(f"could not connect to the agent: {exc}") from None
         except pool.RequestTimeout as exc:
@@ -95,11 +133,12 @@ class HttpTransport:
                 "the connection closed before the agent answered", outcome_unknown=True
             ) from None
         except pool.ResponseTooLarge:
-            raise AgentFailed(
-                "the agent's answer is too large", code="agent_response_too_large"
+            raise _acted(
+                f"the agent's answer is over {self.client.max_response_bytes} bytes",
+                "agent_response_too_large",
             ) from None
         except pool.InvalidResponse as exc:
-            raise AgentFailed(f"the agent's answer is not valid HTTP: {exc}") from None
+            raise _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER) from None
         if response.status == HopLimit.status:
             raise HopLimit(
                 "an agent down the line ran out of hops (the request is going around in circles)"
@@ -112,14 +151,7 @@ class HttpTransport:
             )
             failure.retryable = _is_retryable(response)  # type: ignore[misc]
             raise failure
-        if not response.body:
-            return None
-        try:
-            return orjson.loads(response.body)
-        except orjson.JSONDecodeError:
-            failure = AgentFailed("the agent's answer is not JSON", code="agent_bad_answer")
-            failure.retryable = False  # type: ignore[misc]  # it acted and answered
-            raise failure from None
+        return _result(response, self.client.max_response_bytes)
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
         try:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
+
+# How an answer became the result: JSON as sent, or wrapped so every caller gets JSON.
+Normalization = Literal["json", "text", "xml", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    """A result with the normalization that produced it; `deliver` may return one."""
+
+    value: Any
+    normalized: Normalization
 
 
 class Transport(Protocol):
@@ -17,12 +29,15 @@ class Transport(Protocol):
     async def deliver(
         self, spec: TransportSpec, delivery: Delivery, *, traceparent: str, timeout_s: float
     ) -> Any:
-        """Deliver once and return the agent's decoded result.
+        """Deliver once and return the agent's decoded result (plain, or `Shaped` to
+        say which normalization made it JSON; plain means "json").
 
         Raises `AgentUnreachable` when nothing reached the agent, `AgentTimeout` when no
         answer came within `timeout_s` (the agent may have acted), and `AgentFailed`
         for any answer that is not a success — with `retryable` False when the agent
-        said so or the failure is the request's own (4xx). Never retries by itself.
+        said so or the failure is the request's own (4xx), and `outcome_unknown` True
+        for any failure once the delivery was sent (an unreadable answer included).
+        Never retries by itself.
         """
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:

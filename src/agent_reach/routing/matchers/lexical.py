@@ -24,7 +24,7 @@ WORD_NGRAMS = (1, 2)
 # Chinese character 1- to 3-grams: most Chinese words are one to three characters long,
 # so these cover them without a dictionary (a tokenizer such as jieba was not needed).
 CJK_NGRAMS = (1, 2, 3)
-# Calibration: confidence = softmax over the best TOP_K capabilities plus a "none of
+# Raw score: softmax over the best TOP_K capabilities plus a "none of
 # them" option scored as a cosine of NONE_AT, at SHARPNESS. The maximum-likelihood point
 # on CLINC150 val (out-of-scope rows as "none") is 30 / 0.125; 20 / 0.15, next to it,
 # keeps runner-up capabilities visible in explanations (30 rounds them to 0).
@@ -136,12 +136,29 @@ class LexicalMatcher:
         self._index = _build(texts, grams)
         self._grams = grams
 
+    def trial(self, catalog: Mapping[str, CapabilityCard]) -> _Trial:
+        texts = {tag: card_texts(card) for tag, card in catalog.items()}
+        known = self._grams
+        grams = {t: known.get(t) or features(t) for group in texts.values() for t in group}
+        return _Trial(_build(texts, grams))
+
     async def scores(self, text: str) -> dict[str, float]:
-        index = self._index
-        if index is None:
-            return {}
-        similarity = index.similarity(features(text))
-        return {} if similarity is None else _calibrated(index.capabilities, similarity)
+        return _scores(self._index, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    index: _Index | None
+
+    def score_many(self, texts: list[str]) -> list[dict[str, float]]:
+        return [_scores(self.index, text) for text in texts]
+
+
+def _scores(index: _Index | None, text: str) -> dict[str, float]:
+    if index is None:
+        return {}
+    similarity = index.similarity(features(text))
+    return {} if similarity is None else _softmax_with_none(index.capabilities, similarity)
 
 
 def _build(texts: dict[str, tuple[str, ...]], grams: dict[str, Counter[str]]) -> _Index | None:
@@ -188,7 +205,7 @@ def _build(texts: dict[str, tuple[str, ...]], grams: dict[str, Counter[str]]) ->
     )
 
 
-def _calibrated(capabilities: tuple[str, ...], similarity: np.ndarray) -> dict[str, float]:
+def _softmax_with_none(capabilities: tuple[str, ...], similarity: np.ndarray) -> dict[str, float]:
     """Softmax over the best TOP_K and a "none of them" option: unrelated text scores ~0."""
     n = len(similarity)
     top = np.argpartition(-similarity, TOP_K)[:TOP_K] if n > TOP_K else np.arange(n)

@@ -31,6 +31,14 @@ Answer with one JSON object and nothing else:
 {{"capability": "<one tag from the list, or null if none fits>", "confidence": <0 to 1>}}"""
 
 
+FILL_INSTRUCTIONS = """\
+Pull these fields out of the user's request. The fields, as JSON Schema properties:
+{properties}
+
+Answer with one JSON object mapping field names to values, and nothing else. Leave out
+every field the request does not state."""
+
+
 class LlmMatcher:
     """Intent parsing by any OpenAI-compatible `POST {llm_url}/chat/completions`."""
 
@@ -52,26 +60,48 @@ class LlmMatcher:
         lines = "\n".join(f"- {tag}: {_summary(card)}" for tag, card in catalog.items())
         self._fit = (INSTRUCTIONS.format(capabilities=lines), frozenset(catalog))
 
+    def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
+        return None  # a model's own confidence is taken as it is, never calibrated
+
     async def scores(self, text: str) -> dict[str, float]:
         prompt, capabilities = self._fit
         if not capabilities:
             return {}
+        content = await self._ask(prompt, text)
+        if content is None:
+            return {}
+        return _parse(content, capabilities)
+
+    async def fill_params(self, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+        """Values for `properties` stated in `text`; {} on any failure. A value is kept only
+        if it is a string, number or boolean that fits its property's enum and pattern."""
+        prompt = FILL_INSTRUCTIONS.format(properties=orjson.dumps(properties).decode())
+        content = await self._ask(prompt, text)
+        answer = _json_object(content)
+        if answer is None:
+            return {}
+        return {
+            name: value
+            for name, value in answer.items()
+            if name in properties and _fits(properties[name], value)
+        }
+
+    async def _ask(self, system: str, text: str) -> Any:
         body = {
             "model": self._model,
             "temperature": 0,
             "messages": [
-                {"role": "system", "content": prompt},
+                {"role": "system", "content": system},
                 {"role": "user", "content": text},
             ],
         }
         try:
             response = await self._client.post(self._url, json=body, timeout=self._timeout_s)
             response.raise_for_status()
-            content = response.json()["choices"][0]["message"]["content"]
+            return response.json()["choices"][0]["message"]["content"]
         except (httpx.HTTPError, ValueError, LookupError, TypeError) as exc:
-            log.warning("llm_match_failed", error=type(exc).__name__, url=self._url)
-            return {}
-        return _parse(content, capabilities)
+            log.warning("llm_call_failed", error=type(exc).__name__, url=self._url)
+            return None
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -82,14 +112,42 @@ def _summary(card: CapabilityCard) -> str:
     return " ".join(text.split())[:DESCRIPTION_CHARS] or "(no description)"
 
 
-def _parse(content: Any, capabilities: frozenset[str]) -> dict[str, float]:
-    """`{"capability": tag, "confidence": x}` from the answer, or {} for anything else."""
+def _json_object(content: Any) -> dict[str, Any] | None:
+    """The first JSON object in a model's answer, or None."""
     found = _JSON_OBJECT.search(content) if isinstance(content, str) else None
     try:
         answer = orjson.loads(found.group()) if found else None
     except orjson.JSONDecodeError:
-        return {}
-    if not isinstance(answer, dict):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _fits(prop: Any, value: Any) -> bool:
+    """The value has its property's type, and its enum and pattern allow it."""
+    if not isinstance(prop, dict):
+        return False
+    if isinstance(value, bool):
+        return prop.get("type") == "boolean"
+    if isinstance(value, int | float):
+        return prop.get("type") in ("number", "integer")
+    if not isinstance(value, str):
+        return False
+    enum = prop.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        return False
+    pattern = prop.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            return re.search(pattern, value) is not None
+        except re.error:
+            return False
+    return True
+
+
+def _parse(content: Any, capabilities: frozenset[str]) -> dict[str, float]:
+    """`{"capability": tag, "confidence": x}` from the answer, or {} for anything else."""
+    answer = _json_object(content)
+    if answer is None:
         return {}
     tag, confidence = answer.get("capability"), answer.get("confidence")
     if not isinstance(tag, str) or tag not in capabilities or isinstance(confidence, bool):

@@ -1,40 +1,64 @@
-"""The matching pipeline: the policy's matchers in order, a blend, and a TTL cache.
+"""The matching pipeline: the policy's matchers in order, a blend, calibration and a cache.
 
-Matchers are asked cheapest first. The pipeline stops at the first one whose best
-confidence reaches the policy's `confident_at[name]`; otherwise it asks the next. The
-answer blends every matcher asked that had an opinion (a non-empty answer): a capability's
-confidence is the weighted mean of their confidences (`BLEND_WEIGHTS`), so a stronger,
-later matcher dominates and the lexical matcher's exact words still count. Each match
-carries every asked matcher's own score, which `POST /v1/route` shows.
+Matchers are asked cheapest first. The pipeline stops at the first one whose best score
+reaches the policy's `confident_at[name]`; otherwise it asks the next. The raw answer is
+the weighted mean of the scores of every matcher asked that had an opinion
+(`BLEND_WEIGHTS`), mapped to a calibrated confidence by the self-calibration fitted for
+exactly that set of matchers on the current catalog (`calibration.py`). An LLM's answer
+is not calibrated: it is blended with the calibrated confidence.
+
+Nothing here blocks a request for long. Fits and calibrations run in a worker thread,
+one catalog version after another; a matcher is used once it is fitted and its set is
+calibrated, so a coordinator answers at once with the lexical matcher while the
+sentence encoder loads, and every decision says which matchers were still pending.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import structlog
 
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
+from agent_reach.model.decisions import TextMatch
 from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.calibration import (
+    Calibration,
+    Trial,
+    fit_calibration,
+    folds_of,
+    identity,
+    join_trials,
+    trial_of,
+)
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
+from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet, given_not
+from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import Matcher, normalize_text
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.router import CapabilityMatch
+from agent_reach.routing.router import LEARNED, CapabilityMatch
+
+log = structlog.get_logger("agent_reach.routing")
 
 MAX_MATCHES = 5  # capabilities handed to the router: enough for the margin rule and fallback
 CACHE_SIZE = 10_000  # texts remembered; at ~1 KB each, about 10 MB
-# A refit that takes longer than this is finished in the background while requests are
-# served with the previous fit: registrations refit in milliseconds, 15,000 examples in
-# seconds (bench/routing.py).
+# A request waits this long for the first matcher's fit of a changed catalog (the lexical
+# matcher refits in milliseconds); after it, the previous fit serves until the new lands.
 REFIT_WAIT_S = 1.0
+WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
 # Blend weights. lexical 0.1 / embedding 0.9 had the best validation objective of 0, 0.1,
 # 0.2, 0.35 and 0.5 on CLINC150 val and SMP2017 develop at k=100 and k=5 (bench/routing.py;
 # within 0.004 of the best where it was not). An LLM's answer counts as much as both.
 BLEND_WEIGHTS = {"lexical": 0.1, "embedding": 0.9, "llm": 1.0}
 DEFAULT_BLEND_WEIGHT = 1.0
+CalibrationKey = tuple[str, ...]
+CatalogKey = tuple[int, int]  # registry index version, learned examples version
 
 MatcherFactory = Callable[[Settings], Matcher]
 
@@ -61,112 +85,379 @@ def _llm(settings: Settings) -> Matcher:
 
 # Matcher name (as the policy's `matchers` lists it) -> factory; imported on first use.
 MATCHERS: dict[str, MatcherFactory] = {"lexical": _lexical, "embedding": _embedding, "llm": _llm}
+# Matchers that load a model (~150 MB, a second of CPU): loaded once some capability has a
+# description or examples, so a catalog of bare tags (capability routing only) never pays.
+LOADS_A_MODEL = frozenset({"embedding"})
+
+
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """The best capabilities for a text (calibrated, best first) and how they were found."""
+
+    matches: list[CapabilityMatch]
+    text: TextMatch
+
+
+@dataclass(slots=True)
+class _Fitted:
+    """One catalog version's fit of one matcher and, for calibrated ones, its trials."""
+
+    key: CatalogKey
+    trials: list[tuple[list[Any], list[dict[str, float]]]] | None  # held-out texts, scores
 
 
 class MatchingPipeline:
     """Text -> the best few capabilities, each with every asked matcher's score."""
 
-    def __init__(self, index: RegistryIndex, clock: Clock, settings: Settings) -> None:
+    def __init__(
+        self,
+        index: RegistryIndex,
+        clock: Clock,
+        settings: Settings,
+        learned: Callable[[], LearnedSet] = lambda: NOTHING_LEARNED,
+    ) -> None:
         self.index = index
         self.clock = clock
         self.settings = settings
+        self.learned = learned
         self._matchers: dict[str, Matcher] = {}
-        self._fitted: dict[str, int] = {}  # matcher -> index version of its current fit
-        self._refits: dict[str, asyncio.Task[None]] = {}
-        self._catalog: tuple[int, dict[str, CapabilityCard]] | None = None
-        self._cache: OrderedDict[str, tuple[float, list[CapabilityMatch]]] = OrderedDict()
-        self._cache_key: tuple[int, str] | None = None
+        self._fitted: dict[str, _Fitted] = {}
+        self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
+        self._failed: dict[str, str] = {}  # matcher -> why it cannot be used
+        self._deferred: set[str] = set()  # model matchers waiting for a card with text
+        self._job: asyncio.Task[None] | None = None
+        self._wanted: tuple[str, ...] = ()
+        self._progress = asyncio.Event()
+        self._generation = 0  # changes whenever a fit or calibration is swapped in
+        self._catalog: tuple[CatalogKey, dict[str, CapabilityCard]] | None = None
+        self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
+        self._cache_key: tuple[int, int, str] | None = None
 
-    async def match(self, text: str, policy: RoutingPolicy) -> list[CapabilityMatch]:
-        """The best capabilities for `text`, best first; [] when no matcher has an opinion."""
+    async def match(self, text: str, policy: RoutingPolicy) -> Matched:
+        """The best capabilities for `text`; no matches when no matcher has an opinion."""
         normalized = normalize_text(text)
+        learned = self.learned()
+        example = learned.positive.get(normalized)
+        if example is not None:
+            match = CapabilityMatch(example.capability, 1.0, {LEARNED: 1.0})
+            info = self._info(policy, [], [])
+            info.learned = {"id": example.id, "capability": example.capability}
+            return Matched([match], info)
+        await self._refresh(policy)
         now = self.clock.monotonic()
-        key = self._key(policy)
+        key = (self._generation, learned.version, policy.version)
         if key != self._cache_key:
             self._cache.clear()
             self._cache_key = key
         hit = self._cache.get(normalized)
         if hit is not None and hit[0] > now:
             return hit[1]
-        matches, current = await self._match(normalized, policy)
-        # only a fit of this very catalog is remembered (it may have changed while matching)
-        if current and policy.match_cache_s > 0 and self._cache_key == key == self._key(policy):
-            self._remember(normalized, matches, now + policy.match_cache_s)
-        return matches
+        matched = await self._match(normalized, policy, learned)
+        if policy.match_cache_s > 0 and self._is_current() and self._cache_key == key:
+            self._remember(normalized, matched, now + policy.match_cache_s)
+        return matched
 
-    async def matcher(self, name: str) -> Matcher:
+    def calibrations(self) -> dict[CalibrationKey, tuple[CatalogKey, Calibration]]:
+        """Every calibration in force, by the matchers it calibrates, with its catalog key."""
+        return dict(self._calibrations)
+
+    def status(self, policy: RoutingPolicy) -> dict[str, Any]:
+        """Which matchers are ready, pending or failed, and whether the fits are current."""
+        usable = self._usable(policy)
+        return {
+            "matchers": list(policy.matchers),
+            "ready": list(usable),
+            "pending": [m for m in policy.matchers if m not in usable and m not in self._failed],
+            "waiting_for_text": sorted(self._deferred & set(policy.matchers)),
+            "failed": dict(self._failed),
+            "catalog_version": list(self._catalog_key()),
+            "current": self._is_ready(policy),
+        }
+
+    def _is_ready(self, policy: RoutingPolicy) -> bool:
+        done = len(self._usable(policy)) + len(
+            (self._failed.keys() | self._deferred) & set(policy.matchers)
+        )
+        return self._is_current() and done >= len(policy.matchers)
+
+    async def ready(self, policy: RoutingPolicy) -> None:
+        """Wait until every matcher of the policy is fitted and calibrated on this catalog."""
+        while True:
+            await self._refresh(policy)
+            if self._is_ready(policy):
+                return
+            self._progress.clear()
+            await self._progress.wait()
+
+    async def matcher(self, name: str, policy: RoutingPolicy | None = None) -> Matcher:
         """The named matcher, fitted to the current catalog (benchmarks score with it)."""
-        matcher, _ = await self._ready(name)
-        return matcher
+        await self.ready(policy or RoutingPolicy(matchers=[name]))
+        if name in self._failed:
+            raise InvalidRequest(self._failed[name])
+        return self._matchers[name]
+
+    def prepare(self, policy: RoutingPolicy) -> None:
+        """Start fitting now (the encoder loads), before the first text arrives."""
+        if self._is_stale(tuple(policy.matchers)):
+            self._start(tuple(policy.matchers))
+
+    async def watch(self, policy: Callable[[], RoutingPolicy], every_s: float = WATCH_S) -> None:
+        """Refit whenever the catalog changes, without waiting for a text, until cancelled."""
+        while True:
+            await asyncio.sleep(every_s)
+            self.prepare(policy())
+
+    def llm(self) -> LlmMatcher | None:
+        """The LLM matcher, when the policy asks it and it is configured."""
+        matcher = self._matchers.get("llm")
+        return matcher if isinstance(matcher, LlmMatcher) else None
 
     async def aclose(self) -> None:
-        """Stop refits and close matchers that hold clients or threads."""
-        for task in self._refits.values():
-            task.cancel()
-        await asyncio.gather(*self._refits.values(), return_exceptions=True)
+        """Stop fitting and close matchers that hold clients or threads."""
+        if self._job is not None:
+            self._job.cancel()
+            await asyncio.gather(self._job, return_exceptions=True)
         for matcher in self._matchers.values():
             close = getattr(matcher, "aclose", None)
             if close is not None:
                 await close()
 
-    async def _match(self, text: str, policy: RoutingPolicy) -> tuple[list[CapabilityMatch], bool]:
-        """The blended matches, and whether every matcher asked was fitted to this catalog."""
+    # -- matching ------------------------------------------------------------------------
+
+    async def _match(self, text: str, policy: RoutingPolicy, learned: LearnedSet) -> Matched:
+        usable = self._usable(policy)
         asked: dict[str, dict[str, float]] = {}
-        current = True
-        for name in policy.matchers:
-            matcher, fresh = await self._ready(name)
-            current = current and fresh
-            scores = await matcher.scores(text)
+        for name in usable:
+            scores = await self._matchers[name].scores(text)
             asked[name] = scores
             threshold = policy.confident_at.get(name)
             if threshold is not None and scores and max(scores.values()) >= threshold:
                 break
-        return blend(asked), current
+        calibrated = [n for n in asked if n in self._calibrated_names(policy)]
+        calibration = self._calibration_of(tuple(calibrated))
+        raw = blend({n: asked[n] for n in calibrated})
+        not_mine = learned.negative.get(text, frozenset())
+        skipped = sorted(not_mine & {m.capability for m in raw})
+        if skipped:
+            raw = given_not(raw, not_mine)
+        matches = [
+            CapabilityMatch(
+                m.capability,
+                round(calibration.confidence(m.confidence), 6),
+                {**m.scores, "raw": m.confidence},
+            )
+            for m in raw
+        ]
+        others = {n: s for n, s in asked.items() if n not in calibrated and s}
+        if others:
+            matches = _blend_uncalibrated(matches, others)
+        matches = [m for m in matches if m.capability not in not_mine]
+        info = self._info(policy, list(asked), skipped)
+        info.calibrated = calibration.fitted
+        return Matched(matches, info)
 
-    async def _ready(self, name: str) -> tuple[Matcher, bool]:
-        """The matcher, fitted to the current catalog if that takes under REFIT_WAIT_S."""
+    def _info(self, policy: RoutingPolicy, asked: list[str], not_mine: list[str]) -> TextMatch:
+        usable = self._usable(policy)
+        return TextMatch(
+            matchers=asked,
+            pending=[m for m in policy.matchers if m not in usable],
+            calibrated=False,
+            min_confidence=policy.min_confidence,
+            margin=policy.margin,
+            not_mine=not_mine,
+        )
+
+    def _usable(self, policy: RoutingPolicy) -> list[str]:
+        """The policy's matchers that can answer now: fitted, and calibrated when they are
+        calibrated (a calibrated matcher is used only after every one before it)."""
+        usable: list[str] = []
+        prefix: tuple[str, ...] = ()
+        current = self._catalog_key()
+        for name in policy.matchers:
+            fitted = self._fitted.get(name)
+            if fitted is None:
+                continue
+            if fitted.trials is not None:
+                found = self._calibrations.get((*prefix, name))
+                # a calibration of an earlier catalog serves until the new one lands, unless
+                # it could not be fitted (the catalog was empty or tiny then)
+                if found is None or not (found[1].fitted or found[0] == current):
+                    continue
+                prefix = (*prefix, name)
+            usable.append(name)
+        return usable
+
+    def _calibrated_names(self, policy: RoutingPolicy) -> set[str]:
+        return {n for n in policy.matchers if (f := self._fitted.get(n)) and f.trials is not None}
+
+    def _calibration_of(self, names: CalibrationKey) -> Calibration:
+        found = self._calibrations.get(names)
+        return found[1] if found is not None else identity(names)
+
+    # -- fitting and calibrating, off the event loop -------------------------------------
+
+    def _catalog_key(self) -> CatalogKey:
+        return self.index.version, self.learned().examples_version
+
+    def _is_current(self) -> bool:
+        key = self._catalog_key()
+        return not self._is_running() and all(f.key == key for f in self._fitted.values())
+
+    def _is_running(self) -> bool:
+        return self._job is not None and not self._job.done()
+
+    def _start(self, wanted: tuple[str, ...]) -> None:
+        """Fit `wanted` to the catalog in the background, unless a fit is running."""
+        if self._is_running():
+            return
+        self._wanted = wanted
+        self._job = asyncio.create_task(self._fit_all(wanted))
+        self._job.add_done_callback(self._job_done)
+
+    def _is_stale(self, wanted: tuple[str, ...]) -> bool:
+        key = self._catalog_key()
+        return wanted != self._wanted or any(
+            self._fitted.get(n, _NEVER).key != key
+            for n in wanted
+            if n not in self._failed and n not in self._deferred
+        )
+
+    async def _refresh(self, policy: RoutingPolicy) -> None:
+        """Start a fit of a changed catalog; wait (briefly) for its first matcher."""
+        wanted = tuple(policy.matchers)
+        if self._is_stale(wanted):
+            self._start(wanted)
+        first = next((n for n in wanted if n not in self._failed), None)
+        if first is None:
+            return
+        fitted = self._fitted.get(first)
+        # a registration is waited for (briefly); learned examples are not: their own texts
+        # route at once by the snapshot, and a stream of corrections must not stall requests
+        if fitted is not None and fitted.key[0] == self.index.version:
+            return
+        wait_s = REFIT_WAIT_S if fitted is not None else None  # never fitted: wait for it
+        try:
+            await asyncio.wait_for(self._first_fitted(first, wanted), wait_s)
+        except TimeoutError:
+            return
+
+    async def _first_fitted(self, name: str, wanted: tuple[str, ...]) -> None:
+        while (f := self._fitted.get(name)) is None or f.key != self._catalog_key():
+            if name in self._failed:
+                return
+            self._start(wanted)
+            self._progress.clear()
+            await self._progress.wait()
+
+    def _job_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("matcher_fit_failed", error=repr(task.exception()))
+        self._announce()
+
+    def _announce(self) -> None:
+        self._generation += 1
+        self._progress.set()
+
+    async def _fit_all(self, wanted: tuple[str, ...]) -> None:
+        """Fit every wanted matcher to the catalog, then calibrate, until nothing changed."""
+        while True:
+            key = self._catalog_key()
+            catalog = self._catalog_at(key)
+            folds = folds_of(catalog)
+            has_text = any(card.descriptions or card.examples for card in catalog.values())
+            prefix: list[str] = []
+            for name in wanted:
+                if name in self._failed:
+                    continue
+                if name in LOADS_A_MODEL and not has_text:
+                    self._deferred.add(name)
+                    continue
+                self._deferred.discard(name)
+                matcher = await self._create(name)
+                if matcher is None:
+                    continue
+                trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
+                self._fitted[name] = _Fitted(key, trials)
+                if trials is not None:
+                    prefix.append(name)
+                    calibration = await asyncio.to_thread(self._calibrate, tuple(prefix))
+                    self._calibrations[tuple(prefix)] = (key, calibration)
+                self._announce()
+            if self._catalog_key() == key:
+                return
+
+    async def _create(self, name: str) -> Matcher | None:
         matcher = self._matchers.get(name)
-        if matcher is None:
-            factory = MATCHERS.get(name)
+        if matcher is not None:
+            return matcher
+        factory = MATCHERS.get(name)
+        try:
             if factory is None:
                 raise InvalidRequest(f"unknown matcher {name!r}: use one of {sorted(MATCHERS)}")
-            matcher = self._matchers[name] = factory(self.settings)
-        if self._fitted.get(name) == self.index.version:
-            return matcher, True
-        refit = self._refits.get(name)
-        if refit is None:
-            refit = self._refits[name] = asyncio.create_task(self._refit(name, matcher))
-            refit.add_done_callback(lambda _: self._refits.pop(name, None))
-        wait_s = REFIT_WAIT_S if name in self._fitted else None  # never fitted: wait for it
-        try:
-            await asyncio.wait_for(asyncio.shield(refit), wait_s)
-        except TimeoutError:
-            return matcher, False
-        return matcher, self._fitted.get(name) == self.index.version
+            matcher = await asyncio.to_thread(factory, self.settings)  # may load a model
+        except InvalidRequest as exc:
+            self._failed[name] = exc.message
+            log.error("matcher_unavailable", matcher=name, error=exc.message)
+            self._announce()
+            return None
+        self._matchers[name] = matcher
+        return matcher
 
-    async def _refit(self, name: str, matcher: Matcher) -> None:
-        """Fit in a worker thread until the fit matches the index (it may change meanwhile)."""
-        while self._fitted.get(name) != (version := self.index.version):
-            await asyncio.to_thread(matcher.fit, self._catalog_at(version))
-            self._fitted[name] = version
+    def _calibrate(self, names: CalibrationKey) -> Calibration:
+        """Blend the held-out scores of `names` fold by fold, then fit the map."""
+        per_matcher = [self._fitted[n].trials or [] for n in names]
+        trials: list[Trial] = []
+        for fold in zip(*per_matcher, strict=True):
+            held_out = fold[0][0]
+            blended = [
+                {m.capability: m.confidence for m in blend(dict(zip(names, row, strict=True)))}
+                for row in zip(*(scores for _, scores in fold), strict=True)
+            ]
+            trials.append(trial_of(held_out, blended))
+        calibration = fit_calibration(names, join_trials(trials)) if trials else identity(names)
+        log.info(
+            "routing_calibrated",
+            matchers=list(names),
+            slope=round(calibration.slope, 3),
+            intercept=round(calibration.intercept, 3),
+            in_scope=calibration.in_scope_texts,
+            out_of_scope=calibration.out_of_scope_texts,
+        )
+        return calibration
 
-    def _catalog_at(self, version: int) -> dict[str, CapabilityCard]:
-        if self._catalog is None or self._catalog[0] != version:
-            self._catalog = (version, build_catalog(self.index))
+    def _catalog_at(self, key: CatalogKey) -> dict[str, CapabilityCard]:
+        if self._catalog is None or self._catalog[0] != key:
+            self._catalog = (key, build_catalog(self.index, self.learned().by_capability))
         return self._catalog[1]
 
-    def _key(self, policy: RoutingPolicy) -> tuple[int, str]:
-        return self.index.version, policy.version
-
-    def _remember(self, text: str, matches: list[CapabilityMatch], expires: float) -> None:
-        self._cache[text] = (expires, matches)
+    def _remember(self, text: str, matched: Matched, expires: float) -> None:
+        self._cache[text] = (expires, matched)
         self._cache.move_to_end(text)
         while len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
 
 
+_NEVER = _Fitted((-1, -1), None)
+
+
+def _fit_and_try(
+    matcher: Matcher, catalog: dict[str, CapabilityCard], folds: Sequence[Any]
+) -> list[tuple[list[Any], list[dict[str, float]]]] | None:
+    """Fit the matcher (swapped in at once), then score each fold's held-out texts with a
+    trial fit of the rest; None for a matcher that is not calibrated."""
+    matcher.fit(catalog)
+    trials = []
+    for fold in folds:
+        scorer = matcher.trial(fold.catalog)
+        if scorer is None:
+            return None
+        texts = [normalize_text(h.text) for h in fold.held_out]
+        trials.append((fold.held_out, scorer.score_many(texts)))
+    return trials
+
+
 def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
-    """Weighted mean of the confidences of the matchers that had an opinion; best first."""
+    """Weighted mean of the scores of the matchers that had an opinion; best first."""
     weights = {
         name: BLEND_WEIGHTS.get(name, DEFAULT_BLEND_WEIGHT) for name, s in asked.items() if s
     }
@@ -182,6 +473,23 @@ def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
         CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
         for tag, value in best
     ]
+
+
+def _blend_uncalibrated(
+    matches: list[CapabilityMatch], others: dict[str, dict[str, float]]
+) -> list[CapabilityMatch]:
+    """Calibrated confidences blended with matchers that give their own (an LLM)."""
+    weights = {"calibrated": 1.0 if matches else 0.0}
+    weights |= {n: BLEND_WEIGHTS.get(n, DEFAULT_BLEND_WEIGHT) for n in others}
+    total = sum(weights.values())
+    scores = {m.capability: dict(m.scores) for m in matches}
+    confidence = {m.capability: weights["calibrated"] * m.confidence / total for m in matches}
+    for name, answer in others.items():
+        for tag, value in answer.items():
+            confidence[tag] = confidence.get(tag, 0.0) + weights[name] * value / total
+            scores.setdefault(tag, {})[name] = value
+    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
+    return [CapabilityMatch(tag, round(v, 6), scores.get(tag, {})) for tag, v in best]
 
 
 def _by_confidence(item: tuple[str, float]) -> Any:

@@ -33,14 +33,17 @@ async def route(
 ) -> Response:
     """The routing decision, fully explained; `agent_id` is null when nothing fits.
 
-    Naming a capability needs the right to invoke it; text may be routed by any key but
-    an observer's (observers only read).
+    Naming a capability needs the right to invoke it, naming a context the right to use
+    it (else 404); text may be routed by any key but an observer's (observers only read).
     """
     require_not_observer(principal, "route")
+    runtime = runtime_of(request)
     if body.capability is not None:
-        runtime_of(request).security.authorize_invoke(principal, body.capability)
+        runtime.security.authorize_invoke(principal, body.capability)
+    if body.context_id is not None:  # its affinity would tell who served someone's context
+        await runtime.contexts.check_use(principal, body.context_id)
     trace = continue_trace(traceparent)
-    decision = await runtime_of(request).routing.route(
+    decision = await runtime.routing.route(
         body,
         request_id=body.request_id or new_request_id(),
         trace_id=trace.trace_id,
@@ -52,5 +55,17 @@ async def route(
 @router.get("/policy")
 async def policy(request: Request, _: Observer) -> Response:
     """The routing policy in force, its version and where it came from (observers and
-    admins: it names every principal's rules and quotas)."""
-    return json_response(runtime_of(request).policy.status())
+    admins: it names every principal's rules and quotas), and which text matchers are
+    ready (the sentence encoder loads in the background)."""
+    runtime = runtime_of(request)
+    status = runtime.policy.status()
+    return json_response(
+        {
+            "version": status.version,
+            "source": status.source,
+            "loaded_at": status.loaded_at,
+            "policy": status.policy,
+            "last_error": status.last_error,
+            "matching": runtime.routing.matching.status(status.policy),
+        }
+    )

@@ -36,8 +36,25 @@ export function decisionItem(entry, { open = false } = {}) {
       h("span", { class: "mono muted" }, d.margin === null ? "" : `margin ${d.margin.toFixed(3)}`),
       h("span", { class: "muted" }, `${d.candidates.length} candidate${d.candidates.length === 1 ? "" : "s"}`),
       traceLink(entry.trace_id, "trace")),
-    h("div", { class: "inner" }, candidatesTable(d),
+    h("div", { class: "inner" }, candidatesTable(d), d.text ? textMatch(d) : null,
       h("p", { class: "hint" }, `policy ${d.policy_version} · request ${entry.request_id}`)),
+  );
+}
+
+// How a text was matched: the matchers asked (and pending), the thresholds against what was
+// measured, a learned example that matched, capabilities that said "not mine", the params.
+function textMatch(d) {
+  const t = d.text;
+  const best = d.candidates.length ? Math.max(...d.candidates.map((c) => c.factors.match ?? 0)) : 0;
+  const row = (label, value) => h("tr", {}, h("th", {}, label), h("td", { class: "mono" }, value));
+  return h("table", { class: "text-match" },
+    row("matchers", t.matchers.join(" + ") + (t.pending.length ? ` (pending: ${t.pending.join(", ")})` : "")),
+    row("confidences", t.calibrated ? "calibrated on the registered catalog (match column)" : "raw (too few cards to calibrate)"),
+    row("min_confidence", `${t.min_confidence} · best ${best.toFixed(3)}`),
+    row("margin", `${t.margin} · measured ${d.margin === null ? "–" : d.margin.toFixed(3)}`),
+    t.learned ? row("learned example", `${t.learned.id} → ${t.learned.capability}`) : null,
+    t.not_mine.length ? row("said not mine", t.not_mine.join(", ")) : null,
+    t.params ? row("params", JSON.stringify(t.params)) : null,
   );
 }
 

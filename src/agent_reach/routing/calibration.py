@@ -1,0 +1,227 @@
+"""Self-calibration: what a raw match score means on *this* catalog, fitted on its cards.
+
+A matcher's raw score depends on the catalog (how many capabilities, how many examples,
+which language), so no fixed threshold on it holds everywhere. The router therefore
+tests itself on the registered cards before it trusts them: the capabilities are split
+into FOLDS groups and so are the examples of each; in fold f, the capabilities of group
+f are left out entirely (their examples are then *out-of-scope* texts for the rest) and
+each remaining capability loses its examples of group f (*in-scope* texts, whose right
+answer is known). The matchers are fitted on what is left and score the held-out texts.
+
+From those scores a calibration map is fitted, a logistic curve in the logit of the best
+capability's raw score. Its slope comes from a logistic regression of "routing to it is
+right" (the right capability of an in-scope text) with in-scope and out-of-scope texts
+weighing the same. Its midpoint is set where the held-out out-of-scope texts are refused
+at TARGET_OOS_RECALL: a calibrated 0.5 (the default `min_confidence`) is the score below
+which 4 of 5 texts meant for no registered capability fall, on this catalog. Held-out
+capabilities are near neighbours of the registered ones, so real out-of-scope traffic
+tends to be refused more often than that. The router's `min_confidence` and `margin` apply
+to calibrated confidences, which is why one default holds on any catalog; the held-out
+scores are kept, so the calibration can say what any thresholds should give.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agent_reach.routing.catalog import CapabilityCard
+
+FOLDS = 5  # 1/5 of the capabilities out of scope per fold: the benchmark's SMP2017 protocol
+# Logistic fit: Newton steps with a weak L2 pull towards the identity map (slope 1,
+# intercept 0 in logit space), so that a catalog of a handful of texts cannot fit a cliff.
+NEWTON_STEPS = 25
+PRIOR_STRENGTH = 1.0  # as many pseudo-texts as this, spread over both classes
+MIN_SLOPE = 0.1  # a flat fit (scores that tell nothing) still keeps the map increasing
+SCORE_FLOOR = 1e-4  # raw scores are clipped to [floor, 1 - floor] before the logit
+MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
+# The issue's goal for out-of-scope recall ("refuse 4 of 5 texts no agent is for"), set
+# before any benchmark figure; the balanced fit's own midpoint refused ~87-97 % of them
+# on the corpora's validation splits and cost in-scope accuracy (bench/routing.py).
+TARGET_OOS_RECALL = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """One held-out text and, for in-scope texts, the capability that should get it."""
+
+    text: str
+    capability: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """A catalog with some cards and examples left out, and the texts that were left out."""
+
+    catalog: dict[str, CapabilityCard]
+    held_out: list[HeldOut]
+
+
+def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[Fold]:
+    """The FOLDS train/held-out splits of a catalog; deterministic for the same catalog."""
+    tags = sorted(catalog, key=_stable_order)
+    group_of = {tag: n % folds for n, tag in enumerate(tags)}
+    out: list[Fold] = []
+    for f in range(folds):
+        kept: dict[str, CapabilityCard] = {}
+        held: list[HeldOut] = []
+        for tag in sorted(catalog):
+            card = catalog[tag]
+            if group_of[tag] == f:
+                held += [HeldOut(text, None) for text in card.examples]
+                continue
+            start = group_of[tag]  # rotate, so one-example capabilities are not all held at once
+            keep = [e for i, e in enumerate(card.examples) if (i + start) % folds != f]
+            held += [
+                HeldOut(e, tag) for i, e in enumerate(card.examples) if (i + start) % folds == f
+            ]
+            kept[tag] = CapabilityCard(tag, card.descriptions, tuple(keep), card.input_schema)
+        if held:
+            out.append(Fold(kept, held))
+    return out
+
+
+def _stable_order(tag: str) -> bytes:
+    return hashlib.sha1(tag.encode(), usedforsecurity=False).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """The raw scores of the two best capabilities for each held-out text, and the truth."""
+
+    best: np.ndarray  # raw score of the best capability (0 when no opinion)
+    second: np.ndarray  # raw score of the best *other* capability
+    is_right: np.ndarray  # the best capability is the text's own (False for out of scope)
+    in_scope: np.ndarray
+
+
+def trial_of(held_out: Sequence[HeldOut], scores: Sequence[Mapping[str, float]]) -> Trial:
+    """Summarize raw scores of held-out texts (`scores[i]` answers `held_out[i]`)."""
+    best, second, right, in_scope = [], [], [], []
+    for item, answer in zip(held_out, scores, strict=True):
+        ranked = sorted(answer.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        best.append(ranked[0][1] if ranked else 0.0)
+        second.append(ranked[1][1] if len(ranked) > 1 else 0.0)
+        right.append(bool(ranked) and ranked[0][0] == item.capability)
+        in_scope.append(item.capability is not None)
+    return Trial(
+        np.asarray(best, dtype=np.float64),
+        np.asarray(second, dtype=np.float64),
+        np.asarray(right, dtype=bool),
+        np.asarray(in_scope, dtype=bool),
+    )
+
+
+def join_trials(trials: Sequence[Trial]) -> Trial:
+    return Trial(*(np.concatenate([getattr(t, f) for t in trials]) for f in Trial.__slots__))
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What thresholds should give on texts like the held-out ones (fractions in [0, 1])."""
+
+    in_scope_accuracy: float  # in-scope texts routed to their own capability
+    in_scope_refused: float  # in-scope texts refused (no_match or margin)
+    out_of_scope_recall: float  # out-of-scope texts refused
+    precision: float  # of the texts routed, the share routed right (both kinds weigh alike)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The map raw score -> calibrated confidence for one catalog and set of matchers."""
+
+    matchers: tuple[str, ...]
+    slope: float
+    intercept: float
+    in_scope_texts: int
+    out_of_scope_texts: int
+    fitted: bool  # False: too few held-out texts, raw scores pass through unchanged
+    trial: Trial | None = field(default=None, repr=False, compare=False)
+
+    def confidence(self, raw: float) -> float:
+        """The calibrated confidence of a raw score: P(routing on it is right)."""
+        if not self.fitted:
+            return raw
+        return _sigmoid(self.slope * _logit(raw) + self.intercept)
+
+    def expected(self, min_confidence: float, margin: float) -> Expected | None:
+        """In-scope accuracy, refusals, out-of-scope recall and precision at thresholds."""
+        trial = self.trial
+        if trial is None or not len(trial.best):
+            return None
+        best = self._vector(trial.best)
+        routed = (best >= min_confidence) & (best - self._vector(trial.second) >= margin)
+        ins, oos = trial.in_scope, ~trial.in_scope
+        right = routed & trial.is_right
+        n_in, n_out = max(int(ins.sum()), 1), max(int(oos.sum()), 1)
+        # precision with both kinds at equal weight, as in the fit
+        right_share = right[ins].sum() / n_in
+        wrong_share = (routed & ins & ~trial.is_right).sum() / n_in + (routed & oos).sum() / n_out
+        total = right_share + wrong_share
+        return Expected(
+            in_scope_accuracy=round(float(right_share), 4),
+            in_scope_refused=round(float((~routed & ins).sum() / n_in), 4),
+            out_of_scope_recall=round(float((~routed & oos).sum() / n_out), 4),
+            precision=round(float(right_share / total), 4) if total else 1.0,
+        )
+
+    def _vector(self, raw: np.ndarray) -> np.ndarray:
+        if not self.fitted:
+            return raw
+        return 1 / (1 + np.exp(-(self.slope * _logits(raw) + self.intercept)))
+
+
+def identity(matchers: tuple[str, ...]) -> Calibration:
+    """Raw scores as they are: before any calibration has been fitted."""
+    return Calibration(matchers, 1.0, 0.0, 0, 0, fitted=False)
+
+
+def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
+    """The map from the best raw score: the balanced logistic fit's slope, centred where
+    TARGET_OOS_RECALL of the held-out out-of-scope texts score below it."""
+    n_in, n_out = int(trial.in_scope.sum()), int((~trial.in_scope).sum())
+    if n_in < MIN_TEXTS or n_out < MIN_TEXTS:
+        return Calibration(matchers, 1.0, 0.0, n_in, n_out, fitted=False, trial=trial)
+    x = _logits(trial.best)
+    y = trial.is_right.astype(np.float64)
+    weight = np.where(trial.in_scope, 0.5 / n_in, 0.5 / n_out) * len(x)
+    slope, _ = _newton(x, y, weight)
+    slope = max(slope, MIN_SLOPE)
+    midpoint = float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL))
+    intercept = -slope * midpoint
+    return Calibration(matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial)
+
+
+def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """Weighted logistic regression y ~ sigmoid(a x + b), L2 towards (a, b) = (1, 0)."""
+    features = np.stack([x, np.ones_like(x)], axis=1)
+    theta = np.array([1.0, 0.0])
+    prior = np.array([1.0, 0.0])
+    ridge = PRIOR_STRENGTH * np.eye(2)
+    for _ in range(NEWTON_STEPS):
+        p = 1 / (1 + np.exp(-(features @ theta)))
+        gradient = features.T @ (weight * (p - y)) + ridge @ (theta - prior)
+        hessian = (features * (weight * p * (1 - p))[:, None]).T @ features + ridge
+        step = np.linalg.solve(hessian, gradient)
+        theta -= step
+        if float(np.abs(step).max()) < 1e-9:
+            break
+    return float(theta[0]), float(theta[1])
+
+
+def _logits(raw: np.ndarray) -> np.ndarray:
+    clipped = np.clip(raw, SCORE_FLOOR, 1 - SCORE_FLOOR)
+    return np.log(clipped) - np.log1p(-clipped)
+
+
+def _logit(raw: float) -> float:
+    clipped = min(max(raw, SCORE_FLOOR), 1 - SCORE_FLOOR)
+    return math.log(clipped / (1 - clipped))
+
+
+def _sigmoid(value: float) -> float:
+    return 1 / (1 + math.exp(-value)) if value > -700 else 0.0

@@ -1,0 +1,130 @@
+"""The edge on raw requests where it used to differ from RFC 9110/9112 and from nginx:
+Host rules, versions, long targets, 100-continue, an ignored h2c upgrade with a body,
+and the 413 a client still sending its body gets to read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+from interop_kit import Peer, RawClient
+
+from conftest import BODY_LIMIT
+
+UPGRADE = (
+    "connection: Upgrade, HTTP2-Settings",
+    "upgrade: h2c",
+    "http2-settings: AAMAAABkAAQAAP__",
+)
+
+
+@pytest.fixture
+def capability(peers: Callable[[str], Peer], capability_at: Callable[[str, int], str]) -> str:
+    return capability_at(f"{peers('uvicorn').url}/json", 1)
+
+
+@pytest.fixture
+def raw(coordinator: str) -> Iterator[RawClient]:
+    client = RawClient(coordinator)
+    yield client
+    client.close()
+
+
+def head(method: str, target: str, *lines: str, version: str = "1.1") -> bytes:
+    return "\r\n".join([f"{method} {target} HTTP/{version}", *lines]).encode() + b"\r\n\r\n"
+
+
+def invoke(capability: str) -> bytes:
+    return json.dumps({"capability": capability, "payload": {"n": 7}}).encode()
+
+
+@pytest.mark.parametrize("hosts", [(), ("host: a", "host: b")], ids=["no-host", "two-hosts"])
+def test_http_1_1_needs_exactly_one_host(raw: RawClient, hosts: tuple[str, ...]) -> None:
+    raw.send(head("GET", "/healthz", *hosts))
+    reply = raw.reply()
+    assert (reply.status, reply.code()) == (400, "bad_host")
+    assert raw.is_closed()
+
+
+def test_http_1_0_without_host_is_served(raw: RawClient) -> None:
+    raw.send(head("GET", "/healthz", version="1.0"))
+    assert raw.reply().status == 200
+
+
+def test_an_http_2_0_request_line_is_505(raw: RawClient) -> None:
+    raw.send(head("GET", "/healthz", "host: edge", version="2.0"))
+    reply = raw.reply()
+    assert (reply.status, reply.code()) == (505, "http_version_not_supported")
+
+
+def test_a_request_target_over_8_kib_is_414_and_8000_octets_are_served(
+    coordinator: str,
+) -> None:
+    short, long = RawClient(coordinator), RawClient(coordinator)
+    short.send(head("GET", "/healthz?q=" + "a" * 7990, "host: edge"))
+    assert short.reply().status == 200
+    long.send(head("GET", "/healthz?q=" + "a" * 9000, "host: edge"))
+    reply = long.reply()
+    assert (reply.status, reply.code()) == (414, "uri_too_long")
+    short.close()
+    long.close()
+
+
+def test_no_100_continue_is_sent_to_an_http_1_0_client(raw: RawClient, capability: str) -> None:
+    body = invoke(capability)
+    lines = ("expect: 100-continue", f"content-length: {len(body)}")
+    raw.send(head("POST", "/v1/invoke", *lines, version="1.0"))
+    raw.send(body)
+    assert raw.reply().status == 200  # the answer, no interim response before it
+
+
+def test_a_pipelined_request_expecting_100_gets_it_when_its_turn_comes(
+    raw: RawClient, capability: str
+) -> None:
+    body = invoke(capability)
+    length = f"content-length: {len(body)}"
+    raw.send(head("POST", "/v1/invoke", "host: edge", length) + body)
+    raw.send(head("POST", "/v1/invoke", "host: edge", length, "expect: 100-continue"))
+    assert raw.reply().status == 200
+    assert raw.reply().status == 100
+    raw.send(body)
+    reply = raw.reply()
+    assert reply.status == 200
+    assert json.loads(reply.body)["result"]["echo"] == {"n": 7}
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_an_ignored_h2c_upgrade_keeps_the_body_and_the_connection(
+    raw: RawClient, capability: str, chunked: bool
+) -> None:
+    body = invoke(capability)
+    framing = ("transfer-encoding: chunked",) if chunked else (f"content-length: {len(body)}",)
+    data = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if chunked else body
+    raw.send(head("POST", "/v1/invoke", "host: edge", *UPGRADE, *framing) + data)
+    raw.send(head("GET", "/healthz", "host: edge"))  # pipelined behind it
+    reply = raw.reply()
+    assert reply.status == 200, reply.body
+    assert json.loads(reply.body)["result"]["echo"] == {"n": 7}
+    assert raw.reply().status == 200
+
+
+def test_a_client_still_sending_an_oversized_body_reads_the_413(raw: RawClient) -> None:
+    size = 8 * BODY_LIMIT
+    raw.send(head("POST", "/v1/invoke", "host: edge", f"content-length: {size}"))
+    raw.send(b"a" * size)  # a reset here is what the client got before the lingering close
+    reply = raw.reply()
+    assert (reply.status, reply.code()) == (413, "payload_too_large")
+    assert raw.is_closed()
+
+
+@pytest.mark.parametrize("size_line", [b"%x ;ext=1", b"%x\t;ext=1", b"%x  ;ext=1"])
+def test_whitespace_before_a_chunk_extension_is_accepted(
+    raw: RawClient, capability: str, size_line: bytes
+) -> None:
+    body = invoke(capability)
+    chunk = size_line.replace(b"%x", b"%x" % len(body)) + b"\r\n" + body + b"\r\n0\r\n\r\n"
+    raw.send(head("POST", "/v1/invoke", "host: edge", "transfer-encoding: chunked") + chunk)
+    reply = raw.reply()
+    assert reply.status == 200, reply.body
+    assert json.loads(reply.body)["result"]["echo"] == {"n": 7}

@@ -1,0 +1,81 @@
+"""Self-calibration from plain data: folds, the fitted map, and what thresholds should give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_reach.routing.calibration import (
+    TARGET_OOS_RECALL,
+    HeldOut,
+    Trial,
+    fit_calibration,
+    folds_of,
+    trial_of,
+)
+from agent_reach.routing.catalog import CapabilityCard
+
+CATALOG = {
+    f"cap.{n}": CapabilityCard(
+        f"cap.{n}", (f"about {n}",), tuple(f"text {n} {i}" for i in range(4))
+    )
+    for n in range(7)
+}
+
+
+def test_every_example_is_held_out_once_in_scope_and_once_out_of_scope():
+    folds = folds_of(CATALOG)
+    assert len(folds) == 5
+    in_scope = [(h.text, h.capability) for f in folds for h in f.held_out if h.capability]
+    out_of_scope = [h.text for f in folds for h in f.held_out if h.capability is None]
+    examples = [e for card in CATALOG.values() for e in card.examples]
+    assert sorted(out_of_scope) == sorted(examples)
+    assert len(in_scope) == len(set(in_scope))
+    for fold in folds:
+        held = {h.text for h in fold.held_out}
+        kept = {e for card in fold.catalog.values() for e in card.examples}
+        assert not held & kept, "a held-out text is never in the catalog it is scored on"
+        assert all(card.descriptions for card in fold.catalog.values())
+        gone = {h.text.split()[1] for h in fold.held_out if h.capability is None}
+        assert not {f"cap.{n}" for n in gone} & set(fold.catalog)
+    assert folds_of(CATALOG)[2].held_out == folds[2].held_out  # deterministic
+
+
+def test_the_map_is_monotone_and_half_where_it_refuses_the_target_share_out_of_scope():
+    rng = np.random.default_rng(7)
+    right = rng.uniform(0.5, 1.0, 200)  # in scope, the best capability is the right one
+    outside = rng.uniform(0.0, 0.5, 50)  # out of scope: 4 times fewer
+    trial = Trial(
+        best=np.concatenate([right, outside]),
+        second=np.zeros(250),
+        is_right=np.concatenate([np.ones(200, bool), np.zeros(50, bool)]),
+        in_scope=np.concatenate([np.ones(200, bool), np.zeros(50, bool)]),
+    )
+    calibration = fit_calibration(("lexical",), trial)
+    assert calibration.fitted and calibration.slope > 1
+    values = [calibration.confidence(x) for x in (0.05, 0.3, 0.5, 0.7, 0.95)]
+    assert values == sorted(values)
+    midpoint = float(np.quantile(outside, TARGET_OOS_RECALL))
+    assert calibration.confidence(midpoint) == pytest.approx(0.5, abs=0.01)
+    expected = calibration.expected(0.5, 0.0)
+    assert expected is not None
+    assert expected.out_of_scope_recall == pytest.approx(TARGET_OOS_RECALL, abs=0.03)
+    assert expected.in_scope_accuracy == 1.0
+
+
+def test_too_few_held_out_texts_leave_raw_scores_as_they_are():
+    held = [HeldOut("a", "cap.1"), HeldOut("b", None)]
+    calibration = fit_calibration(("lexical",), trial_of(held, [{"cap.1": 0.9}, {"cap.1": 0.2}]))
+    assert not calibration.fitted
+    assert calibration.confidence(0.37) == 0.37
+
+
+def test_a_trial_records_the_two_best_and_whether_the_best_was_right():
+    held = [HeldOut("a", "cap.1"), HeldOut("b", "cap.2"), HeldOut("c", None), HeldOut("d", None)]
+    trial = trial_of(
+        held, [{"cap.1": 0.9, "cap.2": 0.1}, {"cap.1": 0.6, "cap.2": 0.3}, {}, {"cap.1": 0.2}]
+    )
+    assert trial.best.tolist() == [0.9, 0.6, 0.0, 0.2]
+    assert trial.second.tolist() == [0.1, 0.3, 0.0, 0.0]
+    assert trial.is_right.tolist() == [True, False, False, False]
+    assert trial.in_scope.tolist() == [True, True, False, False]
