@@ -107,7 +107,7 @@ def test_cli_runs_a_workflow_file_and_shows_the_run_as_a_tree(coordinator, shop,
         env=WIDE,
     )
     assert ran.exit_code == 0, ran.output
-    run_id = ran.output.split()[1]
+    run_id = next(line for line in ran.output.splitlines() if line.startswith("run ")).split()[1]
     shown = runner.invoke(app, ["workflow", "show", run_id, "--coordinator", coordinator], env=WIDE)
     missing = runner.invoke(app, ["workflow", "show", "nope", "--coordinator", coordinator])
 
