@@ -22,7 +22,14 @@ from agent_reach.errors import (
     StoreUnavailable,
     ValidationFailed,
 )
-from agent_reach.sdk import Agent, AgentRequest, ReachClient, SyncReachClient
+from agent_reach.sdk import (
+    Agent,
+    AgentRequest,
+    Orchestrator,
+    ReachClient,
+    SyncOrchestrator,
+    SyncReachClient,
+)
 from agent_reach.server.app import create_app
 
 __all__ = [
@@ -39,11 +46,13 @@ __all__ = [
     "NoInstance",
     "NoRoute",
     "NotFound",
+    "Orchestrator",
     "PayloadTooLarge",
     "ReachClient",
     "ReachError",
     "Settings",
     "StoreUnavailable",
+    "SyncOrchestrator",
     "SyncReachClient",
     "ValidationFailed",
     "create_app",

@@ -8,9 +8,12 @@ ReachError
     InvalidRequest           400 invalid_request
       ValidationFailed         422 validation_error
         KeyReused                422 idempotency_key_reused: same id, different body
+        WorkflowRefused          422 invalid_workflow (or the reason's own code: a cycle, ...)
     NotFound                 404 not_found
       UnknownAgent             404 unknown_agent: register again
       UnknownTask              404 unknown_task
+      UnknownRun               404 unknown_run
+      UnknownWorkflow          404 unknown_workflow
     Conflict                 409 conflict
       InProgress               409 in_progress: the same request_id is running
     PayloadTooLarge          413 payload_too_large
@@ -117,6 +120,18 @@ class UnknownTask(NotFound):
     code = "unknown_task"
 
 
+class UnknownRun(NotFound):
+    """No workflow run has this id for this caller (never started, or its record expired)."""
+
+    code = "unknown_run"
+
+
+class UnknownWorkflow(NotFound):
+    """No workflow is saved under this name for this caller."""
+
+    code = "unknown_workflow"
+
+
 class Conflict(CallerError):
     status = 409
     code = "conflict"
@@ -132,6 +147,14 @@ class KeyReused(ValidationFailed):
     """The request_id was used before with a different request body."""
 
     code = "idempotency_key_reused"
+
+
+class WorkflowRefused(ValidationFailed):
+    """A workflow refused at submission, nothing executed: `code` names the reason
+    (`workflow_cycle`, `unknown_dependency`, `duplicate_step`, `too_many_steps`,
+    `bad_template`, `missing_input`) and the details name the steps involved."""
+
+    code = "invalid_workflow"
 
 
 class PayloadTooLarge(CallerError):
@@ -232,9 +255,12 @@ _BY_CODE: dict[str, type[ReachError]] = {
         NotFound,
         UnknownAgent,
         UnknownTask,
+        UnknownRun,
+        UnknownWorkflow,
         Conflict,
         InProgress,
         KeyReused,
+        WorkflowRefused,
         PayloadTooLarge,
         NoRoute,
         NoCapability,

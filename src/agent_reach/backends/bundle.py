@@ -17,7 +17,9 @@ from agent_reach.backends.protocols import (
     QueueStore,
     QuotaStore,
     RegistryStore,
+    RunStore,
     TaskStore,
+    WorkflowStore,
 )
 
 
@@ -36,6 +38,8 @@ class Backends:
     quotas: QuotaStore
     contexts: ContextStore
     fleet_load: FleetLoadStore
+    runs: RunStore
+    workflows: WorkflowStore
     learning: LearningStore
     policy: PolicyStore
     is_shared: bool = False

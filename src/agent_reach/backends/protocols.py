@@ -463,3 +463,33 @@ class ContextStore(Protocol):
         Stores `candidate` unless a key is stored already (set-if-absent, atomic), then
         returns the stored key; it never expires.
         """
+
+
+class RunStore(Protocol):
+    """Workflow runs: each run's JSON record by key, and the keys of the newest runs."""
+
+    async def create(self, key: str, record: bytes, ttl_s: float, *, keep_recent: int) -> bool:
+        """Store a new run's record for `ttl_s`; False, changing nothing, when `key` is taken.
+
+        Set-if-absent and, when stored, `key` joins the front of the recent list, which
+        keeps only the `keep_recent` newest keys: one atomic step.
+        """
+
+    async def put(self, key: str, record: bytes, ttl_s: float) -> None:
+        """Replace the run's record (last writer wins); it expires after `ttl_s`."""
+
+    async def get(self, key: str) -> bytes | None:
+        """The run's record, or None when unknown or expired."""
+
+    async def recent(self, limit: int) -> list[str]:
+        """Up to `limit` keys of the newest runs created, newest first (some may have expired)."""
+
+
+class WorkflowStore(Protocol):
+    """Named workflow definitions by key; they do not expire."""
+
+    async def put(self, key: str, definition: bytes) -> None:
+        """Store (or replace) the definition saved under `key`."""
+
+    async def get(self, key: str) -> bytes | None:
+        """The definition, or None when nothing is saved under `key`."""

@@ -22,6 +22,7 @@ from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
 from agent_reach.demo.deployment import handoff_agents, play_handoff
 from agent_reach.demo.scenario import SCRIPT, SCRIPT_AFTER_STOP, Ask, build_agents
+from agent_reach.demo.workflow import play_shipment
 from agent_reach.errors import ReachError
 from agent_reach.observability.logging import configure_logging
 from agent_reach.sdk.client import ReachClient
@@ -84,6 +85,7 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
         await asyncio.to_thread(servers[STOPPED_INSTANCE].stop)  # its lifespan deregisters it
         after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
         console.print(_table("Inventory requests after the stop", after))
+        workflow_ok = await play_shipment(console, client)
 
         console.rule("deployment hand-off")
         handoff = await play_handoff(console, client, url)
@@ -107,6 +109,7 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
         and misrouted == 0
         and len(served_before) == 2
         and STOPPED_INSTANCE not in served_after
+        and workflow_ok
     )
     return 0 if is_expected and handoff.is_expected else 1
 

@@ -10,7 +10,8 @@ replayed later; when their time runs out, a remembered answer is served as
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -61,6 +62,20 @@ if TYPE_CHECKING:
 log = structlog.get_logger("agent_reach.invoke")
 
 
+class FanoutHandler(Protocol):
+    """Answers `mode: "fanout"` requests (the orchestration package provides it)."""
+
+    def __call__(
+        self,
+        request: InvokeRequest,
+        trace: TraceContext,
+        *,
+        hop_budget: int | None,
+        deadline_ms: int | None,
+        principal: Principal,
+    ) -> Awaitable[Answer]: ...
+
+
 class InvokeService:
     """Everything `POST /v1/invoke` does; `handle` never raises, it answers."""
 
@@ -103,6 +118,7 @@ class InvokeService:
         self.journal = journal  # what `agent-reach why` reads back
         self.admission = admission
         self.similar = similar
+        self.fanout: FanoutHandler | None = None  # set once orchestration is wired in
 
     async def handle(
         self,
@@ -155,6 +171,10 @@ class InvokeService:
         deadline_ms: int | None,
         principal: Principal,
     ) -> Answer:
+        if request.mode == "fanout" and self.fanout is not None:
+            return await self.fanout(
+                request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
+            )
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
         span = self.tracer.start(

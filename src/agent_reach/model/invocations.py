@@ -57,7 +57,9 @@ class InvokeRequest(RouteRequest):
     payload: Any = None
     max_hop: int | None = Field(None, ge=0, le=64)
     timeout_class: TimeoutClass | None = None
-    mode: Literal["sync", "async"] = "sync"
+    mode: Literal["sync", "async", "fanout"] = Field(
+        "sync", description="fanout: a text asking several things runs as a parallel workflow"
+    )
     suspend: bool = Field(
         True, description="no instance can take it now: park it (202 and a task) or fail (503)"
     )

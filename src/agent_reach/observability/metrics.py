@@ -217,6 +217,22 @@ class Metrics:
             ["queue"],
             registry=r,
         )
+        self.workflow_runs = Counter(
+            "agent_reach_workflow_runs",
+            "Workflow runs settled, by status (ok, partial, parked, error)",
+            ["status"],
+            registry=r,
+        )
+        self.workflow_steps = Counter(
+            "agent_reach_workflow_steps",
+            "Workflow steps settled, by status (ok, fallback, failed, skipped, parked)",
+            ["status"],
+            registry=r,
+        )
+        self.workflow_run_seconds = HotHistogram(
+            "agent_reach_workflow_run_seconds", "Workflow runs from creation to their end", ()
+        )
+        r.register(self.workflow_run_seconds)
 
         self.shed = Counter(
             "agent_reach_shed",

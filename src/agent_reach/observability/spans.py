@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-SpanKind = Literal["invoke", "task", "route", "attempt", "context"]
+SpanKind = Literal["invoke", "task", "route", "attempt", "context", "workflow", "step"]
 
 # Outcomes that are not failures: the request was answered, parked, or handed on.
-SUCCESS_STATUSES = frozenset({"ok", "fallback", "degraded", "queued", "suspended", "replayed"})
+SUCCESS_STATUSES = frozenset(
+    {"ok", "fallback", "degraded", "queued", "suspended", "replayed", "partial", "parked"}
+)
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agent_reach.model.access import AccessPolicy, QuotaRule
 from agent_reach.model.admission import AdmissionPolicy
 from agent_reach.model.intent import IntentEscalation
+from agent_reach.model.workflows import WorkflowPolicy
 
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
@@ -134,6 +135,7 @@ class RoutingPolicy(BaseModel):
         None, description="capability whose agent parses unsure texts (routing/intent_parser.py)"
     )
     intent_escalation: IntentEscalation = Field(default_factory=IntentEscalation)
+    workflows: WorkflowPolicy = Field(default_factory=WorkflowPolicy)
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

@@ -6,5 +6,13 @@ everything it does an agent in any other language can do too.
 
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import ReachClient, SyncReachClient
+from agent_reach.sdk.orchestrator import Orchestrator, SyncOrchestrator
 
-__all__ = ["Agent", "AgentRequest", "ReachClient", "SyncReachClient"]
+__all__ = [
+    "Agent",
+    "AgentRequest",
+    "Orchestrator",
+    "ReachClient",
+    "SyncOrchestrator",
+    "SyncReachClient",
+]

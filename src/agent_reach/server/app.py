@@ -31,6 +31,7 @@ from agent_reach.server.routes import (
     routing,
     tasks,
     traces,
+    workflows,
 )
 from agent_reach.server.routes.dashboard import mount_dashboard
 from agent_reach.server.runtime import Runtime, open_runtime
@@ -80,6 +81,7 @@ class CoordinatorApp:
             self.api.include_router(module.router)
         self.api.include_router(a2a_routes.router)
         self.api.include_router(requests.router)  # `agent-reach why`
+        self.api.include_router(workflows.router)
         self.api.include_router(learning.router)
         self.api.include_router(events.router)
         mount_dashboard(self.api)

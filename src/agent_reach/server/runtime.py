@@ -36,6 +36,11 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.otel import OtlpExport
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracing import Tracer
+from agent_reach.orchestration.board import RunBoard
+from agent_reach.orchestration.fanout import Fanout
+from agent_reach.orchestration.running import RunExecutor
+from agent_reach.orchestration.service import Orchestrator
+from agent_reach.orchestration.steps import StepRunner
 from agent_reach.registry.fleet_load import FleetLoad
 from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import Instance
@@ -74,6 +79,7 @@ class Runtime:
     security: SecurityService
     history: InstanceHistory
     journal: RequestJournal
+    orchestrator: Orchestrator
     learning: LearningService
     events: EventFeed
 
@@ -169,6 +175,7 @@ async def open_runtime(
         interval_s=settings.scale_check_s,
     )
     routing.intent = IntentParser(intent_asker(invoke), clock)
+    orchestrator = _orchestration(settings, node_id, backends, registry, invoke, policy)
     runtime = Runtime(
         settings=settings,
         clock=clock,
@@ -188,6 +195,7 @@ async def open_runtime(
         security=security,
         history=history,
         journal=journal,
+        orchestrator=orchestrator,
         learning=learning,
         events=events,
     )
@@ -203,6 +211,7 @@ async def open_runtime(
         asyncio.create_task(history.run(), name="instance-history"),
         asyncio.create_task(similar.run(), name="similar-answers"),
         asyncio.create_task(LoopLagMonitor(clock, metrics).run(), name="loop-lag"),
+        asyncio.create_task(orchestrator.board.run(), name="run-board"),
         asyncio.create_task(learning.run(), name="learned-examples"),
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
@@ -238,6 +247,33 @@ def _scale_webhook(settings: Settings, client: httpx.AsyncClient | None) -> Scal
         None if secret is None else secret.get_secret_value().encode(),
         client,
     )
+def _orchestration(
+    settings: Settings,
+    node_id: str,
+    backends: Backends,
+    registry: Registry,
+    invoke: InvokeService,
+    policy: PolicySource,
+) -> Orchestrator:
+    """Workflows on top of the invoke path; text fan-out handed back to the invoke path."""
+    clock, metrics, tracer = invoke.clock, invoke.metrics, invoke.tracer
+    steps = StepRunner(invoke, invoke.tasks, clock, tracer, metrics)
+    executor = RunExecutor(steps, invoke.contexts, policy, clock, tracer, metrics)
+    board = RunBoard(
+        backends.runs,
+        backends.queues,
+        registry,
+        executor,
+        clock,
+        metrics,
+        tracer,
+        node_id,
+        settings.task_ttl_s,
+        settings.task_stale_s,
+    )
+    orchestrator = Orchestrator(board, backends.workflows, invoke.contexts, policy, clock)
+    invoke.fanout = Fanout(invoke, invoke.routing, orchestrator).answer
+    return orchestrator
 
 
 def runtime_of(request: Request) -> Runtime:

@@ -13,6 +13,7 @@ from agent_reach.backends.memory.policy import MemoryPolicyStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
+from agent_reach.backends.memory.runs import MemoryRunStore, MemoryWorkflowStore
 from agent_reach.backends.memory.tasks import MemoryAnswerCache, MemoryTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -32,6 +33,8 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
         fleet_load=MemoryFleetLoadStore(clock),
+        runs=MemoryRunStore(clock),
+        workflows=MemoryWorkflowStore(),
         learning=MemoryLearningStore(clock),
         policy=MemoryPolicyStore(),
     )

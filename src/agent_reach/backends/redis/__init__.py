@@ -32,6 +32,7 @@ from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
 from agent_reach.backends.redis.replication import ReplicaWait
+from agent_reach.backends.redis.runs import RedisRunStore, RedisWorkflowStore
 from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -111,6 +112,8 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
         fleet_load=RedisFleetLoadStore(client, prefix),
+        runs=RedisRunStore(client, prefix),
+        workflows=RedisWorkflowStore(client, prefix),
         learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
         is_shared=True,

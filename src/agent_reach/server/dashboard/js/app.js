@@ -7,12 +7,14 @@ import * as policy from "./views/policy.js";
 import * as queues from "./views/queues.js";
 import * as registry from "./views/registry.js";
 import * as request from "./views/request.js";
+import * as run from "./views/run.js";
+import * as runs from "./views/runs.js";
 import * as trace from "./views/trace.js";
 import * as traces from "./views/traces.js";
 
-const VIEWS = { registry, decisions, traces, trace, agent, queues, policy, request };
+const VIEWS = { registry, decisions, traces, trace, agent, queues, policy, request, runs, run };
 const VIEWER_ROLES = new Set(["observer", "admin"]); // who may see every principal's traffic
-const NAV_OF = { trace: "traces", agent: "registry", request: "traces" }; // detail views light up their list's tab
+const NAV_OF = { trace: "traces", agent: "registry", request: "traces", run: "runs" }; // detail views light up their list's tab
 const HIDDEN_RECHECK_MS = 1000;
 
 const root = document.getElementById("view");

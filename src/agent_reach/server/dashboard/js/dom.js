@@ -81,7 +81,8 @@ export function ago(epochS) {
 }
 
 const GOOD = new Set(["ok", "healthy", "exact", "best"]);
-const WARN = new Set(["fallback", "degraded", "suspended", "queued", "suspect", "replayed", "generic", "margin"]);
+const WARN = new Set(["fallback", "degraded", "suspended", "queued", "suspect", "replayed", "generic", "margin",
+  "partial", "parked", "running", "pending"]);
 
 function tone(status) {
   if (GOOD.has(status)) return "ok";
