@@ -4,12 +4,12 @@ every cell (issue 16).
 Principals: the admin, an observer, callers A and B, agents X and Y, the holder of the
 metrics scrape token, and an anonymous caller. Resources: the registry, invocations and
 routes, contexts (private and shared), tasks, decisions, traces, dead letters, queues,
-the policy, metrics and keys. Before the cells run, a scene is set: A invokes
-`alpha.read` (delivered to X, which makes a nested call to `beta.read` under A's trace),
-B invokes `beta.read`, A queues an asynchronous task. Observability cells record which
-of the scene's requests, traces or spans each principal was shown, so "200 but someone
-else's data" is a mismatch too. The agents' ledgers are the oracle for invocations: a
-refused cell must deliver nothing.
+the policy, metrics, workflow runs and keys. Before the cells run, a scene is set: A
+invokes `alpha.read` (delivered to X, which makes a nested call to `beta.read` under A's
+trace), B invokes `beta.read`, A queues an asynchronous task and runs a workflow.
+Observability cells record which of the scene's requests, traces or spans each principal
+was shown, so "200 but someone else's data" is a mismatch too. The agents' ledgers are
+the oracle for invocations: a refused cell must deliver nothing.
 """
 
 from __future__ import annotations
@@ -149,6 +149,16 @@ EXPECTED: dict[str, dict[Who, str]] = {
     # tasks
     "read A's task": only("200", ("caller-a",), "404"),
     "read A's task naming its owner": only("200", ("admin", "caller-a")),
+    # workflow runs: each runs a one-step workflow on a capability it may invoke, if any
+    "run a workflow": row(
+        "403", {"admin": "200", "caller-a": "200", "caller-b": "200", "agent-x": "200"}
+    ),
+    "read A's run": only("200", ("caller-a",), "404"),
+    "read A's run naming its owner": only("200", ("admin", "caller-a")),
+    "list runs": row(
+        seen(),
+        {"admin": seen("run-a"), "observer": seen("run-a"), "caller-a": seen("run-a")},
+    ),
     # keys
     "create a key": only("201", ("admin",)),
     "list keys": only("200", ("admin",)),
@@ -168,10 +178,11 @@ class Scene:
     trace_a: str
     trace_b: str
     task_a: str
+    run_a: str
 
     def markers(self, found: set[str]) -> set[str]:
-        names = {self.trace_a: "trace-a", self.trace_b: "trace-b"}
-        known = {A_REQ, B_REQ, X_REQ, "trace-a", "trace-b", *KEYS}  # KEYS: span owners
+        names = {self.trace_a: "trace-a", self.trace_b: "trace-b", self.run_a: "run-a"}
+        known = {A_REQ, B_REQ, X_REQ, "trace-a", "trace-b", "run-a", *KEYS}  # KEYS: span owners
         return {names.get(m, m) for m in found} & known
 
 
@@ -196,7 +207,13 @@ def set_scene(world: World) -> Scene:
     wait_until(
         lambda: world.call("caller-a", "GET", path).json()["status"] == "ok", "A's task to run"
     )
-    return Scene(a["trace_id"], b["trace_id"], task["task_id"])
+    run = world.call("caller-a", "POST", "/v1/workflows/run", json=_workflow(CAPABILITY_1))
+    assert run.status_code == 200 and run.json()["status"] == "ok", run.text
+    return Scene(a["trace_id"], b["trace_id"], task["task_id"], run.json()["run_id"])
+
+
+def _workflow(capability: str) -> dict[str, Any]:
+    return {"intent": "matrix", "steps": [{"id": "only", "action": capability, "param": {}}]}
 
 
 Outcome = tuple[int, set[str] | None]  # status, and what of the scene it showed
@@ -304,6 +321,23 @@ def _task(owner: str | None) -> Action:
     return act
 
 
+def _run_workflow(world: World, _: Scene, who: Who, __: str) -> Outcome:
+    body = _workflow(CONTEXT_INVOKES.get(who, CAPABILITY_2))
+    return _status(world.call(who, "POST", "/v1/workflows/run", json=body))
+
+
+def _run(owner: str | None) -> Action:
+    def act(world: World, scene: Scene, who: Who, __: str) -> Outcome:
+        query = "" if owner is None else f"?owner={owner}"
+        return _status(world.call(who, "GET", f"/v1/workflows/{scene.run_a}{query}"))
+
+    return act
+
+
+def _run_ids(body: dict[str, Any]) -> set[str]:
+    return {r["run_id"] for r in body["runs"]}
+
+
 def _create_key(world: World, _: Scene, who: Who, label: str) -> Outcome:
     body = {"principal": f"minted-by-{label}", "role": "admin"}
     return _status(world.call(who, "POST", "/v1/keys", json=body))
@@ -367,6 +401,10 @@ ACTIONS: dict[str, Action] = {
     "route with A's context": _route_with_a_context,
     "read A's task": _task(None),
     "read A's task naming its owner": _task("caller-a"),
+    "run a workflow": _run_workflow,
+    "read A's run": _run(None),
+    "read A's run naming its owner": _run("caller-a"),
+    "list runs": _shown("/v1/workflows?limit=200", _run_ids)(),
     "create a key": _create_key,
     "list keys": _get("/v1/keys"),
     "revoke a key": _revoke_key,

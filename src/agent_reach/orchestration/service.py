@@ -56,7 +56,9 @@ class Orchestrator:
         contexts: ContextService,
         policy: Callable[[], RoutingPolicy],
         clock: Clock,
+        authorize: Callable[[Principal, str], None],
     ) -> None:
+        self.authorize = authorize  # `Forbidden` unless the principal may invoke it
         self.board = board
         self.contexts = contexts
         self.definitions = definitions
@@ -76,9 +78,13 @@ class Orchestrator:
     ) -> Answer:
         """Check, store and queue a run; 200 with its end, or 202 (async, parked) to poll.
 
-        Observers may not run workflows; a run's context must be one the caller may use.
+        Observers may not run workflows; every capability the run names (steps, fallbacks,
+        the summarizer) must be one the caller may invoke, and its context one it may use:
+        else it is refused before anything runs.
         """
         require_not_observer(principal, "run workflows")
+        for capability in _named_capabilities(body):
+            self.authorize(principal, capability)
         if options.context_id is not None:
             await self.contexts.check_use(principal, options.context_id)
         policy = self.policy()
@@ -240,3 +246,11 @@ def _summary(record: RunRecord) -> dict[str, Any]:
     view.pop("result", None)
     view.pop("conflicts", None)
     return view
+
+
+def _named_capabilities(body: WorkflowBody) -> list[str]:
+    """Every capability a run names: its steps' actions and fallbacks, its own fallback
+    and its summarizer (steps routed by text are checked when they are routed)."""
+    named = [c for step in body.steps for c in (step.action, step.fallback) if c]
+    named += [c for c in (body.fallback, body.aggregate and body.aggregate.capability) if c]
+    return sorted(set(named))

@@ -81,3 +81,13 @@ def visible_owner(principal: Principal) -> str | None:
     """The one owner whose observability records the principal is shown; None: every
     record (observers and admins). Filtering by it is `may_see` for a whole listing."""
     return None if is_observer(principal) else principal.name
+
+
+def acting_for(principal: Principal, owner: str | None, what: str) -> Principal:
+    """Whose records to look in: the caller's own, or (for an admin) the named `owner`'s;
+    403 for anyone else naming another owner."""
+    if owner is None or owner.lower() == principal.name:
+        return principal
+    if not is_admin(principal):
+        raise Forbidden(f"only an admin reads another principal's {what}")
+    return Principal(principal.key_id, owner.lower(), None, "caller")

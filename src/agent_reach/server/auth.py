@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Query, Request
 
 from agent_reach.errors import InvalidRequest
 from agent_reach.model.keys import Principal
@@ -44,3 +44,10 @@ async def observer(principal: Annotated[Principal, Depends(authenticated)]) -> P
 Caller = Annotated[Principal, Depends(authenticated)]
 Admin = Annotated[Principal, Depends(admin)]
 Observer = Annotated[Principal, Depends(observer)]
+OwnerQuery = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$",
+        description="admins only: the principal whose record this is",
+    ),
+]

@@ -271,7 +271,9 @@ def _orchestration(
         settings.task_ttl_s,
         settings.task_stale_s,
     )
-    orchestrator = Orchestrator(board, backends.workflows, invoke.contexts, policy, clock)
+    orchestrator = Orchestrator(
+        board, backends.workflows, invoke.contexts, policy, clock, invoke.security.authorize_invoke
+    )
     invoke.fanout = Fanout(invoke, invoke.routing, orchestrator).answer
     return orchestrator
 

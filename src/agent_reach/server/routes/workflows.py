@@ -20,7 +20,8 @@ from agent_reach.model.workflows import (
     WorkflowRequest,
 )
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.auth import Caller, authenticated
+from agent_reach.security.ownership import acting_for
+from agent_reach.server.auth import Caller, OwnerQuery, authenticated
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.responses import JSON, json_response
 from agent_reach.server.runtime import runtime_of
@@ -64,10 +65,15 @@ async def recent_runs(
 
 @router.get("/{run_id}")
 async def get_run(
-    run_id: Annotated[str, Path(pattern=RUN_ID_PATTERN)], request: Request, principal: Caller
+    run_id: Annotated[str, Path(pattern=RUN_ID_PATTERN)],
+    request: Request,
+    principal: Caller,
+    owner: OwnerQuery = None,
 ) -> Response:
-    """One of the caller's runs as it stands: the same answer as the run's own."""
-    return json_response(await runtime_of(request).orchestrator.get(principal, run_id))
+    """One of the caller's runs as it stands: the same answer as the run's own (an admin
+    reads anyone's by naming its owner, as for tasks)."""
+    runs = runtime_of(request).orchestrator
+    return json_response(await runs.get(acting_for(principal, owner, "runs"), run_id))
 
 
 @router.post(
