@@ -316,9 +316,13 @@ def route(
 
 @app.command()
 @reporting_errors
-def demo() -> None:
+def demo(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show every answer in full.")
+    ] = False,
+) -> None:
     """Run the customer-service scenario on loopback: coordinator and agents in-process."""
-    raise typer.Exit(run_demo())
+    raise typer.Exit(run_demo(verbose=verbose))
 
 
 @app.command()

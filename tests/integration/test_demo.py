@@ -46,3 +46,5 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
     assert routed is not None and int(routed.group(1)) >= total // 2, after
     assert "Traceback" not in finished.stderr
     assert "security is OFF" in finished.stdout  # said loudly, not only in a log line
+    assert finished.stdout.count("match: the calibrated confidence") == 1  # said once
+    assert "--verbose" in finished.stdout

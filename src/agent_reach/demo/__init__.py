@@ -17,6 +17,7 @@ import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
@@ -31,6 +32,14 @@ from agent_reach.testing.servers import ServerThread, run_coordinator
 STOPPED_INSTANCE = "inventory-01"
 
 
+SCORE_NOTE = (
+    "match: the calibrated confidence (0-1) that the text means that capability, fitted "
+    "on the registered agents' own cards; below 0.5, or within 0.15 of another "
+    "capability, the router does not guess and the generic agent takes it. Instances "
+    "of the chosen capability are then ranked by health, context affinity, load and "
+    "success rate."
+)
+VERBOSE_HINT = "answers are cut to fit; `agent-reach demo --verbose` shows them in full"
 HUMAN = "human.handoff"  # the generic agent: takes what the router will not guess
 MATCHERS_READY_POLLS = 300  # 0.1 s apart: the encoder loads and fits in a few seconds
 
@@ -48,10 +57,11 @@ class Row:
     summary: str
 
 
-def run_demo(console: Console | None = None) -> int:
+def run_demo(console: Console | None = None, *, verbose: bool = False) -> int:
     """Run the whole scenario and print it; 0 when everything behaved as the demo claims.
 
-    Logging is turned down to warnings for the process, so the tables stay readable.
+    Logging is turned down to warnings for the process, so the tables stay readable;
+    answers are cut to one line unless `verbose`.
     """
     console = console or Console()
     configure_logging("warning", json=False)
@@ -68,10 +78,12 @@ def run_demo(console: Console | None = None) -> int:
             server = ServerThread(agent.app)
             agent.endpoint_url = f"{server.url}/invoke"
             servers[agent.id] = stack.enter_context(server)
-        return asyncio.run(_play(console, url, servers))
+        return asyncio.run(_play(console, url, servers, verbose))
 
 
-async def _play(console: Console, url: str, servers: dict[str, ServerThread]) -> int:
+async def _play(
+    console: Console, url: str, servers: dict[str, ServerThread], verbose: bool
+) -> int:
     async with ReachClient(url) as client:
         await _check_registered(client, set(servers))
         await _matchers_ready(url)
@@ -79,12 +91,15 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread]) ->
             f"[bold]Agent-Reach demo[/]: coordinator {url}, {len(servers)} agents registered"
         )
         before = await _send_all(client, SCRIPT, first_number=1)
-        console.print(_table("Customer requests", before))
+        console.print(_table("Customer requests", before, verbose=verbose))
+        console.print(f"[dim]{SCORE_NOTE}[/]")
+        if not verbose:
+            console.print(f"[dim]{VERBOSE_HINT}[/]")
 
         console.rule(f"stopping {STOPPED_INSTANCE}")
         await asyncio.to_thread(servers[STOPPED_INSTANCE].stop)  # its lifespan deregisters it
         after = await _send_all(client, SCRIPT_AFTER_STOP, first_number=len(before) + 1)
-        console.print(_table("Inventory requests after the stop", after))
+        console.print(_table("Inventory requests after the stop", after, verbose=verbose))
         workflow_ok = await play_shipment(console, client)
 
         console.rule("deployment hand-off")
@@ -186,23 +201,25 @@ def _inventory_agents(rows: list[Row]) -> set[str]:
     return {row.agent_id for row in rows if row.routed == "inventory.check" and row.agent_id}
 
 
-def _table(title: str, rows: list[Row]) -> Table:
+def _table(title: str, rows: list[Row], *, verbose: bool = False) -> Table:
+    """One row per request; the last cell holds what the customer said and the answer,
+    each one line cut to fit the terminal (80 columns included), or whole when `verbose`."""
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("user text")
-    table.add_column("routed by meaning to", no_wrap=True)
+    table.add_column("routed to")
     table.add_column("match", justify="right", no_wrap=True)
     table.add_column("instance", no_wrap=True, style="cyan")
     table.add_column("ms", justify="right", no_wrap=True)
-    table.add_column("answer")
+    table.add_column("customer → answer", min_width=12)  # shrinks first: the others stay whole
     for row in rows:
+        cell = Text("\n").join([Text(row.ask.text), Text.from_markup(f"[dim]→[/] {row.summary}")])
+        cell.no_wrap, cell.overflow = (False, "fold") if verbose else (True, "ellipsis")
         table.add_row(
             str(row.number),
-            row.ask.text,
             _routed(row),
             "-" if row.confidence is None else f"{row.confidence:.2f}",
             row.agent_id or "[red]-[/]",
             f"{row.latency_ms:.1f}",
-            row.summary,
+            cell,
         )
     return table
