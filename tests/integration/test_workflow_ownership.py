@@ -98,15 +98,21 @@ def test_another_caller_can_neither_read_nor_replay_nor_list_a_run(secured):
     assert call(url, keys["caller-a"], "GET", "/v1/workflows/wf-own-1").status_code == 200
 
 
-def test_a_step_the_caller_may_not_invoke_fails_as_forbidden(secured):
+def test_a_run_naming_a_capability_the_caller_may_not_invoke_is_refused_before_it_runs(
+    secured,
+):
     url, keys, agent = secured
-    answer = call(url, keys["caller-a"], "POST", "/v1/workflows/run",
-                  json={"steps": [{"id": "s", "action": "secret.read"}]})  # fmt: skip
+    for workflow in (
+        {"steps": [{"id": "s", "action": "secret.read"}]},
+        {"steps": [{"id": "s", "action": "echo", "fallback": "secret.read"}]},
+        {"steps": [{"id": "s", "action": "echo"}], "aggregate": {"capability": "secret.read"}},
+    ):
+        answer = call(url, keys["caller-a"], "POST", "/v1/workflows/run", json=workflow)
 
-    assert answer.status_code == 200, answer.text
-    step = answer.json()["steps"][0]
-    assert (step["status"], step["error"]["code"]) == ("failed", "forbidden")
-    assert agent.received == []
+        assert answer.status_code == 403, answer.text
+        assert answer.json()["error"]["code"] == "forbidden"
+    assert agent.received == []  # not even the step it may invoke ran
+    assert call(url, keys["caller-a"], "GET", "/v1/workflows").json()["runs"] == []
 
 
 def test_an_observer_sees_every_run_but_may_not_run_one(secured):
