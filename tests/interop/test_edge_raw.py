@@ -8,8 +8,9 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from interop_kit import Peer, RawClient
+from interop_kit import Peer
 
+from agent_reach.testing.raw_http import RawClient
 from conftest import BODY_LIMIT
 
 UPGRADE = (

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import select
-import socket
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httptools
 import httpx
 import orjson
 import pytest
@@ -35,6 +31,7 @@ from agent_reach.server.edge_asgi import BODY_HIGH_WATER, StartupFailed
 from agent_reach.server.edge_connection import MAX_HEAD_BYTES
 from agent_reach.server.limits import MAX_HEADERS
 from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.raw_http import RawClient, Reply
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -47,69 +44,6 @@ FILE_BYTES = 1200 * 256  # several of StaticFiles' 64 KiB chunks
 LARGE_FILE_BYTES = 16 * 1024 * 256
 INVOKE = b'{"capability": "echo", "payload": {"n": 1}}'
 HEAD_BOUND = 256_000 + MAX_HEAD_BYTES  # one uvloop read, then the edge's own bound
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-class RawClient:
-    """One connection speaking raw bytes; replies parsed as they come, in order."""
-
-    def __init__(self, url: str, *, receive_buffer: int | None = None) -> None:
-        host, port = url.removeprefix("http://").split(":")
-        self.sock = socket.socket()
-        if receive_buffer is not None:  # set before connecting: it sizes the TCP window
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-        self.sock.settimeout(IO_TIMEOUT_S)
-        self.sock.connect((host, int(port)))
-        self.parser = httptools.HttpResponseParser(self)
-        self.replies: deque[Reply] = deque()
-        self._headers: dict[str, str] = {}
-        self._body: list[bytes] = []
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def reply(self) -> Reply:
-        while not self.replies:
-            data = self.sock.recv(65536)
-            assert data, "the server closed the connection instead of answering"
-            self.parser.feed_data(data)
-        return self.replies.popleft()
-
-    def read_to_end(self) -> bytes:
-        """Everything until the server closes the connection."""
-        chunks = []
-        while data := self.sock.recv(65536):
-            chunks.append(data)
-        return b"".join(chunks)
-
-    def is_closed(self) -> bool:
-        """Blocks until the server closes (True) or sends more bytes (False)."""
-        try:
-            return self.sock.recv(65536) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def on_message_begin(self) -> None:
-        self._headers, self._body = {}, []
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers[name.decode().lower()] = value.decode()
-
-    def on_body(self, body: bytes) -> None:
-        self._body.append(body)
-
-    def on_message_complete(self) -> None:
-        status = self.parser.get_status_code()
-        self.replies.append(Reply(status, self._headers, b"".join(self._body)))
 
 
 def request(
