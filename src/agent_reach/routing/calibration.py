@@ -13,7 +13,7 @@ capability's raw score. Its slope comes from a logistic regression of "routing t
 right" (the right capability of an in-scope text) with in-scope and out-of-scope texts
 weighing the same. Its midpoint is set where the held-out out-of-scope texts are refused
 at TARGET_OOS_RECALL: a calibrated 0.5 (the default `min_confidence`) is the score below
-which 4 of 5 texts meant for no registered capability fall, on this catalog. Held-out
+which 7 of 10 texts meant for no registered capability fall, on this catalog. Held-out
 capabilities are near neighbours of the registered ones, so real out-of-scope traffic
 tends to be refused more often than that. The router's `min_confidence` and `margin` apply
 to calibrated confidences, which is why one default holds on any catalog; the held-out
@@ -39,9 +39,11 @@ PRIOR_STRENGTH = 1.0  # as many pseudo-texts as this, spread over both classes
 MIN_SLOPE = 0.1  # a flat fit (scores that tell nothing) still keeps the map increasing
 SCORE_FLOOR = 1e-4  # raw scores are clipped to [floor, 1 - floor] before the logit
 MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
-# The issue's goal for out-of-scope recall ("refuse 4 of 5 texts no agent is for"), set
-# before any benchmark figure; the balanced fit's own midpoint refused ~87-97 % of them
-# on the corpora's validation splits and cost in-scope accuracy (bench/routing.py).
+# Held-out capabilities are near neighbours of the registered ones, harder to refuse than
+# most traffic meant for no agent: a 0.8 target refused 93-99 % of CLINC150's real
+# out-of-scope texts and cost 4-5 points of in-scope accuracy. Of 0.5-0.9 (step 0.1), 0.7
+# met the most of the issue's goals on the validation splits only (CLINC150 val,
+# SMP2017 develop; k = 3 and 30; bench/routing.py protocol), never on a test split.
 TARGET_OOS_RECALL = 0.7
 
 
@@ -97,25 +99,22 @@ class Trial:
     second: np.ndarray  # raw score of the best *other* capability
     is_right: np.ndarray  # the best capability is the text's own (False for out of scope)
     in_scope: np.ndarray
-    second_right: np.ndarray  # the runner-up is the text's own
 
 
 def trial_of(held_out: Sequence[HeldOut], scores: Sequence[Mapping[str, float]]) -> Trial:
     """Summarize raw scores of held-out texts (`scores[i]` answers `held_out[i]`)."""
-    best, second, right, in_scope, second_right = [], [], [], [], []
+    best, second, right, in_scope = [], [], [], []
     for item, answer in zip(held_out, scores, strict=True):
         ranked = sorted(answer.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
         best.append(ranked[0][1] if ranked else 0.0)
         second.append(ranked[1][1] if len(ranked) > 1 else 0.0)
         right.append(bool(ranked) and ranked[0][0] == item.capability)
         in_scope.append(item.capability is not None)
-        second_right.append(len(ranked) > 1 and ranked[1][0] == item.capability)
     return Trial(
         np.asarray(best, dtype=np.float64),
         np.asarray(second, dtype=np.float64),
         np.asarray(right, dtype=bool),
         np.asarray(in_scope, dtype=bool),
-        np.asarray(second_right, dtype=bool),
     )
 
 
@@ -144,18 +143,12 @@ class Calibration:
     out_of_scope_texts: int
     fitted: bool  # False: too few held-out texts, raw scores pass through unchanged
     trial: Trial | None = field(default=None, repr=False, compare=False)
-    # the runner-ups' map: a raw score that is not the best means less than one that is
-    runner_slope: float = 1.0
-    runner_intercept: float = 0.0
 
-    def confidence(self, raw: float, rank: int = 0) -> float:
-        """The calibrated confidence of the raw score of the capability ranked `rank`
-        (0: the best): P(routing to it is right)."""
+    def confidence(self, raw: float) -> float:
+        """The calibrated confidence of a raw score: P(routing on it is right)."""
         if not self.fitted:
             return raw
-        if rank == 0:
-            return _sigmoid(self.slope * _logit(raw) + self.intercept)
-        return _sigmoid(self.runner_slope * _logit(raw) + self.runner_intercept)
+        return _sigmoid(self.slope * _logit(raw) + self.intercept)
 
     def expected(self, min_confidence: float, margin: float) -> Expected | None:
         """In-scope accuracy, refusals, out-of-scope recall and precision at thresholds."""
@@ -163,8 +156,7 @@ class Calibration:
         if trial is None or not len(trial.best):
             return None
         best = self._vector(trial.best)
-        second = self._vector(trial.second, self.runner_slope, self.runner_intercept)
-        routed = (best >= min_confidence) & (best - second >= margin)
+        routed = (best >= min_confidence) & (best - self._vector(trial.second) >= margin)
         ins, oos = trial.in_scope, ~trial.in_scope
         right = routed & trial.is_right
         n_in, n_out = max(int(ins.sum()), 1), max(int(oos.sum()), 1)
@@ -179,14 +171,10 @@ class Calibration:
             precision=round(float(right_share / total), 4) if total else 1.0,
         )
 
-    def _vector(
-        self, raw: np.ndarray, slope: float | None = None, intercept: float | None = None
-    ) -> np.ndarray:
+    def _vector(self, raw: np.ndarray) -> np.ndarray:
         if not self.fitted:
             return raw
-        a = self.slope if slope is None else slope
-        b = self.intercept if intercept is None else intercept
-        return 1 / (1 + np.exp(-(a * _logits(raw) + b)))
+        return 1 / (1 + np.exp(-(self.slope * _logits(raw) + self.intercept)))
 
 
 def identity(matchers: tuple[str, ...]) -> Calibration:
@@ -207,20 +195,7 @@ def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
     slope = max(slope, MIN_SLOPE)
     midpoint = float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL))
     intercept = -slope * midpoint
-    runner_slope, runner_intercept = _newton(
-        _logits(trial.second), trial.second_right.astype(np.float64), weight
-    )
-    return Calibration(
-        matchers,
-        slope,
-        intercept,
-        n_in,
-        n_out,
-        fitted=True,
-        trial=trial,
-        runner_slope=max(runner_slope, MIN_SLOPE),
-        runner_intercept=runner_intercept,
-    )
+    return Calibration(matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial)
 
 
 def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:

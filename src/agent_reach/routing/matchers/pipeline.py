@@ -56,7 +56,7 @@ WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no te
 # Blend weights. lexical 0.1 / embedding 0.9 had the best validation objective of 0, 0.1,
 # 0.2, 0.35 and 0.5 on CLINC150 val and SMP2017 develop at k=100 and k=5 (bench/routing.py;
 # within 0.004 of the best where it was not). An LLM's answer counts as much as both.
-BLEND_WEIGHTS = {"lexical": 0.03, "embedding": 0.9, "llm": 1.0}
+BLEND_WEIGHTS = {"lexical": 0.1, "embedding": 0.9, "llm": 1.0}
 DEFAULT_BLEND_WEIGHT = 1.0
 CalibrationKey = tuple[str, ...]
 CatalogKey = tuple[int, int]  # registry index version, learned examples version
@@ -245,10 +245,10 @@ class MatchingPipeline:
         matches = [
             CapabilityMatch(
                 m.capability,
-                round(calibration.confidence(m.confidence, rank), 6),
+                round(calibration.confidence(m.confidence), 6),
                 {**m.scores, "raw": m.confidence},
             )
-            for rank, m in enumerate(raw)
+            for m in raw
         ]
         others = {n: s for n, s in asked.items() if n not in calibrated and s}
         if others:
