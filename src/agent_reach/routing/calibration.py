@@ -35,6 +35,7 @@ FOLDS = 5  # 1/5 of the capabilities out of scope per fold: the benchmark's SMP2
 # Logistic fit: Newton steps with a weak L2 pull towards the identity map (slope 1,
 # intercept 0 in logit space), so that a catalog of a handful of texts cannot fit a cliff.
 NEWTON_STEPS = 25
+HALVINGS = 30  # step halvings before a Newton iteration gives up (2^-30: no progress)
 PRIOR_STRENGTH = 1.0  # as many pseudo-texts as this, spread over both classes
 MIN_SLOPE = 0.1  # a flat fit (scores that tell nothing) still keeps the map increasing
 SCORE_FLOOR = 1e-4  # raw scores are clipped to [floor, 1 - floor] before the logit
@@ -199,17 +200,33 @@ def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
 
 
 def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """Weighted logistic regression y ~ sigmoid(a x + b), L2 towards (a, b) = (1, 0)."""
+    """Weighted logistic regression y ~ sigmoid(a x + b), L2 towards (a, b) = (1, 0).
+    Steps are halved until the loss falls: a full Newton step from the prior can overshoot
+    on small raw scores (many capabilities, few examples) and diverge."""
     features = np.stack([x, np.ones_like(x)], axis=1)
-    theta = np.array([1.0, 0.0])
     prior = np.array([1.0, 0.0])
     ridge = PRIOR_STRENGTH * np.eye(2)
+
+    def loss(theta: np.ndarray) -> float:
+        z = features @ theta
+        nll = weight * (np.logaddexp(0.0, z) - y * z)
+        return float(nll.sum() + 0.5 * (theta - prior) @ ridge @ (theta - prior))
+
+    theta = prior.copy()
+    current = loss(theta)
     for _ in range(NEWTON_STEPS):
-        p = 1 / (1 + np.exp(-(features @ theta)))
+        p = 1 / (1 + np.exp(-np.clip(features @ theta, -500, 500)))
         gradient = features.T @ (weight * (p - y)) + ridge @ (theta - prior)
         hessian = (features * (weight * p * (1 - p))[:, None]).T @ features + ridge
         step = np.linalg.solve(hessian, gradient)
-        theta -= step
+        for _ in range(HALVINGS):
+            candidate = theta - step
+            if (value := loss(candidate)) <= current:
+                break
+            step = step / 2
+        else:
+            break
+        theta, current = candidate, value
         if float(np.abs(step).max()) < 1e-9:
             break
     return float(theta[0]), float(theta[1])
