@@ -53,9 +53,17 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
+# Fixtures serving the pages a test opens: started before the page, so the page closes
+# before they stop (a poll landing on a stopping coordinator is a console error).
+SERVERS = ("coordinator", "nodes")
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     """A fresh page; the test fails if the page logs an error or opens a dialog."""
+    for name in SERVERS:
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     problems: list[str] = []
