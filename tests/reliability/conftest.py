@@ -40,8 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="long fault scenario: set AR_RELIABILITY_FULL=1 to run it")
-    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn; the
-    # failover, balancer scenarios are cluster-only): the rest repeat standalone Redis.
+    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn, two
+    # coordinators with one killed; the failover, balancer scenarios are cluster-only):
+    # the rest repeat standalone Redis.
     on_cluster = pytest.mark.skip(reason="on the Redis Cluster with AR_RELIABILITY_FULL=1")
     for item in items:
         if here not in item.path.parents:
