@@ -13,8 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from agent_reach import Agent, AgentRequest
+from agent_reach.cli import app
 from agent_reach.config import Settings
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
@@ -117,6 +119,9 @@ def test_why_on_either_coordinator_walks_a_request_the_other_one_answered(two) -
         [read] = steps["context"]["reads"]
         assert read["values"] == {"order": {"id": "A-17"}}
         assert steps["delivery"]["result"] == {"order": "A-17"}
+    cli = CliRunner().invoke(app, ["why", "why-shared-1", "--coordinator", str(b.base_url)])
+    assert cli.exit_code == 0, cli.output
+    assert "answered by coord-a" in " ".join(cli.output.split())  # however rich wraps it
 
 
 def test_a_request_no_coordinator_answered_is_unknown_on_both(two) -> None:
