@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agent_reach.backends.memory.expiring import ExpiringDict
 from agent_reach.backends.protocols import Claim
@@ -20,6 +20,7 @@ class _Record:
     lease_until: float
     status: int = 0
     body: bytes | None = None
+    sent_to: list[str] = field(default_factory=list)
 
 
 class MemoryIdempotencyStore:
@@ -41,8 +42,16 @@ class MemoryIdempotencyStore:
             if record.lease_until > now:
                 return Claim("in_progress", record.fence)
         self._fences += 1
-        self._records.set(key, _Record(fingerprint, self._fences, now + lease_s), TAKEOVER_GRACE_S)
-        return Claim("claimed", self._fences)
+        sent_to = record.sent_to if record is not None else []
+        claimed = _Record(fingerprint, self._fences, now + lease_s, sent_to=list(sent_to))
+        self._records.set(key, claimed, TAKEOVER_GRACE_S)
+        return Claim("claimed", self._fences, sent_to=tuple(sent_to))
+
+    async def note_sent(self, key: str, fence: int, agent_id: str) -> None:
+        record = self._records.get(key)
+        live = record is not None and record.fence == fence and record.body is None
+        if live and record is not None and agent_id not in record.sent_to:
+            record.sent_to.append(agent_id)
 
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
         record = self._records.get(key)
@@ -55,7 +64,10 @@ class MemoryIdempotencyStore:
     async def release(self, key: str, fence: int) -> None:
         record = self._records.get(key)
         if record is not None and record.fence == fence and record.body is None:
-            self._records.pop(key)
+            if record.sent_to:
+                record.lease_until = float("-inf")  # ended: the next claim takes it over
+            else:
+                self._records.pop(key)
 
     async def peek(self, key: str) -> Claim | None:
         record = self._records.get(key)
