@@ -1,8 +1,17 @@
-"""Idempotency records in memory; each operation is one critical section (no awaits inside)."""
+"""Idempotency records in memory; each operation is one critical section (no awaits inside).
+
+Completed records are bounded by bytes as well as by their ttl: beyond the budget the
+oldest answers are forgotten first (a repeat of such an id runs again), so a busy
+process keeps a shorter replay window rather than growing without end. Records in
+progress are never dropped.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
+
+import structlog
 
 from agent_reach.backends.memory.expiring import ExpiringDict
 from agent_reach.backends.protocols import Claim
@@ -11,6 +20,9 @@ from agent_reach.clock import Clock
 # An in-progress record is kept past its lease so a late owner's `complete` is refused
 # by fence, not by absence; completed records keep their own ttl.
 TAKEOVER_GRACE_S = 3600.0
+RECORD_OVERHEAD_BYTES = 256  # key, fingerprint and bookkeeping of one record, roughly
+
+log = structlog.get_logger("agent_reach.idempotency")
 
 
 @dataclass(slots=True)
@@ -26,10 +38,14 @@ class _Record:
 class MemoryIdempotencyStore:
     """`IdempotencyStore` for one process."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, max_bytes: int) -> None:
         self._clock = clock
         self._records: ExpiringDict[_Record] = ExpiringDict(clock.monotonic)
         self._fences = 0
+        self._max_bytes = max_bytes
+        self._completed: OrderedDict[str, int] = OrderedDict()  # key -> bytes, oldest first
+        self._bytes = 0
+        self.forgotten = 0  # completed records dropped for the byte budget
 
     async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
         now = self._clock.monotonic()
@@ -59,7 +75,26 @@ class MemoryIdempotencyStore:
             return False
         record.status, record.body = status, body
         self._records.set(key, record, ttl_s)
+        self._account(key, len(body) + RECORD_OVERHEAD_BYTES)
         return True
+
+    def _account(self, key: str, size: int) -> None:
+        """Count a completed record, then forget the oldest ones beyond the budget."""
+        self._bytes += size - self._completed.pop(key, 0)
+        self._completed[key] = size
+        while self._completed:
+            oldest, oldest_size = next(iter(self._completed.items()))
+            record = self._records.get(oldest)
+            done = record is not None and record.body is not None
+            if done and self._bytes <= self._max_bytes:
+                return
+            del self._completed[oldest]
+            self._bytes -= oldest_size
+            if done:  # over budget: the oldest answer goes (an expired one just leaves)
+                self._records.pop(oldest)
+                if self.forgotten == 0:
+                    log.warning("idempotency_memory_full", max_bytes=self._max_bytes)
+                self.forgotten += 1
 
     async def release(self, key: str, fence: int) -> None:
         record = self._records.get(key)
