@@ -114,7 +114,7 @@ def test_a_minimum_declared_in_the_policy_raises_the_scale_event_too() -> None:
     feed = EventFeed(clock)
     policy = PolicySource(clock)
     policy.current = RoutingPolicy(min_instances={"docs.search": 2})
-    watcher = FleetWatcher(index, clock, feed, policy, MemoryIdempotencyStore(clock))
+    watcher = FleetWatcher(index, clock, feed, policy, MemoryIdempotencyStore(clock, 1 << 20))
     for agent_id in ("a-1", "a-2"):
         index.upsert(_record(agent_id, min_instances=1), clock.monotonic() + LEASE_S)
     watcher.look()
