@@ -153,6 +153,17 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         yield rig
     finally:
         rig.close()
+        _print_tracebacks(tmp_path)
+
+
+def _print_tracebacks(directory: Path) -> None:
+    """Show the processes' tracebacks in the test's output (pytest prints it on failure),
+    so a failure in CI says what went wrong inside a coordinator, not only that it did."""
+    for log in sorted(directory.glob("*.log")):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        starts = [n for n, line in enumerate(lines) if "Traceback" in line][:3]
+        for start in starts:
+            print(f"--- {log.name}:{start + 1}", *lines[max(0, start - 2) : start + 40], sep="\n")
 
 
 @pytest.fixture(
