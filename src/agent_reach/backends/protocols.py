@@ -101,13 +101,15 @@ class Claim:
     `claimed`: the caller now owns the key and must `complete` or `release` it with
     `fence`. `completed`: the stored answer (`status`, `body`, byte for byte).
     `in_progress`: another owner holds a live lease. `mismatch`: the key was used
-    with a different request body (its `fingerprint` differs).
+    with a different request body (its `fingerprint` differs). A `claimed` key taken
+    over from an earlier owner carries the instances that owner noted in `sent_to`.
     """
 
     state: Literal["claimed", "completed", "in_progress", "mismatch"]
     fence: int = 0
     status: int = 0
     body: bytes = b""
+    sent_to: tuple[str, ...] = ()
 
 
 class IdempotencyStore(Protocol):
@@ -118,10 +120,14 @@ class IdempotencyStore(Protocol):
 
         No record: create an in-progress record with a lease of `lease_s` -> `claimed`
         with a new fence. A completed record -> `completed`. An in-progress record whose
-        lease is live -> `in_progress`. One whose lease ran out (its owner died) is taken
-        over -> `claimed` with a higher fence. Any record whose fingerprint differs ->
-        `mismatch`, changing nothing.
+        lease is live -> `in_progress`. One whose lease ran out (its owner died, or gave
+        it back after reaching an agent) is taken over -> `claimed` with a higher fence
+        and the record's `sent_to`. Any record whose fingerprint differs -> `mismatch`,
+        changing nothing.
         """
+
+    async def note_sent(self, key: str, fence: int, agent_id: str) -> None:
+        """Add `agent_id` to the instances the key was delivered to, while `fence` owns it."""
 
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
         """Store the final answer for `ttl_s` only while `fence` still owns the key.
@@ -130,7 +136,11 @@ class IdempotencyStore(Protocol):
         """
 
     async def release(self, key: str, fence: int) -> None:
-        """Forget an in-progress claim still owned by `fence` (nothing was executed)."""
+        """Give back an in-progress claim still owned by `fence`, so the id may run again.
+
+        A claim with no `sent_to` is forgotten. One that reached an agent keeps its
+        record with the lease ended: the next claim takes it over with its `sent_to`.
+        """
 
     async def peek(self, key: str) -> Claim | None:
         """The key's state without claiming it: None when there is no record."""
@@ -493,3 +503,16 @@ class WorkflowStore(Protocol):
 
     async def get(self, key: str) -> bytes | None:
         """The definition, or None when nothing is saved under `key`."""
+
+
+class WhyStore(Protocol):
+    """What `agent-reach why` keeps of answered requests for every coordinator to read: a
+    short list of records per request id, expiring as a whole (shared backends only)."""
+
+    async def add(self, records: Sequence[tuple[str, bytes]], cap: int, ttl_s: float) -> None:
+        """Append each `(request_id, record)` to its request's list, keeping the newest
+        `cap`; a list expires `ttl_s` after its last write. One pipelined round trip, not
+        atomic across requests (a reader may see part of a batch)."""
+
+    async def get(self, request_id: str) -> list[bytes]:
+        """The request's records, oldest first; empty when none or expired."""
