@@ -200,6 +200,7 @@ class Settings(BaseSettings):
             if is_cluster:
                 data.setdefault("redis_cluster", True)
         return data
+
     max_in_flight: int = Field(
         DEFAULT_MAX_IN_FLIGHT,
         ge=0,

@@ -1,0 +1,224 @@
+"""Streamed answers through `POST /v1/invoke`: agents on Starlette and on Node's `http`
+that answer `text/event-stream`, callers on httpx and urllib reading as it arrives.
+
+Every "before the end" claim rests on a gate the agent waits on and the test opens only
+after it has read the first event: nothing here depends on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from peers.sse_agents import AGENTS
+
+from agent_reach.config import Settings
+from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
+
+CAPABILITY = "chat.stream"
+STREAM = {"accept": "text/event-stream"}
+
+
+@pytest.fixture(scope="module", params=sorted(AGENTS))
+def agent(request: pytest.FixtureRequest) -> Iterator[str]:
+    with AGENTS[request.param]() as url:
+        yield url
+
+
+@pytest.fixture
+def memory_coordinator() -> Iterator[str]:
+    with run_coordinator(Settings(decision_log="off")) as (url, _):
+        yield url
+
+
+def _register(base: str, agent: str) -> None:
+    answer = httpx.post(
+        f"{base}/v1/agents",
+        json={
+            "id": "streamer",
+            "capabilities": [CAPABILITY],
+            "description": "streams its answer token by token",
+            "transport": {"type": "http", "endpoint": f"{agent}/invoke"},
+        },
+    )
+    assert answer.status_code == 201, answer.text
+
+
+def _ledger(agent: str) -> dict[str, list[str]]:
+    ledger: dict[str, list[str]] = httpx.get(f"{agent}/ledger").json()
+    return ledger
+
+
+def _open(agent: str, request_id: str) -> None:
+    assert httpx.post(f"{agent}/gate/{request_id}").status_code == 200
+
+
+def _events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """Events of an SSE body, one at a time as their blank line arrives."""
+    event: dict[str, Any] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        event[name] = f"{event[name]}\n{value}" if name in event else value
+
+
+def _body(request_id: str, **payload: Any) -> dict[str, Any]:
+    return {"capability": CAPABILITY, "request_id": request_id, "payload": payload or None}
+
+
+def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
+    coordinator: str, agent: str
+) -> None:
+    _register(coordinator, agent)
+    request_id = f"stream-{uuid.uuid4().hex}"
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["transfer-encoding"] == "chunked"
+        events = _events(response.iter_lines())
+        first = next(events)
+        assert first == {"event": "token", "id": "1", "data": "first"}
+        assert request_id not in _ledger(agent)["disconnected"]
+        _open(agent, request_id)  # only now may the agent send the rest
+        rest = list(events)
+    assert [e["data"] for e in rest[:2]] == ["second", "third"]
+    last = rest[-1]
+    assert last["event"] == "reach.end"
+    answer = json.loads(last["data"])
+    assert answer["status"] == "ok"
+    assert answer["request_id"] == request_id
+    assert answer["normalized"] == "sse"
+    assert answer["result"]["text"] == "firstsecondthird"
+    assert [a["outcome"] for a in answer["attempts"]] == ["ok"]
+    assert _ledger(agent)["executions"].count(request_id) == 1
+    trace = httpx.get(f"{coordinator}/v1/traces/{answer['trace_id']}").json()
+    assert [s["status"] for s in trace["spans"] if s["kind"] == "attempt"] == ["ok"]
+    # the stored answer replays the assembled stream; the agent is not called again
+    replay = httpx.post(f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30)
+    assert replay.json()["result"]["text"] == "firstsecondthird"
+    assert _ledger(agent)["executions"].count(request_id) == 1
+
+
+def test_first_event_reaches_a_urllib_caller_reading_chunks(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"stream-{uuid.uuid4().hex}"
+    request = urllib.request.Request(
+        f"{memory_coordinator}/v1/invoke",
+        data=json.dumps(_body(request_id)).encode(),
+        headers={"content-type": "application/json", **STREAM},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+        seen = b""
+        while b"\n\n" not in seen:
+            seen += response.read1(65536)
+        assert b"data: first\n\n" in seen
+        assert b"second" not in seen
+        _open(agent, request_id)
+        seen += response.read()
+    assert seen.index(b"data: second") < seen.index(b"event: reach.end")
+    assert _ledger(agent)["executions"].count(request_id) == 1
+
+
+def test_a_caller_that_does_not_ask_gets_the_assembled_answer(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"whole-{uuid.uuid4().hex}"
+    _open(agent, request_id)  # the agent streams without waiting
+    answer = httpx.post(f"{memory_coordinator}/v1/invoke", json=_body(request_id), timeout=30)
+    assert answer.status_code == 200, answer.text
+    document = answer.json()
+    assert document["normalized"] == "sse"
+    assert document["result"] == {
+        "text": "firstsecondthird",
+        "events": [
+            {"event": "token", "data": "first", "id": "1"},
+            {"event": "token", "data": "second", "id": "2"},
+            {"event": "token", "data": "third", "id": "3"},
+        ],
+    }
+
+
+def test_an_agent_that_does_not_stream_is_one_last_event(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"plain-{uuid.uuid4().hex}"
+    with httpx.stream(
+        "POST",
+        f"{memory_coordinator}/v1/invoke",
+        json=_body(request_id, plain=True),
+        headers=STREAM,
+        timeout=30,
+    ) as response:
+        events = list(_events(response.iter_lines()))
+    assert [e["event"] for e in events] == ["reach.end"]
+    assert json.loads(events[0]["data"])["result"] == {"words": ["first", "second", "third"]}
+
+
+def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
+    coordinator: str, agent: str
+) -> None:
+    _register(coordinator, agent)
+    request_id = f"late-{uuid.uuid4().hex}"
+    with httpx.stream(
+        "POST",
+        f"{coordinator}/v1/invoke",
+        json={**_body(request_id), "timeout_class": "reasoning"},  # one re-send allowed
+        headers={**STREAM, "x-reach-deadline-ms": "700"},
+        timeout=30,
+    ) as response:
+        events = list(_events(response.iter_lines()))  # the gate is never opened
+    assert [e["event"] for e in events] == ["token", "reach.error"]
+    error = json.loads(events[-1]["data"])["error"]
+    assert error["code"] == "deadline_exceeded"
+    assert error["outcome_unknown"] is True
+    assert [a["outcome"] for a in error["attempts"]] == ["deadline_exceeded"]
+    wait_until(lambda: request_id in _ledger(agent)["disconnected"], "the agent saw the cut")
+    assert _ledger(agent)["executions"].count(request_id) == 1
+    trace = httpx.get(f"{coordinator}/v1/traces/{error['trace_id']}").json()
+    statuses = {s["kind"]: s["status"] for s in trace["spans"]}
+    assert statuses["attempt"] == "deadline_exceeded"
+
+
+def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"gone-{uuid.uuid4().hex}"
+    with httpx.Client(timeout=30) as client:
+        with client.stream(
+            "POST", f"{memory_coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
+        ) as response:
+            trace_id = response.headers["x-trace-id"]
+            assert next(_events(response.iter_lines()))["data"] == "first"
+        # leaving the block closed the connection mid-stream, the gate still shut
+    wait_until(
+        lambda: request_id in _ledger(agent)["disconnected"], "the agent saw its stream closed"
+    )
+    assert _ledger(agent)["executions"].count(request_id) == 1
+
+    def attempts() -> list[str]:
+        trace = httpx.get(f"{memory_coordinator}/v1/traces/{trace_id}").json()
+        return [s["status"] for s in trace.get("spans", []) if s["kind"] == "attempt"]
+
+    assert wait_until(attempts, "the stream's end was recorded") == ["caller_disconnected"]
