@@ -381,7 +381,7 @@ class InvokeService:
                 payload=request.payload,
                 trace_id=trace.trace_id,
                 hop=task.hop_budget - 1,
-                text=request.text if request.capability is None else None,
+                text=request.text,  # the caller's words, whether or not they chose the route
                 params=self._params(decision, request),
                 stream=stream,
             )
