@@ -18,6 +18,7 @@ import pytest
 from peers.sse_agents import AGENTS
 
 from agent_reach.config import Settings
+from agent_reach.sdk.client import ReachClient
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -120,13 +121,13 @@ def test_first_event_reaches_a_urllib_caller_reading_chunks(
 ) -> None:
     _register(memory_coordinator, agent)
     request_id = f"stream-{uuid.uuid4().hex}"
-    request = urllib.request.Request(
+    request = urllib.request.Request(  # noqa: S310 - a loopback http URL
         f"{memory_coordinator}/v1/invoke",
         data=json.dumps(_body(request_id)).encode(),
         headers={"content-type": "application/json", **STREAM},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
         seen = b""
         while b"\n\n" not in seen:
             seen += response.read1(65536)
@@ -205,12 +206,14 @@ def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
 ) -> None:
     _register(memory_coordinator, agent)
     request_id = f"gone-{uuid.uuid4().hex}"
-    with httpx.Client(timeout=30) as client:
-        with client.stream(
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
             "POST", f"{memory_coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
-        ) as response:
-            trace_id = response.headers["x-trace-id"]
-            assert next(_events(response.iter_lines()))["data"] == "first"
+        ) as response,
+    ):
+        trace_id = response.headers["x-trace-id"]
+        assert next(_events(response.iter_lines()))["data"] == "first"
         # leaving the block closed the connection mid-stream, the gate still shut
     wait_until(
         lambda: request_id in _ledger(agent)["disconnected"], "the agent saw its stream closed"
@@ -222,3 +225,21 @@ def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
         return [s["status"] for s in trace.get("spans", []) if s["kind"] == "attempt"]
 
     assert wait_until(attempts, "the stream's end was recorded") == ["caller_disconnected"]
+
+
+async def test_the_sdk_streams_events_then_the_whole_answer(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"sdk-{uuid.uuid4().hex}"
+    async with ReachClient(memory_coordinator) as client:
+        events = client.invoke_stream(CAPABILITY, request_id=request_id)
+        first = await anext(events)
+        assert (first.event, first.data, first.id) == ("token", "first", "1")
+        async with httpx.AsyncClient() as http:
+            assert (await http.post(f"{agent}/gate/{request_id}")).status_code == 200
+        rest = [event async for event in events]
+        assert [e.data for e in rest[:-1]] == ["second", "third"]
+        answer = rest[-1].answer
+        assert answer is not None and answer.status == "ok"
+        assert answer.result["text"] == "firstsecondthird"

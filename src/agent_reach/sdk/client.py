@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -23,6 +23,7 @@ from agent_reach.errors import ReachError, error_from_body
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeResult, TaskView
+from agent_reach.sdk.streams import StreamEvent, read_events
 
 # The `long` timeout class delivers within 30 s; 5 s more covers routing and transfer.
 DEFAULT_TIMEOUT_S = 35.0
@@ -200,6 +201,39 @@ class ReachClient(_ClientCore):
         if isinstance(answer, TaskView):
             return await self.wait_task(answer.task_id, wait_s)
         return answer
+
+    async def invoke_stream(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        """Route and deliver, asking for a stream: each event as the agent sends it, then
+        the last one (`reach.end`) with the whole answer in `answer`.
+
+        An agent that does not stream gives that last event only. An error before the
+        stream began, or one that ended it (`reach.error`: the deadline passed, the agent
+        broke off), raises its `agent_reach.errors` class. Leaving the iteration early
+        closes the connection: the coordinator stops the agent's stream.
+        """
+        body = _invoke_call(payload, capability=capability, text=text, **options).body
+        headers = {**self._headers, "accept": "text/event-stream"}
+        try:
+            async with self._http.stream("POST", "/v1/invoke", json=body, headers=headers) as r:
+                if not r.is_success or not r.headers.get("content-type", "").startswith(
+                    "text/event-stream"
+                ):
+                    await r.aread()
+                    answer = _parse(_invoke_call(payload), r)
+                    raise ReachError(
+                        f"expected a stream, got {type(answer).__name__}", code="unexpected_answer"
+                    )
+                async for event in read_events(r.aiter_lines(), r.status_code):
+                    yield event
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from None
 
     async def submit(
         self,
