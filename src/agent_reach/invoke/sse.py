@@ -98,6 +98,15 @@ def assemble(body: bytes) -> dict[str, Any]:
     return framer.assembled()
 
 
+def encode_event(event: dict[str, Any]) -> bytes:
+    """An event (`event`, `data`, `id`?) in the wire form, one `data:` line per line."""
+    lines = [f"event: {event['event']}".encode()]
+    if event.get("id") is not None:
+        lines.append(f"id: {event['id']}".encode())
+    lines += (b"data: " + line for line in _LINE_END.split(str(event["data"]).encode()))
+    return b"\n".join(lines) + b"\n\n"
+
+
 def sse_event(name: str, document: Any) -> bytes:
     """One event with a JSON document as its data (orjson never writes a raw newline)."""
     return b"event: %s\ndata: %s\n\n" % (name.encode(), orjson.dumps(document))

@@ -21,7 +21,7 @@ from typing import Any
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest, ReachError
 from agent_reach.invoke import pool
 from agent_reach.invoke.pool_stream import StreamResponse
-from agent_reach.invoke.sse import SseFramer, sse_event
+from agent_reach.invoke.sse import SseFramer, encode_event, sse_event
 
 END_EVENT = "reach.end"  # the coordinator's last event of a stream that ended well
 ERROR_EVENT = "reach.error"  # ... of one that did not, with the error body
@@ -44,6 +44,7 @@ class StreamEnd:
 
 
 EndHook = Callable[[StreamEnd], Awaitable[None]]
+Translate = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 @dataclass(slots=True)
@@ -56,6 +57,9 @@ class EventStream:
     framer: SseFramer = field(default_factory=SseFramer)
     aborted: bool = False
     document: dict[str, Any] | None = None  # the last event's data, when known up front
+    # Each complete event of the agent as the caller gets it (None: not forwarded); a
+    # ReachError ends the stream. Without it the agent's bytes go out as they came.
+    translate: Translate | None = None
 
     @classmethod
     def of_answer(cls, document: dict[str, Any]) -> EventStream:
@@ -151,7 +155,14 @@ class EventStream:
             ) from None
         if chunk is None:
             return None
-        return self.framer.feed(chunk)
+        if self.translate is None:
+            return self.framer.feed(chunk)
+        events = self.framer.events
+        seen = len(events)
+        self.framer.feed(chunk)
+        translated = [t for t in map(self.translate, events[seen:]) if t is not None]
+        events[seen:] = translated
+        return b"".join(map(encode_event, translated))
 
 
 def _final(message: str, code: str) -> AgentFailed:
