@@ -201,6 +201,26 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
     assert statuses["attempt"] == "deadline_exceeded"
 
 
+def test_a_stream_that_breaks_off_ends_with_an_error_event_and_is_not_resent(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"broken-{uuid.uuid4().hex}"
+    with httpx.stream(
+        "POST",
+        f"{memory_coordinator}/v1/invoke",
+        json={**_body(request_id, **{"break": True}), "timeout_class": "reasoning"},
+        headers=STREAM,
+        timeout=30,
+    ) as response:
+        events = list(_events(response.iter_lines()))
+    assert [e["event"] for e in events] == ["token", "reach.error"]  # never half an event
+    error = json.loads(events[-1]["data"])["error"]
+    assert error["code"] == "agent_stream_broken"
+    assert [a["outcome"] for a in error["attempts"]] == ["agent_stream_broken"]
+    assert _ledger(agent)["executions"].count(request_id) == 1
+
+
 def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
     memory_coordinator: str, agent: str
 ) -> None:

@@ -145,13 +145,13 @@ class EventStream:
         except pool.ResponseTooLarge:
             raise _final(
                 f"the agent's stream is over {self.response.limit} bytes",
-                "agent_response_too_large",
+                code="agent_response_too_large",
             ) from None
         except pool.PoolError as exc:
             if self.aborted:
                 return None
             raise _final(
-                f"the agent's stream broke off before its end: {exc}", "agent_stream_broken"
+                f"the agent's stream broke off before its end: {exc}", code="agent_stream_broken"
             ) from None
         if chunk is None:
             return None
@@ -165,7 +165,7 @@ class EventStream:
         return b"".join(map(encode_event, translated))
 
 
-def _final(message: str, code: str) -> AgentFailed:
+def _final(message: str, *, code: str) -> AgentFailed:
     """A failure once the stream has begun: the agent acted; never retried."""
     failure = AgentFailed(message, code=code, outcome_unknown=True)
     failure.retryable = False  # type: ignore[misc]

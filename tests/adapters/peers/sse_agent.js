@@ -47,6 +47,11 @@ const server = http.createServer((req, res) => {
     });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     res.write(`event: token\nid: 1\ndata: ${words[0]}\n\n`);
+    if (delivery.payload && delivery.payload.break) {
+      res.write("event: token\ndata: half an ev");
+      setImmediate(() => res.socket.destroy()); // the chunk goes out, then the connection dies
+      return;
+    }
     await gate(id);
     if (res.destroyed) return;
     words.slice(1).forEach((word, n) => res.write(`event: token\nid: ${n + 2}\ndata: ${word}\n\n`));

@@ -5,7 +5,8 @@ Both answer a delivery with server-sent events `event: token` carrying the paylo
 test opens that request's gate (`POST /gate/{request_id}`), so a caller that reads the
 first event before opening it proves the event was forwarded before the stream ended.
 `GET /ledger` lists the deliveries run and the streams closed before their end;
-`{"plain": true}` in the payload answers JSON instead.
+`{"plain": true}` in the payload answers JSON instead, `{"break": true}` sends half an
+event after the first and drops the connection.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def starlette_agent() -> Starlette:
             finished = False
             try:
                 yield f"event: token\nid: 1\ndata: {words[0]}\n\n"
+                if payload.get("break"):
+                    yield "event: token\ndata: half an ev"
+                    raise RuntimeError("the agent broke off")  # uvicorn drops the connection
                 await gate(request_id).wait()
                 for number, word in enumerate(words[1:], start=2):
                     yield f"event: token\nid: {number}\ndata: {word}\n\n"
