@@ -8,6 +8,7 @@ after it has read the first event: nothing here depends on timing.
 from __future__ import annotations
 
 import json
+import socket
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -174,6 +175,26 @@ def test_an_agent_that_does_not_stream_is_one_last_event(
         events = list(_events(response.iter_lines()))
     assert [e["event"] for e in events] == ["reach.end"]
     assert json.loads(events[0]["data"])["result"] == {"words": ["first", "second", "third"]}
+
+
+def test_an_http10_caller_gets_the_stream_delimited_by_the_close(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    body = json.dumps(_body(f"old-{uuid.uuid4().hex}", plain=True)).encode()
+    host, port = memory_coordinator.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/invoke HTTP/1.0\r\ncontent-type: application/json\r\n"
+            b"accept: text/event-stream\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, events = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"transfer-encoding" not in head.lower()
+    assert events.startswith(b"event: reach.end\ndata: {") and events.endswith(b"}\n\n")
 
 
 def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(

@@ -6,7 +6,8 @@ test opens that request's gate (`POST /gate/{request_id}`), so a caller that rea
 first event before opening it proves the event was forwarded before the stream ended.
 `GET /ledger` lists the deliveries run and the streams closed before their end;
 `{"plain": true}` in the payload answers JSON instead, `{"break": true}` sends half an
-event after the first and drops the connection.
+event after the first and drops the connection, `{"wait": false}` (the Starlette agent,
+for the benchmark) streams without waiting.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def starlette_agent() -> Starlette:
                 if payload.get("break"):
                     yield "event: token\ndata: half an ev"
                     raise RuntimeError("the agent broke off")  # uvicorn drops the connection
-                await gate(request_id).wait()
+                if payload.get("wait", True):
+                    await gate(request_id).wait()
                 for number, word in enumerate(words[1:], start=2):
                     yield f"event: token\nid: {number}\ndata: {word}\n\n"
                 finished = True
