@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_text_parts, new_text_part
+from a2a.helpers.proto_helpers import get_text_parts, new_data_part, new_text_part
 from a2a.types import Message, Role, SendMessageRequest, TaskState
 from peers.a2a_agents import StoryLedger, start_story_agent
 from peers.sse_agents import python_sse_agent
@@ -192,3 +192,17 @@ def test_v03_message_stream_at_the_face(hub: str, sse_agent: str) -> None:
     assert final["kind"] == "status-update"
     assert final["final"] is True
     assert final["status"]["state"] == "completed"
+
+
+async def test_a_stream_that_breaks_off_ends_as_a_failed_task_at_the_face(
+    sse_agent: str, a2a: Any
+) -> None:
+    message = _message("go", capability="chat.stream")
+    message.parts.append(new_data_part({"break": True}))
+    events = [event async for event in a2a.send_message(SendMessageRequest(message=message))]
+    assert get_text_parts(events[1].artifact_update.artifact.parts) == ["first"]
+    last = events[-1].status_update
+    assert last.status.state == TaskState.TASK_STATE_FAILED
+    assert "broke off" in get_text_parts(last.status.message.parts)[0]
+    async with httpx.AsyncClient() as http:
+        assert len((await http.get(f"{sse_agent}/ledger")).json()["executions"]) == 1

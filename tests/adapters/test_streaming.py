@@ -220,6 +220,9 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
     trace = httpx.get(f"{coordinator}/v1/traces/{error['trace_id']}").json()
     statuses = {s["kind"]: s["status"] for s in trace["spans"]}
     assert statuses["attempt"] == "deadline_exceeded"
+    why = httpx.get(f"{coordinator}/v1/requests/{request_id}/why")
+    assert why.status_code == 200, why.text
+    assert "deadline_exceeded" in why.text
 
 
 def test_a_stream_that_breaks_off_ends_with_an_error_event_and_is_not_resent(

@@ -109,7 +109,9 @@ async def answer_invoke(
         exc.details.setdefault("trace_id", trace.trace_id)
         error = Answer(exc.status, dump_json(exc.to_body()), retry_after=exc.retry_after())
         return error, trace.trace_id
-    stream = accept is not None and accepts_event_stream(accept)
+    # Most callers send `*/*` or JSON: the substring test keeps them off the parser.
+    stream = accept is not None and b"event-stream" in accept.lower()
+    stream = stream and accepts_event_stream(accept)
     answer = await service.handle(
         request,
         trace,
