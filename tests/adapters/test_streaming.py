@@ -12,6 +12,7 @@ import socket
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -111,6 +112,8 @@ def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
     assert _ledger(agent)["executions"].count(request_id) == 1
     trace = httpx.get(f"{coordinator}/v1/traces/{answer['trace_id']}").json()
     assert [s["status"] for s in trace["spans"] if s["kind"] == "attempt"] == ["ok"]
+    stats = httpx.get(f"{coordinator}/v1/agents").json()["agents"][0]["stats"]
+    assert (stats["calls"], stats["success_rate"], stats["in_flight"]) == (1, 1.0, 0)
     # the stored answer replays the assembled stream; the agent is not called again
     replay = httpx.post(f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30)
     assert replay.json()["result"]["text"] == "firstsecondthird"
@@ -220,6 +223,8 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
     trace = httpx.get(f"{coordinator}/v1/traces/{error['trace_id']}").json()
     statuses = {s["kind"]: s["status"] for s in trace["spans"]}
     assert statuses["attempt"] == "deadline_exceeded"
+    stats = httpx.get(f"{coordinator}/v1/agents").json()["agents"][0]["stats"]
+    assert (stats["calls"], stats["success_rate"], stats["in_flight"]) == (1, 0.0, 0)
     why = httpx.get(f"{coordinator}/v1/requests/{request_id}/why")
     assert why.status_code == 200, why.text
     assert "deadline_exceeded" in why.text
@@ -287,3 +292,47 @@ async def test_the_sdk_streams_events_then_the_whole_answer(
         answer = rest[-1].answer
         assert answer is not None and answer.status == "ok"
         assert answer.result["text"] == "firstsecondthird"
+
+
+def test_a_duplicate_waits_for_the_stream_to_end_and_gets_its_answer(
+    coordinator: str, agent: str
+) -> None:
+    _register(coordinator, agent)
+    request_id = f"twice-{uuid.uuid4().hex}"
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
+        ) as response,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        events = _events(response.iter_lines())
+        assert next(events)["data"] == "first"
+        duplicate = pool.submit(
+            httpx.post, f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30
+        )
+        _open(agent, request_id)
+        assert json.loads(list(events)[-1]["data"])["status"] == "ok"
+        again = duplicate.result()
+    assert again.status_code == 200, again.text
+    assert again.json()["result"]["text"] == "firstsecondthird"
+    assert _ledger(agent)["executions"].count(request_id) == 1
+
+
+def test_a_stream_holds_its_admission_slot_until_it_ends(agent: str) -> None:
+    with run_coordinator(Settings(decision_log="off", max_in_flight=1)) as (url, _):
+        _register(url, agent)
+        request_id = f"slot-{uuid.uuid4().hex}"
+        with httpx.stream(
+            "POST", f"{url}/v1/invoke", json=_body(request_id), headers=STREAM, timeout=30
+        ) as response:
+            events = _events(response.iter_lines())
+            assert next(events)["data"] == "first"
+            refused = httpx.post(f"{url}/v1/invoke", json=_body(f"other-{request_id}"))
+            assert refused.status_code == 503, refused.text
+            assert refused.json()["error"]["code"] == "overloaded"
+            _open(agent, request_id)
+            list(events)
+        other = f"after-{request_id}"
+        _open(agent, other)
+        assert httpx.post(f"{url}/v1/invoke", json=_body(other), timeout=30).status_code == 200

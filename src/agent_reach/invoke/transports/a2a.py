@@ -180,11 +180,13 @@ class A2ATransport:
                 f"the A2A agent's stream failed: {exc}", outcome_unknown=True
             ) from None
         if not 200 <= streamed.status < 300:
-            raise AgentFailed(
+            failure = AgentFailed(
                 f"the A2A agent answered HTTP {streamed.status}",
                 http_status=streamed.status,
                 agent_answer=raw[:512].decode("utf-8", "replace"),
             )
+            failure.retryable = streamed.status >= 500 or streamed.status == 429  # type: ignore[misc]
+            raise failure
         # A whole JSON-RPC answer (an error up front, or a server that does not stream).
         try:
             answer = orjson.loads(raw)
