@@ -22,6 +22,7 @@ from peers.sse_agents import python_sse_agent
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 STREAM = {"accept": "text/event-stream"}
 
@@ -206,3 +207,42 @@ async def test_a_stream_that_breaks_off_ends_as_a_failed_task_at_the_face(
     assert "broke off" in get_text_parts(last.status.message.parts)[0]
     async with httpx.AsyncClient() as http:
         assert len((await http.get(f"{sse_agent}/ledger")).json()["executions"]) == 1
+
+
+def test_a_caller_leaving_the_face_mid_stream_closes_the_agents_stream(
+    hub: str, sse_agent: str
+) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "SendStreamingMessage",
+        "params": {
+            "message": {
+                "messageId": secrets.token_hex(8),
+                "role": "ROLE_USER",
+                "parts": [{"text": "go"}],
+                "metadata": {"capability": "chat.stream"},
+            }
+        },
+    }
+    trace_id = secrets.token_hex(16)
+    headers = {"a2a-version": "1.0", "traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", f"{hub}/a2a", json=call, headers=headers) as r,
+    ):
+        events = _events(r.iter_lines())
+        assert "artifactUpdate" in json.loads([next(events) for _ in range(2)][1]["data"])["result"]
+    # the connection closed with the agent's gate still shut
+    ledger = wait_until(
+        lambda: (seen := httpx.get(f"{sse_agent}/ledger").json())["disconnected"] and seen,
+        "the agent to see its stream closed",
+    )
+    assert ledger["disconnected"] == ledger["executions"]
+
+    def attempts() -> list[str]:
+        spans = httpx.get(f"{hub}/v1/traces/{trace_id}").json().get("spans", [])
+        return [s["status"] for s in spans if s["kind"] == "attempt"]
+
+    # closed because the caller left, not by the deadline that would have cut it later
+    assert wait_until(attempts, "the stream's end to be recorded") == ["caller_disconnected"]
