@@ -20,7 +20,8 @@ import pytest
 from peers.sse_agents import AGENTS
 
 from agent_reach.config import Settings
-from agent_reach.sdk.client import ReachClient
+from agent_reach.errors import NoCapability
+from agent_reach.sdk.client import ReachClient, SyncReachClient
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -336,3 +337,19 @@ def test_a_stream_holds_its_admission_slot_until_it_ends(agent: str) -> None:
         other = f"after-{request_id}"
         _open(agent, other)
         assert httpx.post(f"{url}/v1/invoke", json=_body(other), timeout=30).status_code == 200
+
+
+def test_the_blocking_sdk_streams_too_and_raises_refusals_by_class(
+    memory_coordinator: str, agent: str
+) -> None:
+    _register(memory_coordinator, agent)
+    request_id = f"sync-{uuid.uuid4().hex}"
+    with SyncReachClient(memory_coordinator) as client:
+        events = client.invoke_stream(CAPABILITY, request_id=request_id)
+        assert next(events).data == "first"
+        _open(agent, request_id)
+        rest = list(events)
+        assert [e.event for e in rest] == ["token", "token", "reach.end"]
+        assert rest[-1].answer is not None and rest[-1].answer.agent_id == "streamer"
+        with pytest.raises(NoCapability):
+            list(client.invoke_stream("no.such.capability"))

@@ -84,8 +84,7 @@ async def test_the_sdk_raises_the_error_a_stream_ended_with() -> None:
             "event: reach.error",
             'data: {"error": {"code": "deadline_exceeded", "message": "late"}}',
             "",
-        ),
-        200,
+        )
     )
     assert (await anext(events)).data == "first"
     with pytest.raises(AgentTimeout) as ended:

@@ -1,13 +1,14 @@
 """Streamed invoke answers on the caller's side: server-sent events read as they come.
 
-`ReachClient.invoke_stream` yields each event the agent sent as a `StreamEvent`; the
+`ReachClient.invoke_stream` (and `SyncReachClient.invoke_stream`) yields each event the
+agent sent as a `StreamEvent`; the
 coordinator's last event (`reach.end`) is yielded too, carrying the whole invoke answer
 in `answer`, and a `reach.error` raises the error it carries, by class.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -32,30 +33,51 @@ class StreamEvent:
     answer: InvokeResult | None = None
 
 
-async def read_events(lines: AsyncIterator[str], status: int) -> AsyncIterator[StreamEvent]:
-    """The events of an SSE body given as lines (WHATWG field rules, comments skipped)."""
-    data: list[str] = []
-    name = ""
-    event_id: str | None = None
-    async for line in lines:
+class EventReader:
+    """Lines of an SSE body in, events out (WHATWG field rules, comments skipped)."""
+
+    def __init__(self) -> None:
+        self.data: list[str] = []
+        self.name = ""
+        self.id: str | None = None
+
+    def line(self, line: str) -> StreamEvent | None:
+        """The event a blank line completes; None for every other line."""
         if line:
             field, colon, value = line.partition(":")
-            if not field:
-                continue  # a comment
             value = value[1:] if colon and value.startswith(" ") else value
             if field == "data":
-                data.append(value)
+                self.data.append(value)
             elif field == "event":
-                name = value
+                self.name = value
             elif field == "id":
-                event_id = value
-            continue
-        if data:
-            yield _event(name or "message", "\n".join(data), event_id, status)
-        data, name, event_id = [], "", None
+                self.id = value
+            return None
+        if not self.data:
+            self.name, self.id = "", None
+            return None
+        event = _event(self.name or "message", "\n".join(self.data), self.id)
+        self.data, self.name, self.id = [], "", None
+        return event
 
 
-def _event(name: str, data: str, event_id: str | None, status: int) -> StreamEvent:
+async def read_events(lines: AsyncIterator[str]) -> AsyncIterator[StreamEvent]:
+    """The events of an SSE body given as lines."""
+    reader = EventReader()
+    async for line in lines:
+        if (event := reader.line(line)) is not None:
+            yield event
+
+
+def read_events_sync(lines: Iterator[str]) -> Iterator[StreamEvent]:
+    """`read_events` for a blocking client."""
+    reader = EventReader()
+    for line in lines:
+        if (event := reader.line(line)) is not None:
+            yield event
+
+
+def _event(name: str, data: str, event_id: str | None) -> StreamEvent:
     if name == ERROR_EVENT:
         body = orjson.loads(data)
         code = body.get("error", {}).get("code") if isinstance(body, dict) else None
