@@ -18,6 +18,9 @@ SUSPECT_AFTER = 3  # DESIGN.md: 3 consecutive failures -> suspect (original prod
 OFFLINE_AFTER = 5  # DESIGN.md: 2 more -> offline and out of the pool
 EJECTION_BASE_S = 2.0  # RELIABILITY.md: base ejection 2 s ...
 EJECTION_MAX_S = 60.0  # ... doubling while the instance keeps failing, at most this
+# Doublings that reach EJECTION_MAX_S; more would only overflow the float (an instance
+# timing out thousands of deliveries under overload fails that many times while out).
+_MAX_DOUBLINGS = 16
 
 Source = Literal["probe", "delivery"]
 
@@ -44,7 +47,8 @@ class HealthTracker:
         if self.failures >= OFFLINE_AFTER:
             self.ejections += 1  # each failure while out doubles the pause before the next probe
             self.state = "offline"
-            pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2 ** (self.ejections - 1))
+            doublings = min(self.ejections - 1, _MAX_DOUBLINGS)
+            pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2**doublings)
             self.reprobe_at = now + pause
         elif self.failures >= SUSPECT_AFTER:
             self.state = "suspect"
