@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 POLICY = """
 [[access.invoke]]
@@ -60,6 +61,12 @@ def stock_agent(http: httpx.Client) -> Iterator[FakeAgent]:
             },
         )
         assert registered.status_code == 201
+        # Texts are routed once the matchers have fitted the new card (in the background).
+        wait_until(
+            lambda: http.get("/v1/policy").json()["matching"]["current"],
+            "the text matchers to fit the catalog",
+            timeout_s=30,
+        )
         yield agent
 
 
