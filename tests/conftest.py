@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sys
 from collections.abc import Iterator
 
 import pytest
 import redis
+import structlog
 
 from agent_reach.testing.redis_cluster import RedisClusterServer
 from agent_reach.testing.redis_server import RedisServer, find_redis_url
@@ -16,6 +18,16 @@ from agent_reach.testing.redis_server import RedisServer, find_redis_url
 # Coordinators in tests run without API keys unless a test turns security on itself
 # (tests/security does); child processes (tests/reliability) inherit this.
 os.environ.setdefault("AR_AUTH", "off")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Coordinators in the test process log to stderr, as `agent-reach serve` does.
+
+    structlog's default writes to whatever `sys.stdout` is at the moment, which inside
+    a CliRunner is the command's output: a CLI test would read a coordinator's log line.
+    """
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+
 
 REDIS_MISSING = (
     "the Redis tests need a real Redis: install it (apt-get install redis-server, "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
@@ -53,10 +53,14 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
+OPEN_CONTEXT = pytest.StashKey[BrowserContext]()
+
+
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     """A fresh page; the test fails if the page logs an error or opens a dialog."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
+    request.node.stash[OPEN_CONTEXT] = context
     page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
@@ -65,6 +69,18 @@ def page(browser: Browser) -> Iterator[Page]:
     yield page
     context.close()
     assert problems == [], f"the page reported errors: {problems}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Close the page before any fixture stops the coordinator it is polling.
+
+    Otherwise the page's next poll meets a refused connection, which Chromium reports
+    as a console error of the page.
+    """
+    context = item.stash.get(OPEN_CONTEXT, None)
+    if context is not None:
+        context.close()
 
 
 @pytest.fixture

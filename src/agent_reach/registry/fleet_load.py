@@ -28,6 +28,7 @@ class FleetLoad:
         self.index = index
         self.store = store
         self.node_id = node_id
+        self._reachable = True
 
     async def exchange(self) -> None:
         """One round: publish, read, and set each instance's `remote_in_flight`."""
@@ -38,9 +39,15 @@ class FleetLoad:
         }
         try:
             theirs = await self.store.exchange(self.node_id, mine, STALE_S)
-        except StoreUnavailable:
-            log.warning("fleet_load_unavailable")
+        except StoreUnavailable as exc:
+            if self._reachable:  # said once per outage, not every round
+                log.warning("fleet_load_unavailable", error=str(exc))
+            self._reachable = False
             theirs = {}
+        else:
+            if not self._reachable:
+                log.info("fleet_load_restored")
+            self._reachable = True
         for agent_id, instance in self.index.by_id.items():
             instance.stats.remote_in_flight = theirs.get(agent_id, 0)
 
