@@ -51,5 +51,3 @@ def start_peer(name: str, command: list[str]) -> Peer:
         process.kill()
         pytest.fail(f"peer {name} did not start: {line!r}")
     return Peer(name, f"http://127.0.0.1:{int(line.split()[1])}", process)
-
-
