@@ -247,8 +247,6 @@ def _scale_webhook(settings: Settings, client: httpx.AsyncClient | None) -> Scal
         None if secret is None else secret.get_secret_value().encode(),
         client,
     )
-
-
 def _orchestration(
     settings: Settings,
     node_id: str,
