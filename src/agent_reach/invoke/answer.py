@@ -10,7 +10,7 @@ import orjson
 from agent_reach.errors import ReachError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x per request
 class Answer:
     """What the caller receives; `replayed` when it came from the idempotency store."""
 
