@@ -29,6 +29,7 @@ DEFAULT_MAX_BODY_BYTES = (
 # Remembered answers for the `degraded` fallback: 64 MiB in memory in all, and none
 # above 256 KiB (an answer that large is a document, not a reply worth replaying).
 DEFAULT_ANSWER_MEMORY_BYTES = 64 * 1024 * 1024
+DEFAULT_IDEMPOTENCY_MEMORY_BYTES = 256 * 1024 * 1024
 DEFAULT_ANSWER_MAX_BYTES = 256 * 1024
 DEFAULT_TRACE_STORE_SIZE = 10_000  # traces kept for /v1/traces: about 10 MB at 4 spans each
 # Contexts (DESIGN.md, "Context store").
@@ -120,6 +121,12 @@ class Settings(BaseSettings):
         ge=0,
         description="bytes of remembered answers (degraded fallback) the memory backend keeps",
     )
+    idempotency_memory_bytes: int = Field(
+        DEFAULT_IDEMPOTENCY_MEMORY_BYTES,
+        ge=0,
+        description="bytes of completed request-id records (replayable answers) the memory "
+        "backend keeps; the oldest go first",
+    )
     answer_max_bytes: int = Field(
         DEFAULT_ANSWER_MAX_BYTES, ge=0, description="answers larger than this are not remembered"
     )
@@ -200,6 +207,7 @@ class Settings(BaseSettings):
             if is_cluster:
                 data.setdefault("redis_cluster", True)
         return data
+
     max_in_flight: int = Field(
         DEFAULT_MAX_IN_FLIGHT,
         ge=0,

@@ -170,3 +170,51 @@ async def test_keys_are_independent(store: IdempotencyStore) -> None:
 
     assert (first.state, second.state) == ("claimed", "claimed")
     assert first.fence != second.fence
+
+
+async def test_a_taken_over_key_carries_the_instances_its_old_owner_sent_it_to(
+    store: IdempotencyStore, timeline: Timeline
+) -> None:
+    old = await store.claim("req-1", FINGERPRINT, LEASE_S)
+    await store.note_sent("req-1", old.fence, "order-2")
+    await store.note_sent("req-1", old.fence, "order-2")  # noted once
+    await store.note_sent("req-1", old.fence + 1000, "order-9")  # not its owner: ignored
+    await store.note_sent("req-1", old.fence, "order-1")
+    new = old
+
+    async def is_taken_over() -> bool:
+        nonlocal new
+        new = await store.claim("req-1", FINGERPRINT, LONG_S)
+        return new.state == "claimed"
+
+    await timeline.wait_out(LEASE_S, is_taken_over, failure="the ran-out lease was not taken over")
+
+    assert new.sent_to == ("order-2", "order-1")
+    assert (await store.claim("req-2", FINGERPRINT, LONG_S)).sent_to == ()
+
+
+async def test_a_claim_given_back_after_reaching_an_agent_is_taken_over_with_its_instances(
+    store: IdempotencyStore,
+) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+    await store.note_sent("req-1", owner.fence, "order-2")
+
+    await store.release("req-1", owner.fence)
+
+    assert await store.peek("req-1") is None  # free to run again ...
+    assert (await store.claim("req-1", OTHER_FINGERPRINT, LONG_S)).state == "mismatch"
+    again = await store.claim("req-1", FINGERPRINT, LONG_S)  # ... by the same request only
+    assert (again.state, again.sent_to) == ("claimed", ("order-2",))
+    assert again.fence > owner.fence
+
+
+async def test_nothing_is_noted_on_a_completed_key(store: IdempotencyStore) -> None:
+    owner = await store.claim("req-1", FINGERPRINT, LONG_S)
+    await store.complete("req-1", owner.fence, 200, BODY, LONG_S)
+
+    await store.note_sent("req-1", owner.fence, "order-2")
+    await store.release("req-1", owner.fence)
+
+    assert await store.claim("req-1", FINGERPRINT, LONG_S) == Claim(
+        "completed", owner.fence, 200, BODY
+    )

@@ -26,7 +26,9 @@ def _record(agent_id: str, *, min_instances: int = 0, at: float = 1.0) -> Instan
 
 def _watcher(index: RegistryIndex, clock: ManualClock) -> tuple[FleetWatcher, EventFeed]:
     feed = EventFeed(clock)
-    watcher = FleetWatcher(index, clock, feed, PolicySource(clock), MemoryIdempotencyStore(clock))
+    watcher = FleetWatcher(
+        index, clock, feed, PolicySource(clock), MemoryIdempotencyStore(clock, 1 << 20)
+    )
     return watcher, feed
 
 

@@ -101,13 +101,15 @@ class Claim:
     `claimed`: the caller now owns the key and must `complete` or `release` it with
     `fence`. `completed`: the stored answer (`status`, `body`, byte for byte).
     `in_progress`: another owner holds a live lease. `mismatch`: the key was used
-    with a different request body (its `fingerprint` differs).
+    with a different request body (its `fingerprint` differs). A `claimed` key taken
+    over from an earlier owner carries the instances that owner noted in `sent_to`.
     """
 
     state: Literal["claimed", "completed", "in_progress", "mismatch"]
     fence: int = 0
     status: int = 0
     body: bytes = b""
+    sent_to: tuple[str, ...] = ()
 
 
 class IdempotencyStore(Protocol):
@@ -118,10 +120,14 @@ class IdempotencyStore(Protocol):
 
         No record: create an in-progress record with a lease of `lease_s` -> `claimed`
         with a new fence. A completed record -> `completed`. An in-progress record whose
-        lease is live -> `in_progress`. One whose lease ran out (its owner died) is taken
-        over -> `claimed` with a higher fence. Any record whose fingerprint differs ->
-        `mismatch`, changing nothing.
+        lease is live -> `in_progress`. One whose lease ran out (its owner died, or gave
+        it back after reaching an agent) is taken over -> `claimed` with a higher fence
+        and the record's `sent_to`. Any record whose fingerprint differs -> `mismatch`,
+        changing nothing.
         """
+
+    async def note_sent(self, key: str, fence: int, agent_id: str) -> None:
+        """Add `agent_id` to the instances the key was delivered to, while `fence` owns it."""
 
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:
         """Store the final answer for `ttl_s` only while `fence` still owns the key.
@@ -130,7 +136,11 @@ class IdempotencyStore(Protocol):
         """
 
     async def release(self, key: str, fence: int) -> None:
-        """Forget an in-progress claim still owned by `fence` (nothing was executed)."""
+        """Give back an in-progress claim still owned by `fence`, so the id may run again.
+
+        A claim with no `sent_to` is forgotten. One that reached an agent keeps its
+        record with the lease ended: the next claim takes it over with its `sent_to`.
+        """
 
     async def peek(self, key: str) -> Claim | None:
         """The key's state without claiming it: None when there is no record."""

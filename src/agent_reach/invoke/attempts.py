@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from agent_reach.clock import Clock
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopLimit, NoInstance
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.idempotency import Owned
 from agent_reach.invoke.transports import Transports
 from agent_reach.invoke.transports.protocol import Normalization, Shaped
 from agent_reach.model.decisions import RouteDecision
@@ -106,18 +107,21 @@ class AttemptLoop:
         deadline: float,
         policy: DeliveryPolicy,
         context_of: ContextOf | None = None,
+        owned: Owned | None = None,
     ) -> Delivered:
         """Deliver to the first instance that succeeds; raise the failure that ended it.
 
         `context_of`, for requests with a context, gives each instance its own context
-        block (a token scoped to that instance's `context_fields`).
+        block (a token scoped to that instance's `context_fields`). `owned`, for a
+        caller's request id: the instances it may already have reached go first, and
+        each instance is noted in the id's record before it is sent the request.
 
         `NoInstance` (with the attempts) when every instance failed definitely — nothing
         is known to have acted, so the caller may suspend the request; `AgentTimeout`
         when re-sends ran out; the agent's own error when it made the failure final.
         """
         chain = _Chain(
-            order=_same_capability(decision),
+            order=_same_capability(decision, owned.sent_to if owned is not None else ()),
             generic=[] if decision.rule == "generic" else self._generic_ids(),
         )
         last_error: AgentFailed | None = None
@@ -137,7 +141,7 @@ class AttemptLoop:
                 self.metrics.retries.labels(kind).inc()
             try:
                 return await self._attempt(
-                    instance, delivery, trace, chain, left_s, timeout_class, context_of
+                    instance, delivery, trace, chain, left_s, timeout_class, context_of, owned
                 )
             except AgentFailed as exc:
                 last_error = exc
@@ -184,10 +188,13 @@ class AttemptLoop:
         left_s: float,
         timeout_class: TimeoutClassPolicy,
         context_of: ContextOf | None,
+        owned: Owned | None,
     ) -> Delivered:
         spec = instance.spec
         if context_of is not None:
             delivery = dataclasses.replace(delivery, context=await context_of(instance))
+        if owned is not None:
+            await owned.note_sent(instance.id)
         transport = self.transports.get(spec.transport.type)
         span_id, traceparent = trace.child_traceparent()
         window = instance.stats
@@ -265,14 +272,18 @@ class AttemptLoop:
         return [i.id for i in self.index.generic]
 
 
-def _same_capability(decision: RouteDecision) -> list[str]:
+def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[str]:
+    """The decision's instances, best first, after those the request may have `reached`."""
     chosen = decision.agent_id
     rest = [
         c.agent_id
         for c in decision.candidates
         if c.capability == decision.capability and c.agent_id != chosen
     ]
-    return [chosen, *rest] if chosen else rest
+    order = [chosen, *rest] if chosen else rest
+    if not reached:
+        return order
+    return [i for i in order if i in reached] + [i for i in order if i not in reached]
 
 
 def _via(agent_id: str, chain: _Chain) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -38,6 +39,31 @@ def fingerprint(request: InvokeRequest) -> str:
     return hashlib.sha256(orjson.dumps(material, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+@dataclass(slots=True)
+class Owned:
+    """A caller's request id this coordinator now executes, and where it has been sent.
+
+    `sent_to` starts with the instances an earlier owner noted (it died, or gave the id
+    back after an attempt of unknown outcome): they are tried first, so the agent that
+    may already have acted is the one whose own guard sees the id again.
+    """
+
+    guard: IdempotencyGuard
+    key: str
+    fence: int
+    sent_to: list[str] = field(default_factory=list)
+
+    async def note_sent(self, agent_id: str) -> None:
+        """Record, before the delivery goes out, that `agent_id` is about to get it."""
+        if agent_id in self.sent_to:
+            return
+        self.sent_to.append(agent_id)
+        try:
+            await self.guard.store.note_sent(self.key, self.fence, agent_id)
+        except StoreUnavailable:
+            log.error("idempotency_send_not_noted", request_id=self.key, agent_id=agent_id)
+
+
 class IdempotencyGuard:
     """Decides, per caller-chosen request_id, whether this coordinator executes it."""
 
@@ -47,8 +73,8 @@ class IdempotencyGuard:
 
     async def claim(
         self, request: InvokeRequest, key: str, *, lease_s: float, deadline: float, wait: bool
-    ) -> int | Answer:
-        """A fence when this call must execute the request, else the answer to give.
+    ) -> Owned | Answer:
+        """The ownership when this call must execute the request, else the answer to give.
 
         A completed id replays its stored answer byte for byte; an id in progress is
         waited for until `deadline` (or refused with 409 `in_progress` when `wait` is
@@ -59,7 +85,7 @@ class IdempotencyGuard:
         while True:
             claim = await self.store.claim(key, mark, lease_s + LEASE_GRACE_S)
             if claim.state == "claimed":
-                return claim.fence
+                return Owned(self, key, claim.fence, list(claim.sent_to))
             if claim.state == "mismatch":
                 raise KeyReused("this request_id was used with a different request", request_id=key)
             if claim.state == "completed":

@@ -36,7 +36,7 @@ from agent_reach.invoke.attempts import AttemptLoop, ContextOf, Delivered
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.idempotency import IdempotencyGuard, is_final
+from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final
 from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
@@ -190,7 +190,7 @@ class InvokeService:
             deadline_ms=deadline_ms,
             principal=principal,
         )
-        fence: int | None = None
+        owned: Owned | None = None
         policy = self.routing.policy()
         self.budget.start_request()
         try:
@@ -221,9 +221,9 @@ class InvokeService:
                     self.metrics.idempotent_replays.inc()
                     self.tracer.end(span, "replayed")
                     return claimed
-                fence = claimed
+                owned = claimed
                 started = self.clock.monotonic()  # a wait for a dead owner used none of it
-            answer, error = await self._answer(task, trace, policy, started, span)
+            answer, error = await self._answer(task, trace, policy, started, span, owned=owned)
         except ReachError as exc:
             answer, error = _error_answer(exc, request_id, trace), exc
             route = exc.details.get("route")
@@ -236,10 +236,10 @@ class InvokeService:
             answer = _error_answer(error, request_id, trace)
         finally:
             self.budget.end_request()
-        if fence is not None:
+        if owned is not None:
             await self.guard.finish(
                 task.key,
-                fence,
+                owned.fence,
                 answer,
                 keep=is_final(error) or answer.status == 202,
                 ttl_s=policy.delivery.idempotency_ttl_s,
@@ -319,6 +319,7 @@ class InvokeService:
         span: Span,
         *,
         queued: bool = False,
+        owned: Owned | None = None,
     ) -> tuple[Answer, ReachError | None]:
         """The answer once routed; sets `span`'s capability, agent and outcome on the way.
 
@@ -358,7 +359,7 @@ class InvokeService:
                 params=self._params(decision, request),
             )
             delivered = await self._deliver_text(
-                task, decision, delivery, trace, timeout_class, deadline, policy
+                task, decision, delivery, trace, timeout_class, deadline, policy, owned
             )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
@@ -439,6 +440,7 @@ class InvokeService:
         timeout_class: TimeoutClassPolicy,
         deadline: float,
         policy: RoutingPolicy,
+        owned: Owned | None,
     ) -> Delivered:
         """Deliver; when an agent answers a text request with 421 "not mine", remember the
         negative and route the text again without that capability (each such redirect is
@@ -449,7 +451,14 @@ class InvokeService:
         while True:
             try:
                 delivered = await self._deliver(
-                    decision, delivery, trace, timeout_class, deadline, policy, request.context_id
+                    decision,
+                    delivery,
+                    trace,
+                    timeout_class,
+                    deadline,
+                    policy,
+                    request.context_id,
+                    owned,
                 )
             except AgentFailed as exc:
                 if request.capability is not None or exc.details.get("http_status") != 421:
@@ -518,6 +527,7 @@ class InvokeService:
         deadline: float,
         policy: RoutingPolicy,
         context_id: str | None,
+        owned: Owned | None,
     ) -> Delivered:
         """The attempts; with a context, each instance gets its own scoped token, and the
         context stays referenced (it cannot expire) until the attempts are over."""
@@ -539,6 +549,7 @@ class InvokeService:
                 deadline=deadline,
                 policy=policy.delivery,
                 context_of=context_of,
+                owned=owned,
             )
         finally:
             if context_id is not None:

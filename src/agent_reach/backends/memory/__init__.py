@@ -24,7 +24,7 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
     return Backends(
         name="memory",
         registry=MemoryRegistryStore(clock),
-        idempotency=MemoryIdempotencyStore(clock),
+        idempotency=MemoryIdempotencyStore(clock, settings.idempotency_memory_bytes),
         tasks=MemoryTaskStore(clock),
         queues=MemoryQueueStore(clock),
         journal=MemoryJournalStore(),

@@ -1,13 +1,17 @@
-"""A dict whose entries expire, swept a little on every write so memory stays bounded."""
+"""A dict whose entries expire; expired entries are dropped as writes go by.
+
+A heap of deadlines finds the expired entries, so each write costs O(log n) however
+many entries there are, and dead entries never pile up.
+"""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
-
-SWEEP_EVERY = 256  # writes between sweeps: amortized O(1), and dead entries never pile up
 
 
 class ExpiringDict(Generic[V]):
@@ -15,8 +19,9 @@ class ExpiringDict(Generic[V]):
 
     def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
-        self._entries: dict[str, tuple[float, V]] = {}
-        self._writes = 0
+        self._entries: dict[str, tuple[float, int, V]] = {}
+        self._deadlines: list[tuple[float, int, str]] = []  # may hold stale rows
+        self._writes = itertools.count()
 
     def get(self, key: str) -> V | None:
         entry = self._entries.get(key)
@@ -25,22 +30,35 @@ class ExpiringDict(Generic[V]):
         if entry[0] <= self._now():
             del self._entries[key]
             return None
-        return entry[1]
+        return entry[2]
 
     def set(self, key: str, value: V, ttl_s: float) -> None:
-        self._entries[key] = (self._now() + ttl_s, value)
-        self._writes += 1
-        if self._writes % SWEEP_EVERY == 0:
-            self.sweep()
+        now = self._now()
+        self.sweep(now)
+        write = next(self._writes)
+        deadline = now + ttl_s
+        self._entries[key] = (deadline, write, value)
+        heapq.heappush(self._deadlines, (deadline, write, key))
+        if len(self._deadlines) > 2 * len(self._entries) + 64:
+            self._compact()
 
     def pop(self, key: str) -> None:
         self._entries.pop(key, None)
 
-    def sweep(self) -> None:
-        """Drop every expired entry."""
-        now = self._now()
-        for key in [k for k, (deadline, _) in self._entries.items() if deadline <= now]:
-            del self._entries[key]
+    def sweep(self, now: float | None = None) -> None:
+        """Drop every entry whose deadline has passed."""
+        now = self._now() if now is None else now
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, write, key = heapq.heappop(deadlines)
+            entry = self._entries.get(key)
+            if entry is not None and entry[1] == write:  # not rewritten since
+                del self._entries[key]
+
+    def _compact(self) -> None:
+        """Rebuild the heap from the live entries (rewrites and pops leave stale rows)."""
+        self._deadlines = [(d, w, k) for k, (d, w, _) in self._entries.items()]
+        heapq.heapify(self._deadlines)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -1,9 +1,10 @@
-"""Idempotency records in Redis: claim, complete, release and peek are one Lua script each.
+"""Idempotency records in Redis: each operation is one Lua script.
 
 Keys under ``<prefix>:``: ``idem:{<shard>}:<key>`` is a hash (fingerprint, fence, lease
-deadline on Redis's clock, then status and body); ``idem-fence:{<shard>}`` is the counter
-every fence of the shard's keys comes from, so a fence is never handed out twice for a key,
-even after its record was released or expired (layout and shards: `keys`).
+deadline on Redis's clock, the agents it was sent to, then status and body);
+``idem-fence:{<shard>}`` is the counter every fence of the shard's keys comes from, so a
+fence is never handed out twice for a key, even after its record was released or expired
+(layout and shards: `keys`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class RedisIdempotencyStore:
         self._claim = register_script(client, "idempotency_claim")
         self._complete = register_script(client, "idempotency_complete")
         self._release = register_script(client, "idempotency_release")
+        self._sent = register_script(client, "idempotency_sent")
         self._peek = register_script(client, "idempotency_peek")
 
     @translate_errors
@@ -73,6 +75,10 @@ class RedisIdempotencyStore:
         return await self._wait.run(script, keys, args)
 
     @translate_errors
+    async def note_sent(self, key: str, fence: int, agent_id: str) -> None:
+        await self._write(self._sent, [self._record(key)], [fence, agent_id])
+
+    @translate_errors
     async def release(self, key: str, fence: int) -> None:
         await self._release(keys=[self._record(key)], args=[fence])
 
@@ -91,8 +97,11 @@ class RedisIdempotencyStore:
 
 
 def decode_claim(reply: list[bytes | int]) -> Claim:
-    """A script's ``{state, fence[, status, body]}`` as a `Claim`."""
+    """A script's ``{state, fence[, status, body]}`` or ``{claimed, fence, sent_to}``."""
     state = cast(ClaimState, cast(bytes, reply[0]).decode())
+    if state == "claimed" and len(reply) > 2:
+        sent_to = cast(bytes, reply[2]).decode().split("\n")
+        return Claim(state, int(reply[1]), sent_to=tuple(s for s in sent_to if s))
     if state != "completed":
         return Claim(state, int(reply[1]))
     return Claim(state, int(reply[1]), int(reply[2]), cast(bytes, reply[3]))

@@ -1,12 +1,14 @@
 -- Decide who executes a key, in one step (see `IdempotencyStore.claim`).
--- The record is a hash: fingerprint, fence, lease_until (ms on Redis's own clock), and
--- status and body once completed. Leases are compared with Redis TIME, never a caller's clock.
+-- The record is a hash: fingerprint, fence, lease_until (ms on Redis's own clock),
+-- sent_to (the agent ids it was delivered to, one per line), and status and body once
+-- completed. Leases are compared with Redis TIME, never a caller's clock.
 -- KEYS: record, the fence counter of the record's shard
 -- ARGV: fingerprint, lease ms, key ttl ms of an in-progress record (well past the lease),
 --       number of shards, this record's shard
 -- A fence is counter * shards + shard: rising for each key, and never the same for two keys.
--- Returns {state, fence[, status, body]}.
-local record = redis.call('HMGET', KEYS[1], 'fingerprint', 'fence', 'lease_until', 'status', 'body')
+-- Returns {state, fence[, status, body]}; a claim returns {'claimed', fence, sent_to}.
+local record = redis.call('HMGET', KEYS[1], 'fingerprint', 'fence', 'lease_until', 'status', 'body',
+  'sent_to')
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if record[1] then
@@ -20,10 +22,12 @@ if record[1] then
     return {'in_progress', tonumber(record[2])}
   end
 end
--- No record, or its owner's lease ran out: a new owner with a higher fence.
+-- No record, or its owner's lease ran out: a new owner with a higher fence, which keeps
+-- the instances the old owner had delivered to.
+local sent_to = record[6] or ''
 local fence = redis.call('INCR', KEYS[2]) * tonumber(ARGV[4]) + tonumber(ARGV[5])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1], 'fence', fence,
-  'lease_until', now_ms + tonumber(ARGV[2]))
+  'lease_until', now_ms + tonumber(ARGV[2]), 'sent_to', sent_to)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {'claimed', fence}
+return {'claimed', fence, sent_to}

@@ -1,9 +1,15 @@
--- Forget an in-progress claim, only while the fence still owns it and it is not completed.
+-- Give back an in-progress claim, only while the fence still owns it and it is not completed.
+-- A claim that reached an agent (sent_to set) keeps its record with the lease ended, so the
+-- next claim takes it over knowing where it went; any other claim is deleted.
 -- KEYS: record
 -- ARGV: fence
--- Returns 1 when the record was deleted, else 0.
-local record = redis.call('HMGET', KEYS[1], 'fence', 'body')
+-- Returns 1 when the claim was given back, else 0.
+local record = redis.call('HMGET', KEYS[1], 'fence', 'body', 'sent_to')
 if not record[1] or record[1] ~= ARGV[1] or record[2] then
   return 0
+end
+if record[3] and record[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'lease_until', 0)
+  return 1
 end
 return redis.call('DEL', KEYS[1])

@@ -1,0 +1,90 @@
+"""A caller's request id that may already have reached an agent goes back to that agent.
+
+An attempt whose outcome is unknown (a timeout) gives the id back so the caller may try
+again; the id's record keeps the instances it was sent to, and the retry goes to the
+same instance, whose own guard by request_id knows it, rather than to the instance the
+scores would pick, which could act a second time. The same record is what a coordinator
+taking over a dead one's request reads (`tests/contract/test_idempotency_store.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_reach.config import Settings
+from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+POLICY = """
+[timeout_classes.quick]
+timeout_s = 0.3
+retries = 0
+"""
+
+
+@pytest.fixture(params=["memory", "redis"])
+def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    settings = Settings(decision_log="off", policy_file=policy)
+    if request.param == "redis":
+        settings = Settings(
+            decision_log="off",
+            policy_file=policy,
+            registry_backend="redis",
+            redis_url=request.getfixturevalue("redis_url"),
+            redis_prefix=request.getfixturevalue("redis_prefix"),
+        )
+    with run_coordinator(settings) as (url, _):
+        yield url
+
+
+def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
+    coordinator: str,
+) -> None:
+    slow, preferred = FakeAgent(name="slow", delay_s=1.0), FakeAgent(name="preferred")
+    with (
+        ServerThread(slow) as slow_server,
+        ServerThread(preferred) as preferred_server,
+        httpx.Client(base_url=coordinator, timeout=10) as http,
+    ):
+
+        def register(agent_id: str, server: ServerThread, weight: float) -> None:
+            answer = http.post(
+                "/v1/agents",
+                json={
+                    "id": agent_id,
+                    "capabilities": ["pay.charge"],
+                    "transport": {"endpoint": f"{server.url}/invoke"},
+                    "weight": weight,
+                },
+            )
+            assert answer.status_code == 201, answer.text
+
+        def invoke(request_id: str | None) -> httpx.Response:
+            body = {"capability": "pay.charge", "payload": {"order": "A1"}}
+            if request_id is not None:
+                body["request_id"] = request_id
+            return http.post("/v1/invoke", json={**body, "timeout_class": "quick"})
+
+        register("slow-1", slow_server, 1)
+        first = invoke("order-A1-pay")
+        assert first.status_code == 504, first.text
+        assert first.json()["error"]["outcome_unknown"] is True
+
+        slow.delay_s = 0.0
+        register("preferred-1", preferred_server, 10)
+        control = invoke(None)  # a new request goes where the scores say
+        assert control.json()["agent_id"] == "preferred-1", control.text
+
+        again = invoke("order-A1-pay")
+
+        assert again.status_code == 200, again.text
+        assert again.json()["agent_id"] == "slow-1"
+        order_a1 = [r for r in preferred.received if r.body.get("request_id") == "order-A1-pay"]
+        assert (len(slow.received), order_a1) == (2, [])
+        assert all(r.body["request_id"] == "order-A1-pay" for r in slow.received)
