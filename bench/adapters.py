@@ -12,6 +12,8 @@ take turns request by request, so the machine's noise falls on all of them alike
          coordinator `http-template` transport -> service
   SOAP:  envelope posted direct | coordinator `soap` transport | coordinator -> sidecar
   A2A:   SendMessage direct | coordinator /v1/invoke -> agent | coordinator /a2a -> agent
+  SSE:   a streaming Starlette agent: its first event and its end, posted direct |
+         through coordinator /v1/invoke with `Accept: text/event-stream`
 
 Prints a table (p50/p90 in ms and the p50 added over the direct call) and writes JSON.
 """
@@ -39,6 +41,7 @@ sys.path.insert(0, str(PEERS))
 from peers.a2a_agents import start_travel_agent  # noqa: E402
 from peers.foreign import express_service  # noqa: E402
 from peers.soap_inventory import NAMESPACE, soap_service  # noqa: E402
+from peers.sse_agents import python_sse_agent  # noqa: E402
 from sidecar_kit import running_sidecar  # noqa: E402
 
 from agent_reach.config import Settings  # noqa: E402
@@ -66,6 +69,8 @@ ORDER = {
     "response": {"map": "data.order"},
 }
 Call = Callable[[], httpx.Response]
+STREAMS: dict[str, Callable[[], Any]] = {}  # the streamed paths, filled by `_setup`
+SSE_TITLE = "SSE (a streaming Starlette agent, three events)"
 
 
 def _delivery(capability: str, payload: Any, n: int) -> dict[str, Any]:
@@ -90,6 +95,32 @@ def measure(paths: dict[str, Call], requests: int) -> dict[str, list[float]]:
                 raise RuntimeError(f"{name}: HTTP {response.status_code} {response.text[:300]}")
             if round_ >= WARMUP:
                 samples[name].append(elapsed)
+    return samples
+
+
+def measure_streams(paths: dict[str, Callable[[], Any]], requests: int) -> dict[str, list[float]]:
+    """Each streamed path `requests` times, taking turns: milliseconds to the first
+    event (`<path> first event`) and to the stream's end (`<path> whole stream`)."""
+    samples: dict[str, list[float]] = {}
+    for name in paths:
+        samples[f"{name}: first event"] = []
+        samples[f"{name}: whole stream"] = []
+    for round_ in range(WARMUP + requests):
+        for name, open_stream in paths.items():
+            started = time.perf_counter()
+            with open_stream() as response:
+                lines = response.iter_lines()
+                while not next(lines).startswith("data:"):
+                    pass
+                first = time.perf_counter()
+                for _ in lines:
+                    pass
+            ended = time.perf_counter()
+            if response.status_code != 200:
+                raise RuntimeError(f"{name}: HTTP {response.status_code}")
+            if round_ >= WARMUP:
+                samples[f"{name}: first event"].append((first - started) * 1000)
+                samples[f"{name}: whole stream"].append((ended - started) * 1000)
     return samples
 
 
@@ -164,6 +195,35 @@ def _setup() -> Iterator[dict[str, dict[str, Call]]]:
                 },
             }
 
+        sse = stack.enter_context(python_sse_agent())
+        assert (
+            http.post(
+                "/v1/agents",
+                json={
+                    "id": "streamer",
+                    "capabilities": ["chat.stream"],
+                    "transport": {"type": "http", "endpoint": f"{sse}/invoke"},
+                },
+            ).status_code
+            == 201
+        )
+        accept = {"accept": "text/event-stream"}
+        streamed = {"words": ["one", "two", "three"], "wait": False}
+        streams: dict[str, Callable[[], Any]] = {
+            "agent direct": lambda: direct.stream(
+                "POST",
+                f"{sse}/invoke",
+                json=_delivery("chat.stream", streamed, next(counter)),
+                headers=accept,
+            ),
+            "coordinator /v1/invoke": lambda: http.stream(
+                "POST",
+                "/v1/invoke",
+                json={"capability": "chat.stream", "payload": streamed},
+                headers=accept,
+            ),
+        }
+        STREAMS.update(streams)
         v1 = {"A2A-Version": "1.0"}
         yield {
             "JSON (Express)": {
@@ -208,8 +268,15 @@ def main() -> None:
         "tables": {},
     }
     with _setup() as tables:
-        for title, paths in tables.items():
-            samples = measure(paths, args.requests)
+        for title, paths in [*tables.items(), (SSE_TITLE, STREAMS)]:
+            if title == SSE_TITLE:
+                samples = measure_streams(paths, args.requests)
+                samples = {  # first events first: the direct first event is the base
+                    name: samples[name]
+                    for name in sorted(samples, key=lambda n: ("whole" in n, "coordinator" in n))
+                }
+            else:
+                samples = measure(paths, args.requests)
             base = statistics.median(next(iter(samples.values())))
             table = Table(title=title, title_justify="left")
             for column in ("path", "p50 ms", "p90 ms", "added p50 ms"):

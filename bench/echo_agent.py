@@ -3,12 +3,17 @@
 `POST <any path>` answers 200 with a small fixed JSON body, `GET /health` answers
 200; connections stay open as long as the client keeps them alive. Run it as
 `python bench/echo_agent.py --port 9040`. Uses uvloop when it is installed.
+
+`--service-ms S --workers N` makes it a service of bounded capacity, like a real one:
+N requests are served at once, each for S ms, the rest wait their turn (N / S requests
+a second at most), so an overload benchmark can overload the agent, not the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import dataclass
 
 import httptools
 
@@ -20,6 +25,18 @@ _OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\
 _HEALTHY = b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{"status":"ok"}'
 _NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """Bounded capacity: `workers` POSTs served at once, each for `seconds`."""
+
+    seconds: float
+    workers: asyncio.Semaphore
+
+
+SERVICE: Service | None = None  # set by main: None answers every POST at once
+_SERVING: set[asyncio.Future[None]] = set()
 
 
 class EchoProtocol(asyncio.Protocol):
@@ -46,6 +63,11 @@ class EchoProtocol(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         method = self.parser.get_method()
+        if method == b"POST" and SERVICE is not None:
+            task = asyncio.ensure_future(self._serve(SERVICE, self.parser.should_keep_alive()))
+            _SERVING.add(task)  # a task only the loop references may be collected mid-sleep
+            task.add_done_callback(_SERVING.discard)
+            return
         if method == b"POST":
             answer = _OK
         elif method == b"GET" and self.url == b"/health":
@@ -54,6 +76,15 @@ class EchoProtocol(asyncio.Protocol):
             answer = _NOT_FOUND
         self.transport.write(answer)
         if not self.parser.should_keep_alive():
+            self.transport.close()
+
+    async def _serve(self, service: Service, keep_alive: bool) -> None:
+        async with service.workers:
+            await asyncio.sleep(service.seconds)
+        if self.transport.is_closing():
+            return
+        self.transport.write(_OK)
+        if not keep_alive:
             self.transport.close()
 
 
@@ -68,7 +99,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9040)
+    parser.add_argument("--service-ms", type=float, help="each POST takes this long")
+    parser.add_argument("--workers", type=int, default=8, help="POSTs served at once")
     args = parser.parse_args()
+    global SERVICE
+    if args.service_ms is not None:
+        SERVICE = Service(args.service_ms / 1000, asyncio.Semaphore(args.workers))
     try:
         import uvloop
     except ImportError:

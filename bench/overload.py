@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,6 +75,7 @@ class Sample:
     status: int
     code: str
     retry_after: bool
+    late_ms: float  # how long after its due time the sender got to it (the sender's lag)
 
 
 @dataclass
@@ -98,6 +100,8 @@ class OverloadRun:
     rss_growth_mb: float
     max_loop_lag_ms: float
     recovery_s: float | None
+    sender_late_p99_ms: float | None  # the load generator's own lag: large, its figures
+    errors_by_code: dict[str, int] = field(default_factory=dict)
     goals: dict[str, bool] = field(default_factory=dict)
 
 
@@ -123,11 +127,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--knee", type=float, help="skip the search and use this rate (req/s)")
     parser.add_argument("--no-compare", action="store_true", help="skip the run without limit")
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument(
+        "--agent-ms",
+        type=float,
+        help="the echo agent serves each request this long, --agent-workers at once "
+        "(default: at once, so the knee is the coordinator's CPU)",
+    )
+    parser.add_argument("--agent-workers", type=int, default=8)
     return parser.parse_args()
 
 
 def run(args: argparse.Namespace, console: Console) -> dict[str, object]:
-    with coordinator(0) as (url, _):
+    agent: tuple[str, ...] = ()
+    if args.agent_ms is not None:
+        agent = ("--service-ms", str(args.agent_ms), "--workers", str(args.agent_workers))
+    with coordinator(0, agent) as (url, _):
         baseline = latencies(drive(url, [(BASELINE_RATE, BASELINE_S)]))
         b50, b99 = percentile(baseline, 0.5), percentile(baseline, 0.99)
         assert b50 is not None and b99 is not None  # every baseline request is answered
@@ -137,15 +151,16 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, object]:
     in_flight_at_knee = knee * b50 / 1000
     limit = args.max_in_flight or max(8, math.ceil(4 * in_flight_at_knee))
     console.print(f"knee {knee:.0f} req/s (~{in_flight_at_knee:.1f} in flight); limit {limit}")
-    runs = [overload(limit, knee, args.overload_s, b99, console)]
+    runs = [overload(limit, knee, args.overload_s, b99, console, agent)]
     if not args.no_compare:
-        runs.append(overload(0, knee, args.overload_s, b99, console))
+        runs.append(overload(0, knee, args.overload_s, b99, console, agent))
     return {
         "machine": {
             "cpus": os.cpu_count(),
             "load_average_1m_at_end": os.getloadavg()[0],
             "note": "shared with other work: figures are noisy",
         },
+        "agent": {"service_ms": args.agent_ms, "workers": args.agent_workers if agent else None},
         "baseline": {"rate": BASELINE_RATE, "p50_ms": b50, "p99_ms": b99},
         "knee": {"rate": knee, "steps": [asdict(s) for s in steps]},
         "overload": [asdict(r) for r in runs],
@@ -177,10 +192,15 @@ def is_fine(step: Step, b99: float) -> bool:
 
 
 def overload(
-    limit: int, knee: float, duration_s: float, b99: float, console: Console
+    limit: int,
+    knee: float,
+    duration_s: float,
+    b99: float,
+    console: Console,
+    agent: tuple[str, ...] = (),
 ) -> OverloadRun:
     """Warm-up at the knee, then 2 x knee for `duration_s`, then knee/2, on a fresh coordinator."""
-    with coordinator(limit) as (url, pid):
+    with coordinator(limit, agent) as (url, pid):
         drive(url, [(knee, min(WARMUP_MAX_S, WARMUP_REQUESTS / knee))])
         rss_before = rss_mb(pid)
         lag = LagWatch(url).start()
@@ -205,6 +225,10 @@ def overload(
         rss_growth_mb=round(rss.peak_mb - rss_before, 1),
         max_loop_lag_ms=round(lag.worst_s * 1000, 1),
         recovery_s=recovery_s(calm, duration_s, b99),
+        sender_late_p99_ms=percentile(sorted(s.late_ms for s in over), 0.99),
+        errors_by_code=dict(
+            Counter(s.code for s in over if s.code not in ("ok", "overloaded", "degraded"))
+        ),
     )
     result.goals = {
         "admitted_p99": result.admitted_p99_ms is not None
@@ -247,26 +271,27 @@ def drive(url: str, phases: list[tuple[float, float]]) -> list[Sample]:
                         pause = start + due - loop.time()
                         if pause > 0:
                             await asyncio.sleep(pause)
-                        group.create_task(send(pool, due, time.perf_counter))
+                        group.create_task(send(pool, due, start, loop.time))
                     offset += seconds
         finally:
             await pool.aclose()
 
-    async def send(pool: HttpPool, due: float, now: Callable[[], float]) -> None:
-        sent = now()
+    async def send(pool: HttpPool, due: float, start: float, now: Callable[[], float]) -> None:
+        late_ms = (now() - start - due) * 1000  # the loop's clock: uvloop's counts whole ms
+        sent = time.perf_counter()
         try:
             response = await pool.request(
                 "POST", f"{url}/v1/invoke", headers=HEADERS, body=BODY, timeout_s=TIMEOUT_S
             )
         except PoolError as exc:
-            samples.append(Sample(due, None, 0, type(exc).__name__, False))
+            samples.append(Sample(due, None, 0, type(exc).__name__, False, late_ms))
             return
-        latency_ms = (now() - sent) * 1000
+        latency_ms = (time.perf_counter() - sent) * 1000
         answer = orjson.loads(response.body)
         error = answer.get("error") if isinstance(answer, dict) else None
         code = error.get("code", "error") if isinstance(error, dict) else answer.get("status")
         retry_after = any(name == b"retry-after" for name, _ in response.headers)
-        samples.append(Sample(due, latency_ms, response.status, str(code), retry_after))
+        samples.append(Sample(due, latency_ms, response.status, str(code), retry_after, late_ms))
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(main())
@@ -340,8 +365,11 @@ def rss_mb(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def coordinator(max_in_flight: int) -> Iterator[tuple[str, int]]:
-    """The echo agent and a coordinator with `AR_MAX_IN_FLIGHT`, pinned to SERVER_CPU."""
+def coordinator(
+    max_in_flight: int, agent_options: tuple[str, ...] = ()
+) -> Iterator[tuple[str, int]]:
+    """The echo agent (with `agent_options`) and a coordinator with `AR_MAX_IN_FLIGHT`,
+    pinned to SERVER_CPU."""
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="ar-overload-") as tmp:
 
@@ -364,6 +392,7 @@ def coordinator(max_in_flight: int) -> Iterator[tuple[str, int]]:
                 str(REPO / "bench" / "echo_agent.py"),
                 "--port",
                 str(agent_port),
+                *agent_options,
             ]
             agent = procs[start("agent", echo)]
             wait_healthy("echo agent", agent, agent_port, "/health", Path(tmp) / "agent.log")

@@ -1,7 +1,7 @@
 """Text routing out of the box: accuracy, refusals and speed on public intent corpora.
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
-        [--k 3,10,30] [--policy FILE] [--corrections 600] [--json out.json]
+        [--k 3,10,30] [--policy FILE] [--corrections 600] [--scale 1000] [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -19,8 +19,13 @@ before any figure was seen:
   calibrated on the registered cards alone.
 - Speed: decision latency one text at a time (p50/p99, client-measured, HTTP included);
   texts/s at 32 concurrent requests on texts not seen before (uncached) and the same
-  texts again (cached). Cost: the coordinator's RSS, the time from its start to the first
-  decision that used the sentence encoder, and to every matcher calibrated.
+  texts again (cached), and the uncached texts per CPU second of the coordinator (its
+  user + system time over the run: the machine may be shared, CPU time is not).
+- Cost: the coordinator's RSS, the time from its start to the first decision that used
+  the sentence encoder, and to every matcher calibrated.
+- Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
+  each split into N/150 siblings with their own training texts), registered at once: the
+  seconds until every matcher is calibrated and the decision p50 on 300 test texts.
 - Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed;
   each one routed wrong gets `POST /v1/feedback` with its right capability; the test split
   is routed again once the router has refitted.
@@ -56,6 +61,8 @@ UNREGISTERED_SHARE = 0.2  # SMP2017: a fifth of the labels has no agent
 CONCURRENCY = 32
 READY_TIMEOUT_S = 900.0  # fitting and calibrating 4,500 examples on a busy core
 PROBE_TEXT = "hello"
+SCALE_EXAMPLES = 10  # --scale: examples per capability
+SCALE_TEXTS = 300  # --scale: test texts routed one at a time
 GOALS = {30: (0.85, 0.80), 3: (0.70, 0.70)}  # k -> in-scope accuracy, out-of-scope recall
 
 
@@ -79,6 +86,7 @@ class Result:
     p50_ms: float
     p99_ms: float
     uncached_per_s: float
+    uncached_per_cpu_s: float
     cached_per_s: float
     first_embedded_s: float
     calibrated_s: float
@@ -198,6 +206,11 @@ class Coordinator:
         fits = [c for c in view["calibrations"] if c["matchers"] == view["matching"]["ready"]]
         return fits[0]["expected"] or {} if fits else {}
 
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the coordinator process has used."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mb(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
@@ -263,7 +276,9 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
             ready = await coordinator.ready_s()
             texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
             choices, latencies = await sequential(coordinator, texts)
+            cpu = coordinator.cpu_s()
             uncached = await rate(coordinator, corpus.unseen)
+            per_cpu_s = len(corpus.unseen) / max(coordinator.cpu_s() - cpu, 1e-9)
             cached = await rate(coordinator, corpus.unseen)
             expected = await coordinator.expected()
             rss = coordinator.rss_mb()
@@ -279,12 +294,60 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
         p50_ms=percentiles_ms(latencies)[0],
         p99_ms=percentiles_ms(latencies)[1],
         uncached_per_s=uncached,
+        uncached_per_cpu_s=per_cpu_s,
         cached_per_s=cached,
         first_embedded_s=first,
         calibrated_s=ready,
         rss_mb=rss,
         expected=expected,
     )
+
+
+def siblings(train: list[tuple[str, str]], n: int) -> dict[str, list[str]]:
+    """n capabilities of SCALE_EXAMPLES texts: each intent split into n / intents parts."""
+    by_label: dict[str, list[str]] = {}
+    for text, label in train:
+        by_label.setdefault(label, []).append(text)
+    labels = sorted(by_label)
+    rng = random.Random(SEED)
+    pools = {label: rng.sample(texts, len(texts)) for label, texts in by_label.items()}
+    out: dict[str, list[str]] = {}
+    for i in range(n):
+        label = labels[i % len(labels)]
+        part = i // len(labels)
+        said = pools[label][part * SCALE_EXAMPLES : (part + 1) * SCALE_EXAMPLES]
+        out[f"{label}.{part}"] = said or pools[label][:SCALE_EXAMPLES]
+    return out
+
+
+async def scale(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
+    """Calibration time and decision latency with n registered capabilities."""
+    examples = siblings(corpus.train, n)
+    texts = [t for t, _ in random.Random(SEED).sample(corpus.test, SCALE_TEXTS)]
+    with tempfile.TemporaryDirectory() as directory:
+        coordinator = Coordinator(Path(directory), policy)
+        try:
+            await coordinator.ready_s()  # the empty catalog, so the clock starts at the cards
+            await coordinator.register(examples)
+            registered = time.perf_counter()
+            cpu = coordinator.cpu_s()
+            await coordinator.first_embedded_s()
+            await coordinator.ready_s()
+            fit_s, fit_cpu_s = time.perf_counter() - registered, coordinator.cpu_s() - cpu
+            _, latencies = await sequential(coordinator, texts)
+            rss = coordinator.rss_mb()
+        finally:
+            await coordinator.aclose()
+    p50, p99 = percentiles_ms(latencies)
+    return {
+        "capabilities": n,
+        "examples": sum(map(len, examples.values())),
+        "calibrated_s": fit_s,
+        "calibration_cpu_s": fit_cpu_s,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "rss_mb": rss,
+    }
 
 
 async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
@@ -324,7 +387,12 @@ async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, 
 # -- output -------------------------------------------------------------------------------
 
 
-def show(results: list[Result], taught: dict[str, Any] | None, console: Console) -> None:
+def show(
+    results: list[Result],
+    taught: dict[str, Any] | None,
+    scaled: dict[str, Any] | None,
+    console: Console,
+) -> None:
     table = Table(title="Text routing with the default install and policy (test splits)")
     columns = (
         "corpus",
@@ -335,6 +403,7 @@ def show(results: list[Result], taught: dict[str, Any] | None, console: Console)
         "precision / coverage",
         "p50 / p99 ms",
         "texts/s uncached / cached",
+        "uncached per CPU s",
         "1st embedded s",
         "calibrated s",
         "RSS MB",
@@ -358,12 +427,20 @@ def show(results: list[Result], taught: dict[str, Any] | None, console: Console)
             f"{r.precision:.1%} / {r.coverage:.1%}",
             f"{r.p50_ms:.1f} / {r.p99_ms:.1f}",
             f"{r.uncached_per_s:,.0f} / {r.cached_per_s:,.0f}",
+            f"{r.uncached_per_cpu_s:,.0f}",
             f"{r.first_embedded_s:.1f}",
             f"{r.calibrated_s:.1f}",
             f"{r.rss_mb:.0f}",
             met,
         )
     console.print(table)
+    if scaled:
+        console.print(
+            f"scale: {scaled['capabilities']:,} capabilities ({scaled['examples']:,} examples)"
+            f" calibrated {scaled['calibrated_s']:.1f} s after registration"
+            f" ({scaled['calibration_cpu_s']:.1f} CPU s); decision p50 / p99"
+            f" {scaled['p50_ms']:.1f} / {scaled['p99_ms']:.1f} ms; RSS {scaled['rss_mb']:.0f} MB"
+        )
     if taught:
         b, a = taught["before"], taught["after"]
         console.print(
@@ -381,6 +458,7 @@ async def main() -> None:
     parser.add_argument("--k", default=",".join(map(str, KS)), help="examples per capability")
     parser.add_argument("--policy", type=Path, help="a policy file (default: the defaults)")
     parser.add_argument("--corrections", type=int, default=600, help="0: skip the experiment")
+    parser.add_argument("--scale", type=int, default=1000, help="0: skip the scale check")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     console = Console(width=200)
@@ -394,9 +472,12 @@ async def main() -> None:
     taught = None
     if args.corrections and "clinc150" in corpora:
         taught = await corrections(corpora["clinc150"], args.corrections, args.policy)
-    show(results, taught, console)
+    scaled = None
+    if args.scale and "clinc150" in corpora:
+        scaled = await scale(corpora["clinc150"], args.scale, args.policy)
+    show(results, taught, scaled, console)
     if args.json:
-        report = {"results": [asdict(r) for r in results], "corrections": taught}
+        report = {"results": [asdict(r) for r in results], "corrections": taught, "scale": scaled}
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
         console.print(f"wrote {args.json}")
 

@@ -819,6 +819,8 @@ def _policy_line(status: dict[str, Any]) -> str:
     if status.get("last_error"):
         line += f"; last rejected edit: {status['last_error']}"
     return line
+
+
 @agents_app.command("import-a2a")
 @reporting_errors
 def import_a2a(

@@ -252,3 +252,41 @@ def test_a_caller_key_cannot_make_the_coordinator_fetch_a_card() -> None:
         )
     assert refused.status_code == 403
     assert fetched == []
+
+
+def test_a_workflow_step_served_by_a_named_capability_carries_its_text(
+    http: httpx.Client, travel_agent: tuple[str, Ledger, str]
+) -> None:
+    url, ledger, _ = travel_agent
+    registered = http.post(
+        "/v1/agents", json={"id": "travel", "transport": {"type": "a2a", "endpoint": url}}
+    )
+    assert registered.status_code == 201, registered.text
+    words = "zqx vrb plonk"  # fits no skill: the step falls back to the named capability
+    run = http.post(
+        "/v1/workflows/run",
+        json={"steps": [{"id": "ask", "text": words, "fallback": "weather.forecast"}]},
+    )
+    assert run.status_code == 200, run.text
+    step = run.json()["steps"][0]
+    assert step["status"] == "fallback", step
+    assert step["result"]["text"] == f"sunny, you asked: {words}"
+    assert ledger.runs == [("weather.forecast", words, [])]
+
+
+def test_an_invoke_naming_a_capability_with_text_gives_the_agent_the_text(
+    http: httpx.Client, travel_agent: tuple[str, Ledger, str]
+) -> None:
+    url, ledger, _ = travel_agent
+    assert (
+        http.post(
+            "/v1/agents", json={"id": "travel", "transport": {"type": "a2a", "endpoint": url}}
+        ).status_code
+        == 201
+    )
+    answer = http.post(
+        "/v1/invoke", json={"capability": "weather.forecast", "text": "rain in Hangzhou?"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["text"] == "sunny, you asked: rain in Hangzhou?"
+    assert ledger.runs == [("weather.forecast", "rain in Hangzhou?", [])]

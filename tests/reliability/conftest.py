@@ -40,8 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="long fault scenario: set AR_RELIABILITY_FULL=1 to run it")
-    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn; the
-    # failover, balancer scenarios are cluster-only): the rest repeat standalone Redis.
+    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn, two
+    # coordinators with one killed; the failover, balancer scenarios are cluster-only):
+    # the rest repeat standalone Redis.
     on_cluster = pytest.mark.skip(reason="on the Redis Cluster with AR_RELIABILITY_FULL=1")
     for item in items:
         if here not in item.path.parents:
@@ -152,6 +153,17 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         yield rig
     finally:
         rig.close()
+        _print_tracebacks(tmp_path)
+
+
+def _print_tracebacks(directory: Path) -> None:
+    """Show the processes' tracebacks in the test's output (pytest prints it on failure),
+    so a failure in CI says what went wrong inside a coordinator, not only that it did."""
+    for log in sorted(directory.glob("*.log")):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        starts = [n for n, line in enumerate(lines) if "Traceback" in line][:3]
+        for start in starts:
+            print(f"--- {log.name}:{start + 1}", *lines[max(0, start - 2) : start + 40], sep="\n")
 
 
 @pytest.fixture(

@@ -10,11 +10,12 @@ so an attempt of it to that instance is a violation (`load.dispatched_while_offl
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
-from agent_reach.testing.load import Load, LoadRun, check
+from agent_reach.testing.load import History, Load, LoadRun, check
 
 POLICY = """
 [timeout_classes.query]
@@ -27,6 +28,7 @@ KILL_EVERY_S, DOWN_S = 2.0, 1.0
 DEADLINE_S = 2.0
 SETTLE_S = 15.0  # while restarted instances wait for their probe, requests may be suspended
 SEED = 4
+MIN_SUCCESS_PCT = 95.0  # a floor against a broken fallback; each failure is explained below
 
 
 @pytest.mark.cluster_smoke
@@ -45,6 +47,7 @@ def test_kill_churn_loses_nothing_and_executes_each_request_once(rig, backend, r
     for step in range(1, int(duration_s / KILL_EVERY_S)):
         timetable.at(step * KILL_EVERY_S)
         victim = choose(agents)
+        run.history.mark("killing", agent_id=victim.agent_id)  # an answer may beat "killed"
         victim.kill()
         run.history.mark("killed", agent_id=victim.agent_id)
         timetable.at(step * KILL_EVERY_S + DOWN_S)
@@ -70,5 +73,36 @@ def test_kill_churn_loses_nothing_and_executes_each_request_once(rig, backend, r
     )
     assert result.lost == 0, result.lost_ids
     assert result.duplicate_executions == 0, result.duplicate_ids
-    assert result.success_pct >= 99.5, result.codes
+    # The only failures allowed: requests sent to a killed instance while it was down
+    # (never re-sent: it may have acted). How many those are is the machine's (rate x
+    # latency around each kill: 2 on a quiet machine, 17 with a p99 of 800 ms), so each
+    # one is checked instead of their share.
+    assert unexplained_failures(history) == [], result.codes
+    assert result.success_pct >= MIN_SUCCESS_PCT, result.codes
     assert result.dispatched_while_offline == 0
+
+
+def unexplained_failures(history: History) -> list[str]:
+    """Failed requests no kill explains: none of their attempts went to an instance that
+    was down (from the SIGKILL to its restart) at some time between their send and answer.
+
+    A request sent just after a kill fails the same way as one in flight at it: the
+    coordinator has not noticed yet, and a send over the dead connection may have
+    reached the agent, so it is not re-sent either.
+    """
+    restarted = [(e.t, e.fields["agent_id"]) for e in history.named("restarted")]
+    down = [
+        (t, next((r for r, a in restarted if a == agent and r >= t), math.inf), agent)
+        for t, agent in ((e.t, e.fields["agent_id"]) for e in history.named("killing"))
+    ]
+    return [
+        r.request_id
+        for r in history.records
+        if not r.is_success
+        and not any(
+            r.invoke_t <= up
+            and start <= (r.answer_t or math.inf)
+            and any(a.agent_id == agent for a in r.attempts)
+            for start, up, agent in down
+        )
+    ]

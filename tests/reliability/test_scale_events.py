@@ -108,9 +108,14 @@ def receiver_box() -> Iterator[dict[str, Any]]:
 
 
 @pytest.mark.redis
+@pytest.mark.parametrize("declared_by", ["registration", "policy"])
 def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webhook(
-    rig, redis_url, redis_prefix, report, receiver_box
+    rig, redis_url, redis_prefix, report, receiver_box, declared_by
 ):
+    # the minimum comes from the agent's registration, or from the policy alone
+    top = f'min_instances = {{ "{CAPABILITY}" = 1 }}\n' if declared_by == "policy" else ""
+    policy = top + POLICY  # a top-level key goes before the first table
+    declared = 1 if declared_by == "registration" else 0
     started: dict[str, float] = {}
 
     def start_replacement(event: dict[str, Any]) -> None:
@@ -128,8 +133,8 @@ def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webh
         "redis_prefix": redis_prefix,
         "extra_env": {"AR_SCALE_WEBHOOK": receiver.url, "AR_SCALE_WEBHOOK_SECRET": SECRET},
     }
-    a, b = rig.coordinator(policy=POLICY, **shared), rig.coordinator(policy=POLICY, **shared)
-    original = rig.agent("scale-1", CAPABILITY, a.url, min_instances=1)
+    a, b = rig.coordinator(policy=policy, **shared), rig.coordinator(policy=policy, **shared)
+    original = rig.agent("scale-1", CAPABILITY, a.url, min_instances=declared)
     rig.start(original)
     rig.wait_healthy(b.url, [original.agent_id])
     stream = EventStream(b.url)
@@ -146,11 +151,11 @@ def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webh
     first_answer_s = min(done) - killed.t if done else None
     result = report(
         check(
-            "scale_events-redis",
+            f"scale_events-{declared_by}-redis",
             load,
             history,
             rig.ledger(),
-            config={"policy": POLICY, "coordinators": 2},
+            config={"policy": policy, "coordinators": 2},
             figures={
                 "webhook_deliveries": len(receiver.deliveries),
                 "kill_to_webhook_start_s": round(started["at"] - killed.t, 2) if started else None,
@@ -170,6 +175,7 @@ def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webh
     )
     assert event["lost"]["agent_id"] == "scale-1"
     assert event["last_spec"]["id"] == "scale-1"
+    assert event["last_spec"]["min_instances"] == declared
     assert first_answer_s is not None and first_answer_s <= REPLACEMENT_WITHIN_S
     assert [e["event_id"] for e in stream.kinds("scale")] == [event_id]
     assert any(

@@ -1,5 +1,8 @@
 """I4 two coordinators on one Redis, one SIGKILLed mid-request: every accepted request ends once.
 
+On a standalone Redis and on the 6-node Cluster (the synchronous scenario in CI sizes
+too; the tasks one, ~30 s, on the Cluster with AR_RELIABILITY_FULL=1).
+
 Agents register and heartbeat with the survivor (B). Clients call A; a request that
 gets no answer from A (or 409 `in_progress` while A's claim lives) is sent again with
 the same request_id, to B. Synchronous requests: B waits out A's idempotency lease,
@@ -45,15 +48,24 @@ DEADLINE_S = 2.0
 STALE_S = 3.0  # entries of a dead coordinator are taken over after this (AR_TASK_STALE_S)
 
 
-def _coordinators(
-    rig: Any, redis_url: str, redis_prefix: str
-) -> tuple[CoordinatorProcess, CoordinatorProcess]:
-    shared = {
-        "backend": "redis",
-        "redis_url": redis_url,
-        "redis_prefix": redis_prefix,
-        "extra_env": {"AR_TASK_STALE_S": str(STALE_S)},
-    }
+@pytest.fixture(
+    params=[
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
+def store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The shared store of both coordinators: a standalone Redis or the 6-node Cluster."""
+    if request.param == "redis-cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        prefix = request.getfixturevalue("redis_cluster_prefix")
+        return {"backend": "redis-cluster", "redis_url": cluster.url, "redis_prefix": prefix}
+    url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+    return {"backend": "redis", "redis_url": url, "redis_prefix": prefix}
+
+
+def _coordinators(rig: Any, store: dict[str, str]) -> tuple[CoordinatorProcess, CoordinatorProcess]:
+    shared = {**store, "extra_env": {"AR_TASK_STALE_S": str(STALE_S)}}
     return rig.coordinator(policy=POLICY, **shared), rig.coordinator(policy=POLICY, **shared)
 
 
@@ -66,11 +78,9 @@ def _once(history: History, ledger: list[LedgerRow]) -> tuple[list[str], list[st
     )
 
 
-@pytest.mark.redis
-def test_sync_requests_in_flight_on_a_killed_coordinator_end_exactly_once(
-    rig, redis_url, redis_prefix, report
-):
-    a, b = _coordinators(rig, redis_url, redis_prefix)
+@pytest.mark.cluster_smoke  # on the Cluster in CI sizes too: ~15 s
+def test_sync_requests_in_flight_on_a_killed_coordinator_end_exactly_once(rig, store, report):
+    a, b = _coordinators(rig, store)
     agent = rig.agent("sync-1", "work.sync", b.url, latency_ms=(100, 300))
     rig.start(agent)
     rig.wait_healthy(a.url, [agent.agent_id])
@@ -95,7 +105,7 @@ def test_sync_requests_in_flight_on_a_killed_coordinator_end_exactly_once(
     in_flight = [r for r in failed_over if r.invoke_t < killed.t and r.coordinator == b.url]
     result = report(
         check(
-            "two_coordinators_sync-redis",
+            f"two_coordinators_sync-{store['backend']}",
             load,
             history,
             ledger,
@@ -116,11 +126,10 @@ def test_sync_requests_in_flight_on_a_killed_coordinator_end_exactly_once(
     assert result.lost == 0 and result.duplicate_executions == 0
 
 
-@pytest.mark.redis
 def test_tasks_accepted_by_a_killed_coordinator_are_taken_over_and_end_exactly_once(
-    rig, redis_url, redis_prefix, report
+    rig, store, report
 ):
-    a, b = _coordinators(rig, redis_url, redis_prefix)
+    a, b = _coordinators(rig, store)
     worker = rig.agent("async-1", "work.async", b.url, latency_ms=(200, 400))
     slow = rig.agent("long-1", "work.long", b.url, latency_ms=(1000, 2000), timeout_class="long")
     # Registered with a long lease, then killed: its capability is known and has no instance
@@ -150,7 +159,7 @@ def test_tasks_accepted_by_a_killed_coordinator_are_taken_over_and_end_exactly_o
         not_ok, not_once = _once(history, ledger)
         result = report(
             check(
-                f"two_coordinators_{load.id_prefix}-redis",
+                f"two_coordinators_{load.id_prefix}-{store['backend']}",
                 load,
                 history,
                 ledger,

@@ -79,3 +79,25 @@ def test_a_trial_records_the_two_best_and_whether_the_best_was_right():
     assert trial.second.tolist() == [0.1, 0.3, 0.0, 0.0]
     assert trial.is_right.tolist() == [True, False, False, False]
     assert trial.in_scope.tolist() == [True, True, False, False]
+
+
+def test_small_raw_scores_still_fit_a_rising_map():
+    # many capabilities, few examples: best raw scores around 0.02-0.2, where a full
+    # Newton step from the prior overshot and the fit fell to the minimum slope
+    rng = np.random.default_rng(5)
+    best = 1 / (
+        1 + np.exp(-np.concatenate([rng.normal(-2.5, 1.0, 300), rng.normal(-3.7, 0.9, 450)]))
+    )
+    in_scope = np.concatenate([np.ones(300, bool), np.zeros(450, bool)])
+    trial = Trial(
+        best=best,
+        second=np.zeros(750),
+        is_right=in_scope & (rng.uniform(size=750) < 0.74),
+        in_scope=in_scope,
+    )
+    calibration = fit_calibration(("embedding",), trial)
+    assert calibration.slope > 0.5
+    expected = calibration.expected(0.5, 0.0)
+    assert expected is not None
+    assert expected.out_of_scope_recall == pytest.approx(TARGET_OOS_RECALL, abs=0.03)
+    assert expected.in_scope_accuracy > 0.4

@@ -85,6 +85,26 @@ async def test_refit_encodes_only_the_new_texts(matcher, encoder):
     assert max(scores, key=scores.__getitem__) == "refund.status"
 
 
+async def test_a_refit_of_the_same_capabilities_starts_from_the_last_fit(matcher, monkeypatch):
+    starts: list[np.ndarray | None] = []
+    fit_logistic = embedding._fit_logistic
+
+    def spy(x, labels, n_classes, start=None):
+        starts.append(start)
+        return fit_logistic(x, labels, n_classes, start)
+
+    monkeypatch.setattr(embedding, "_fit_logistic", spy)
+    before = matcher._model.weights
+    card = CATALOG["order.cancel"]
+    learned = CapabilityCard(card.capability, card.descriptions, (*card.examples, "这单我不要了"))
+    matcher.fit({**CATALOG, "order.cancel": learned})
+    assert starts[-1] is before  # same capabilities: warm, from the fit in force
+    scores = await matcher.scores(normalize_text("这单我不要了"))
+    assert max(scores, key=scores.__getitem__) == "order.cancel"
+    matcher.fit({**CATALOG, "refund.status": CapabilityCard("refund.status", ("退款进度",), ())})
+    assert starts[-1] is None  # another set of capabilities: a cold fit
+
+
 async def test_concurrent_requests_are_encoded_in_one_micro_batch(matcher, encoder):
     encoder.batches.clear()
     texts = [f"where is my parcel number {n}" for n in range(8)]

@@ -9,6 +9,7 @@ from agent_reach.model.agents import AgentSpec, TransportSpec
 from agent_reach.observability.events import EventFeed
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.registry.scale import FleetWatcher
+from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.policy_source import PolicySource
 
 LEASE_S = 10.0
@@ -106,3 +107,19 @@ def test_the_event_id_names_the_lost_registration_so_coordinators_agree_on_it() 
         events += watcher.look()
 
     assert len({e.event_id for e in events}) == 1
+
+
+def test_a_minimum_declared_in_the_policy_raises_the_scale_event_too() -> None:
+    clock, index = ManualClock(), RegistryIndex()
+    feed = EventFeed(clock)
+    policy = PolicySource(clock)
+    policy.current = RoutingPolicy(min_instances={"docs.search": 2})
+    watcher = FleetWatcher(index, clock, feed, policy, MemoryIdempotencyStore(clock, 1 << 20))
+    for agent_id in ("a-1", "a-2"):
+        index.upsert(_record(agent_id, min_instances=1), clock.monotonic() + LEASE_S)
+    watcher.look()
+
+    index.by_id["a-2"].health = "offline"
+    [event] = watcher.look()  # 1 healthy: enough for the registrations, not for the policy
+
+    assert (event.capability, event.min_instances, event.instances_left) == ("docs.search", 2, 1)

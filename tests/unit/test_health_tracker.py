@@ -1,4 +1,5 @@
-"""The health state machine's ejection pause: it doubles per ejection, not per failure."""
+"""HealthTracker on plain data: the ejection pause doubles per ejection (not per failure)
+up to its maximum, and stays there."""
 
 from __future__ import annotations
 
@@ -66,3 +67,17 @@ def test_the_pause_follows_the_failed_probes_while_out_only(sources: list[str]) 
     assert tracker.reprobe_at == 1.0 * (probes > 0) + min(
         EJECTION_MAX_S, EJECTION_BASE_S * 2**probes
     )
+
+
+def test_the_reprobe_pause_doubles_then_stays_at_the_maximum_however_many_failures() -> None:
+    tracker = ejected(now=100.0)
+    pauses = [EJECTION_BASE_S]
+    for _ in range(5000):  # an instance failing its re-probes for days: no float overflow
+        tracker.record(ok=False, source="probe", now=100.0)
+        assert tracker.reprobe_at is not None
+        pauses.append(tracker.reprobe_at - 100.0)
+
+    assert tracker.state == "offline"
+    assert pauses[:3] == [EJECTION_BASE_S, 2 * EJECTION_BASE_S, 4 * EJECTION_BASE_S]
+    assert pauses[-1] == EJECTION_MAX_S
+    assert tracker.record(ok=True, source="probe", now=200.0) == "healthy"

@@ -38,6 +38,7 @@ class AgentCard:
     version: A2AVersion
     rpc_url: str
     skills: list[CardSkill]
+    streaming: bool = False  # `capabilities.streaming`: it answers message streams
 
 
 def card_urls(endpoint: str) -> list[str]:
@@ -107,4 +108,6 @@ def parse_card(card: Any) -> AgentCard:
         version=version,
         rpc_url=rpc_url,
         skills=skills,
+        streaming=isinstance(card.get("capabilities"), dict)
+        and card["capabilities"].get("streaming") is True,
     )

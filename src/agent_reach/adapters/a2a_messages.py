@@ -13,6 +13,7 @@ from agent_reach.adapters.a2a_cards import A2AVersion
 
 SEND = {"1.0": "SendMessage", "0.3": "message/send"}
 GET_TASK = {"1.0": "GetTask", "0.3": "tasks/get"}
+STREAM = {"1.0": "SendStreamingMessage", "0.3": "message/stream"}
 COMPLETED = frozenset({"TASK_STATE_COMPLETED", "completed"})
 FAILED = frozenset(
     {

@@ -19,6 +19,7 @@ from agent_reach.backends.protocols import (
     RegistryStore,
     RunStore,
     TaskStore,
+    WhyStore,
     WorkflowStore,
 )
 
@@ -43,6 +44,7 @@ class Backends:
     learning: LearningStore
     policy: PolicyStore
     is_shared: bool = False
+    why: WhyStore | None = None  # shared backends only: alone, the coordinator's journal is all
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def aclose(self) -> None:

@@ -503,3 +503,16 @@ class WorkflowStore(Protocol):
 
     async def get(self, key: str) -> bytes | None:
         """The definition, or None when nothing is saved under `key`."""
+
+
+class WhyStore(Protocol):
+    """What `agent-reach why` keeps of answered requests for every coordinator to read: a
+    short list of records per request id, expiring as a whole (shared backends only)."""
+
+    async def add(self, records: Sequence[tuple[str, bytes]], cap: int, ttl_s: float) -> None:
+        """Append each `(request_id, record)` to its request's list, keeping the newest
+        `cap`; a list expires `ttl_s` after its last write. One pipelined round trip, not
+        atomic across requests (a reader may see part of a batch)."""
+
+    async def get(self, request_id: str) -> list[bytes]:
+        """The request's records, oldest first; empty when none or expired."""

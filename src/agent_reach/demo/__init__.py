@@ -81,9 +81,7 @@ def run_demo(console: Console | None = None, *, verbose: bool = False) -> int:
         return asyncio.run(_play(console, url, servers, verbose))
 
 
-async def _play(
-    console: Console, url: str, servers: dict[str, ServerThread], verbose: bool
-) -> int:
+async def _play(console: Console, url: str, servers: dict[str, ServerThread], verbose: bool) -> int:
     async with ReachClient(url) as client:
         await _check_registered(client, set(servers))
         await _matchers_ready(url)

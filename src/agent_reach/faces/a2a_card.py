@@ -34,7 +34,7 @@ def agent_card(
                 "protocolVersion": A2A_VERSION,
             }
         ],
-        "capabilities": {"streaming": False, "pushNotifications": False},
+        "capabilities": {"streaming": True, "pushNotifications": False},
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain", "application/json"],
         "skills": [

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.a2a_card import CARD_PATH, RPC_PATH, agent_card
 from agent_reach.faces.a2a_rpc import A2AEndpoint, RpcError, rpc_error_of
+from agent_reach.faces.a2a_stream import StreamedReply, sse_body
 from agent_reach.faces.catalog import live_capabilities
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.tracecontext import continue_trace
@@ -36,7 +37,8 @@ async def card(request: Request) -> Response:
 
 @router.post(RPC_PATH)
 async def rpc(request: Request) -> Response:
-    """One A2A JSON-RPC call (`SendMessage`, `GetTask`, `message/send`, `tasks/get`)."""
+    """One A2A JSON-RPC call (`SendMessage`, `SendStreamingMessage`, `GetTask`, and the
+    v0.3 `message/send`, `message/stream`, `tasks/get`); a stream answers SSE."""
     runtime = runtime_of(request)
     try:
         try:
@@ -54,4 +56,10 @@ async def rpc(request: Request) -> Response:
         if exc.data is not None:
             error["data"] = exc.data
         return json_response({"jsonrpc": "2.0", "id": exc.call_id, "error": error}, exc.http_status)
+    if isinstance(result, StreamedReply):
+        return StreamingResponse(
+            sse_body(call_id, result),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+        )
     return json_response({"jsonrpc": "2.0", "id": call_id, "result": result})

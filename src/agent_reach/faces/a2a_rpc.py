@@ -1,4 +1,5 @@
-"""`POST /a2a`: A2A JSON-RPC (v1.0 `SendMessage`/`GetTask`, v0.3 `message/send`/`tasks/get`).
+"""`POST /a2a`: A2A JSON-RPC (v1.0 `SendMessage`/`SendStreamingMessage`/`GetTask`, v0.3
+`message/send`/`message/stream`/`tasks/get`).
 
 A message is one invocation: `metadata.capability` names the skill (client-directed),
 otherwise its text is routed. Text parts are the text, the first data part the payload,
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.errors import ReachError, UnknownTask
+from agent_reach.faces.a2a_stream import StreamedReply
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
 from agent_reach.model.keys import Principal
@@ -33,8 +35,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
     -32603,
 )
 TASK_NOT_FOUND, UNSUPPORTED = -32001, -32004
-V1_METHODS = {"SendMessage": "send", "GetTask": "get"}
-V03_METHODS = {"message/send": "send", "tasks/get": "get"}
+V1_METHODS = {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get"}
+V03_METHODS = {"message/send": "send", "message/stream": "stream", "tasks/get": "get"}
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 _STATES = {  # our task status -> (v1.0, v0.3) state
     "queued": ("TASK_STATE_SUBMITTED", "submitted"),
@@ -114,6 +116,8 @@ class A2AEndpoint:
             raise RpcError(INVALID_PARAMS, "params must be an object")
         if action == "send":
             return await self._send(params, version, principal, trace)
+        if action == "stream":
+            return await self._stream(params, version, principal, trace)
         return await self._get(params, version, principal)
 
     async def _send(
@@ -124,13 +128,23 @@ class A2AEndpoint:
             raise RpcError(INVALID_PARAMS, "params.message is required")
         request = _invocation(message, params.get("configuration") or {}, version)
         answer = await self.runtime.invoke.handle(request, trace, principal=principal)
-        document = orjson.loads(answer.body)
-        if answer.status == 202:
-            return _wrap(version, "task", _task(version, document, message.get("contextId")))
-        if answer.status >= 300:
-            raise rpc_error_of(_error_of(answer, document))
-        reply = _reply(version, document, message.get("contextId"))
-        return _wrap(version, "message", reply)
+        return _result(version, answer, message)
+
+    async def _stream(
+        self, params: dict[str, Any], version: str, principal: Principal, trace: TraceContext
+    ) -> StreamedReply:
+        """The send, asking the routed agent for a stream (`faces/a2a_stream.py`)."""
+        message = params.get("message")
+        if not isinstance(message, dict):
+            raise RpcError(INVALID_PARAMS, "params.message is required")
+        request = _invocation(message, params.get("configuration") or {}, version)
+        answer = await self.runtime.invoke.handle(request, trace, principal=principal, stream=True)
+        context_id = message.get("contextId")
+        context = context_id if isinstance(context_id, str) else None
+        if answer.stream is not None:
+            task_id = request.request_id or uuid.uuid4().hex
+            return StreamedReply(version, task_id, context, stream=answer.stream)
+        return StreamedReply(version, "", context, result=_result(version, answer, message))
 
     async def _get(self, params: dict[str, Any], version: str, principal: Principal) -> Any:
         task_id = params.get("id")
@@ -141,6 +155,16 @@ class A2AEndpoint:
         except ReachError as exc:
             raise rpc_error_of(exc) from None
         return _task(version, document, None)  # GetTask answers the Task itself
+
+
+def _result(version: str, answer: Answer, message: dict[str, Any]) -> Any:
+    """A send's result: the reply Message, or the Task of a queued or suspended request."""
+    document = orjson.loads(answer.body)
+    if answer.status == 202:
+        return _wrap(version, "task", _task(version, document, message.get("contextId")))
+    if answer.status >= 300:
+        raise rpc_error_of(_error_of(answer, document))
+    return _wrap(version, "message", _reply(version, document, message.get("contextId")))
 
 
 def _invocation(

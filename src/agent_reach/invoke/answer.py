@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_reach.errors import ReachError
+
+if TYPE_CHECKING:
+    from agent_reach.invoke.streaming import EventStream
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x per request
@@ -18,6 +21,8 @@ class Answer:
     body: bytes
     replayed: bool = False
     retry_after: str | None = None  # the Retry-After header, for 429 and 503
+    # An agent's event stream, relayed by the edge; `body` is empty until it has ended.
+    stream: EventStream | None = None
 
     @classmethod
     def of(cls, status: int, document: Any) -> Answer:

@@ -35,6 +35,7 @@ from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopL
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import Owned
+from agent_reach.invoke.streaming import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.invoke.transports import Transports
 from agent_reach.invoke.transports.protocol import Normalization, Shaped
 from agent_reach.model.decisions import RouteDecision
@@ -234,6 +235,8 @@ class AttemptLoop:
             raise
         finally:
             window.in_flight -= 1
+        if isinstance(result, EventStream):
+            return self._streaming(result, instance, trace, span_id, delivery, chain, started, via)
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
@@ -243,6 +246,41 @@ class AttemptLoop:
         if isinstance(result, Shaped):
             return Delivered(result.value, instance, chain.attempts, result.normalized)
         return Delivered(result, instance, chain.attempts)
+
+    def _streaming(
+        self,
+        stream: EventStream,
+        instance: Instance,
+        trace: TraceContext,
+        span_id: str,
+        delivery: Delivery,
+        chain: _Chain,
+        started: float,
+        via: str | None,
+    ) -> Delivered:
+        """A stream has begun: the attempt is recorded when it ends, as it ended (a stream
+        is never re-sent, whatever its end)."""
+        window = instance.stats
+        window.in_flight += 1
+        number = len(chain.attempts) + 1
+        attempts = chain.attempts
+
+        async def record(end: StreamEnd) -> None:
+            window.in_flight -= 1
+            elapsed_ms = (self.clock.monotonic() - started) * 1000
+            ok = end.error is None
+            if end.outcome != CALLER_GONE:  # the caller leaving says nothing of the agent
+                window.record(ok=ok, latency_ms=elapsed_ms)
+                self.health.record_delivery(instance, ok=ok)
+            self.metrics.child(self.metrics.attempt_seconds, end.outcome).observe(elapsed_ms / 1000)
+            self._trace(trace, span_id, delivery, instance.id, number, started, end.outcome, via)
+            message = end.error.message if end.error is not None else None
+            attempts.append(
+                Attempt(instance.id, number, end.outcome, round(elapsed_ms, 3), None, message)
+            )
+
+        stream.on_end(record)
+        return Delivered(stream, instance, attempts, "sse")
 
     def _trace(
         self,

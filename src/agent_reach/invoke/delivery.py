@@ -20,6 +20,7 @@ class Delivery:
     context: dict[str, Any] | None = None
     text: str | None = None  # the user's words, for a request routed by text
     params: dict[str, Any] | None = None  # what the capability's input_schema pulled out
+    stream: bool = False  # the caller asked for a stream: an event stream may come back
 
     def body(self) -> bytes:
         body = {

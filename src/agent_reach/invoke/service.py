@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
 import structlog
 
 from agent_reach.clock import Clock
@@ -39,6 +40,7 @@ from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final
 from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
 from agent_reach.invoke.similar_answers import SimilarAnswers
+from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest, InvokeResult, Status
@@ -128,20 +130,36 @@ class InvokeService:
         hop_budget: int | None = None,
         deadline_ms: int | None = None,
         principal: Principal = ANONYMOUS,
+        stream: bool = False,
     ) -> Answer:
         """The answer for one request at the edge (sync answer, 202 task, or error).
 
         `principal` must be allowed to invoke the capability (checked before anything
         else for a named capability, after routing for text) and within its quotas.
         Beyond the admission limits the answer comes at once (`invoke/admission.py`).
+        With `stream`, an agent that answers an event stream makes an answer whose
+        `stream` the edge relays; the request holds its admission slot, its idempotency
+        claim and its span until the stream has ended (`invoke/streaming.py`).
         """
         ticket = self.admission.enter(request.capability) if self.admission else None
         if isinstance(ticket, str):
             return await self._shed(request, trace, ticket, principal)
+        streamed = False
         try:
-            return await self._admitted(request, trace, hop_budget, deadline_ms, principal)
+            answer = await self._admitted(
+                request, trace, hop_budget, deadline_ms, principal, stream
+            )
+            if answer.stream is not None and self.admission is not None and ticket is not None:
+                admission, held = self.admission, ticket
+
+                async def leave(end: StreamEnd) -> None:
+                    admission.leave(held)
+
+                answer.stream.on_end(leave)
+                streamed = True
+            return answer
         finally:
-            if self.admission is not None and ticket is not None:
+            if self.admission is not None and ticket is not None and not streamed:
                 self.admission.leave(ticket)
 
     async def _shed(
@@ -170,6 +188,7 @@ class InvokeService:
         hop_budget: int | None,
         deadline_ms: int | None,
         principal: Principal,
+        stream: bool = False,
     ) -> Answer:
         if request.mode == "fanout" and self.fanout is not None:
             return await self.fanout(
@@ -223,7 +242,9 @@ class InvokeService:
                     return claimed
                 owned = claimed
                 started = self.clock.monotonic()  # a wait for a dead owner used none of it
-            answer, error = await self._answer(task, trace, policy, started, span, owned=owned)
+            answer, error = await self._answer(
+                task, trace, policy, started, span, owned=owned, stream=stream
+            )
         except ReachError as exc:
             answer, error = _error_answer(exc, request_id, trace), exc
             route = exc.details.get("route")
@@ -236,22 +257,29 @@ class InvokeService:
             answer = _error_answer(error, request_id, trace)
         finally:
             self.budget.end_request()
-        if owned is not None:
-            await self.guard.finish(
-                task.key,
-                owned.fence,
-                answer,
-                keep=is_final(error) or answer.status == 202,
-                ttl_s=policy.delivery.idempotency_ttl_s,
+
+        async def close(answer: Answer, error: ReachError | None) -> None:
+            if owned is not None:
+                await self.guard.finish(
+                    task.key,
+                    owned.fence,
+                    answer,
+                    keep=is_final(error) or answer.status == 202,
+                    ttl_s=policy.delivery.idempotency_ttl_s,
+                )
+            self.metrics.request_seconds_of(self._label(span.name)).observe(
+                self.clock.monotonic() - started
             )
-        self.metrics.request_seconds_of(self._label(span.name)).observe(
-            self.clock.monotonic() - started
-        )
-        self.tracer.end(span, error.code if error is not None else None)
-        if self.journal is not None:
-            self.journal.record(
-                request_id, principal, trace.trace_id, request.context_id, answer, started
-            )
+            self.tracer.end(span, error.code if error is not None else None)
+            if self.journal is not None:
+                self.journal.record(
+                    request_id, principal, trace.trace_id, request.context_id, answer, started
+                )
+
+        if answer.stream is not None:
+            answer.stream.on_end(lambda end: close(_ended_answer(end), end.error))
+            return answer
+        await close(answer, error)
         return answer
 
     async def run_task(self, task: TaskEntry) -> Answer:
@@ -320,6 +348,7 @@ class InvokeService:
         *,
         queued: bool = False,
         owned: Owned | None = None,
+        stream: bool = False,
     ) -> tuple[Answer, ReachError | None]:
         """The answer once routed; sets `span`'s capability, agent and outcome on the way.
 
@@ -355,8 +384,9 @@ class InvokeService:
                 payload=request.payload,
                 trace_id=trace.trace_id,
                 hop=task.hop_budget - 1,
-                text=request.text if request.capability is None else None,
+                text=request.text,  # the caller's words, whether or not they chose the route
                 params=self._params(decision, request),
+                stream=stream,
             )
             delivered = await self._deliver_text(
                 task, decision, delivery, trace, timeout_class, deadline, policy, owned
@@ -386,6 +416,21 @@ class InvokeService:
                 raise
             span.status = "degraded"
             return similar, None
+        if isinstance(delivered.result, EventStream):
+            return self._streamed(task, trace, decision, delivered, policy, span), None
+        return self._succeeded(task, trace, decision, delivered, policy, span), None
+
+    def _succeeded(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        decision: RouteDecision,
+        delivered: Delivered,
+        policy: RoutingPolicy,
+        span: Span,
+    ) -> Answer:
+        """A delivered answer: what the router learns of it, and the caller's answer."""
+        request = task.request
         self._learn_weights(decision, delivered, policy)
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
@@ -410,7 +455,38 @@ class InvokeService:
             attempts=delivered.attempts,
             normalized=delivered.normalized,
         )
-        return Answer.of(200, result), None
+        return Answer.of(200, result)
+
+    def _streamed(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        decision: RouteDecision,
+        delivered: Delivered,
+        policy: RoutingPolicy,
+        span: Span,
+    ) -> Answer:
+        """An answer being streamed: once it ends, its assembled events are the result
+        (learnt, remembered, stored for replays) and the last event carries the answer."""
+        stream: EventStream = delivered.result
+
+        async def ended(end: StreamEnd) -> None:
+            if end.error is None:
+                delivered.result = end.result
+                answer = self._succeeded(task, trace, decision, delivered, policy, span)
+                end.document = orjson.loads(answer.body)
+                return
+            error = end.error
+            error.details.setdefault("route", decision)
+            error.details["attempts"] = delivered.attempts
+            self.metrics.requests.labels(self._label(decision.capability), "error").inc()
+            span.status, span.agent_id = "error", delivered.instance.id
+            error.details.setdefault("request_id", task.task_id)
+            error.details.setdefault("trace_id", trace.trace_id)
+            end.document = error.to_body()
+
+        stream.on_end(ended)
+        return Answer(200, b"", stream=stream)
 
     def _learn_weights(
         self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy
@@ -641,6 +717,14 @@ def _hop_budget(from_header: int | None, from_body: int | None) -> int:
     if from_header is None:
         return DEFAULT_MAX_HOP if from_body is None else from_body
     return from_header if from_body is None else min(from_header, from_body)
+
+
+def _ended_answer(end: StreamEnd) -> Answer:
+    """A stream's answer as the idempotency store and the journal keep it."""
+    document = end.document or {}
+    if end.error is None:
+        return Answer.of(200, document)
+    return Answer(end.error.status, orjson.dumps(document))
 
 
 def _error_answer(exc: ReachError, request_id: str, trace: TraceContext) -> Answer:

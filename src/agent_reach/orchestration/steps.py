@@ -141,7 +141,7 @@ class StepRunner:
         remaining_ms = max(1, int((record.deadline_at - self.clock.wall()) * 1000))
         request = InvokeRequest.model_construct(
             capability=candidate.capability,
-            text=text if candidate.capability is None else None,
+            text=text,  # a fallback capability gets the step's words too
             payload=payload,
             context_id=record.context_id,
             request_id=request_id,

@@ -19,6 +19,9 @@ SUSPECT_AFTER = 3  # DESIGN.md: 3 consecutive failures -> suspect (original prod
 OFFLINE_AFTER = 5  # DESIGN.md: 2 more -> offline and out of the pool
 EJECTION_BASE_S = 2.0  # RELIABILITY.md: base ejection 2 s ...
 EJECTION_MAX_S = 60.0  # ... doubling with each failed re-probe, at most this
+# Doublings that reach EJECTION_MAX_S; more would only overflow the float (an instance
+# that fails its re-probes for days is ejected that many times).
+_MAX_DOUBLINGS = 16
 
 Source = Literal["probe", "delivery"]
 
@@ -56,7 +59,8 @@ class HealthTracker:
     def _eject(self, now: float) -> None:
         self.ejections += 1
         self.state = "offline"
-        pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2 ** (self.ejections - 1))
+        doublings = min(self.ejections - 1, _MAX_DOUBLINGS)
+        pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2**doublings)
         self.reprobe_at = now + pause
 
     def adopt(self, state: HealthStatus, now: float) -> None:

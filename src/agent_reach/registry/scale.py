@@ -2,10 +2,11 @@
 
 `FleetWatcher` looks at the registry index every `interval_s` (it sees local changes and,
 on a shared store, every other coordinator's). It publishes registrations, health
-transitions and policy changes to the event feed, and, when a capability whose agents
-declared `min_instances` has fewer healthy instances than that and one of them has just
-stopped being healthy, a scale event: the capability, the instances left and the lost
-instance's last seen spec, so an orchestrator can start a copy of it.
+transitions and policy changes to the event feed, and, when a capability with a
+`min_instances` (declared by its agents at registration or by the policy's
+`min_instances` table; the larger counts) has fewer healthy instances than that and one
+of them has just stopped being healthy, a scale event: the capability, the instances
+left and the lost instance's last seen spec, so an orchestrator can start a copy of it.
 
 Every coordinator sees the same loss; the webhook goes out once: the event id is derived
 from the lost registration (agent id and registration time), and the first coordinator to
@@ -148,7 +149,8 @@ class FleetWatcher:
         events = []
         for capability in lost.spec.capabilities:
             instances = self.index.by_capability.get(capability, [])
-            minimum = max((i.spec.min_instances for i in instances), default=0)
+            declared = max((i.spec.min_instances for i in instances), default=0)
+            minimum = max(declared, self.policy.current.min_instances.get(capability, 0))
             healthy = sum(i.status(now) == "healthy" for i in instances)
             if healthy < minimum:
                 agent_id, registered_at = _key(lost)

@@ -13,7 +13,7 @@ capability's raw score. Its slope comes from a logistic regression of "routing t
 right" (the right capability of an in-scope text) with in-scope and out-of-scope texts
 weighing the same. Its midpoint is set where the held-out out-of-scope texts are refused
 at TARGET_OOS_RECALL: a calibrated 0.5 (the default `min_confidence`) is the score below
-which 4 of 5 texts meant for no registered capability fall, on this catalog. Held-out
+which 7 of 10 texts meant for no registered capability fall, on this catalog. Held-out
 capabilities are near neighbours of the registered ones, so real out-of-scope traffic
 tends to be refused more often than that. The router's `min_confidence` and `margin` apply
 to calibrated confidences, which is why one default holds on any catalog; the held-out
@@ -35,14 +35,17 @@ FOLDS = 5  # 1/5 of the capabilities out of scope per fold: the benchmark's SMP2
 # Logistic fit: Newton steps with a weak L2 pull towards the identity map (slope 1,
 # intercept 0 in logit space), so that a catalog of a handful of texts cannot fit a cliff.
 NEWTON_STEPS = 25
+HALVINGS = 30  # step halvings before a Newton iteration gives up (2^-30: no progress)
 PRIOR_STRENGTH = 1.0  # as many pseudo-texts as this, spread over both classes
 MIN_SLOPE = 0.1  # a flat fit (scores that tell nothing) still keeps the map increasing
 SCORE_FLOOR = 1e-4  # raw scores are clipped to [floor, 1 - floor] before the logit
 MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
-# The issue's goal for out-of-scope recall ("refuse 4 of 5 texts no agent is for"), set
-# before any benchmark figure; the balanced fit's own midpoint refused ~87-97 % of them
-# on the corpora's validation splits and cost in-scope accuracy (bench/routing.py).
-TARGET_OOS_RECALL = 0.8
+# Held-out capabilities are near neighbours of the registered ones, harder to refuse than
+# most traffic meant for no agent: a 0.8 target refused 93-99 % of CLINC150's real
+# out-of-scope texts and cost 4-5 points of in-scope accuracy. Of 0.5-0.9 (step 0.1), 0.7
+# met the most of the issue's goals on the validation splits only (CLINC150 val,
+# SMP2017 develop; k = 3 and 30; bench/routing.py protocol), never on a test split.
+TARGET_OOS_RECALL = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,17 +200,33 @@ def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
 
 
 def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """Weighted logistic regression y ~ sigmoid(a x + b), L2 towards (a, b) = (1, 0)."""
+    """Weighted logistic regression y ~ sigmoid(a x + b), L2 towards (a, b) = (1, 0).
+    Steps are halved until the loss falls: a full Newton step from the prior can overshoot
+    on small raw scores (many capabilities, few examples) and diverge."""
     features = np.stack([x, np.ones_like(x)], axis=1)
-    theta = np.array([1.0, 0.0])
     prior = np.array([1.0, 0.0])
     ridge = PRIOR_STRENGTH * np.eye(2)
+
+    def loss(theta: np.ndarray) -> float:
+        z = features @ theta
+        nll = weight * (np.logaddexp(0.0, z) - y * z)
+        return float(nll.sum() + 0.5 * (theta - prior) @ ridge @ (theta - prior))
+
+    theta = prior.copy()
+    current = loss(theta)
     for _ in range(NEWTON_STEPS):
-        p = 1 / (1 + np.exp(-(features @ theta)))
+        p = 1 / (1 + np.exp(-np.clip(features @ theta, -500, 500)))
         gradient = features.T @ (weight * (p - y)) + ridge @ (theta - prior)
         hessian = (features * (weight * p * (1 - p))[:, None]).T @ features + ridge
         step = np.linalg.solve(hessian, gradient)
-        theta -= step
+        for _ in range(HALVINGS):
+            candidate = theta - step
+            if (value := loss(candidate)) <= current:
+                break
+            step = step / 2
+        else:
+            break
+        theta, current = candidate, value
         if float(np.abs(step).max()) < 1e-9:
             break
     return float(theta[0]), float(theta[1])

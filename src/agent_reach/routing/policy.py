@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
 from agent_reach.model.admission import AdmissionPolicy
+from agent_reach.model.agents import Capability
 from agent_reach.model.intent import IntentEscalation
 from agent_reach.model.workflows import WorkflowPolicy
 
@@ -136,6 +137,11 @@ class RoutingPolicy(BaseModel):
     )
     intent_escalation: IntentEscalation = Field(default_factory=IntentEscalation)
     workflows: WorkflowPolicy = Field(default_factory=WorkflowPolicy)
+    min_instances: dict[Capability, Annotated[int, Field(ge=0, le=10_000)]] = Field(
+        default_factory=dict,
+        description="capability -> healthy instances below which a scale event goes out "
+        "(with the registrations' own min_instances, the larger counts)",
+    )
     timeout_classes: dict[str, TimeoutClassPolicy] = Field(
         default_factory=lambda: dict(DEFAULT_TIMEOUT_CLASSES),
         description="added to the default classes; naming a default class replaces it",

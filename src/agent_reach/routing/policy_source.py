@@ -103,6 +103,7 @@ class PolicySource:
     ) -> PolicyChange:
         """Make `policy` the one in force everywhere; `Conflict` (409 `version_conflict`)
         when `if_match` names a version that is no longer in force."""
+        policy = self._with_factor_defaults(policy)
         await self.sync()
         if if_match is not None and if_match != self.current.version:
             raise _stale(if_match, self.current.version)
@@ -113,6 +114,14 @@ class PolicySource:
             raise _stale(if_match or self.current.version, self.current.version)
         await self.sync()
         return change
+
+    def _with_factor_defaults(self, policy: RoutingPolicy) -> RoutingPolicy:
+        """`policy` with `AR_ROUTE_AFFINITY_DEFAULT` applied as to the file's: a body that
+        sets no `weights` gets the preset's weights of the factors on, like the file."""
+        if self.factors_on is None or "weights" in policy.model_fields_set:
+            return policy
+        data = policy.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return RoutingPolicy.model_validate(with_factor_defaults(data, self.factors_on))
 
     async def changes(self, limit: int) -> list[PolicyChange]:
         """The newest audit records, newest first."""

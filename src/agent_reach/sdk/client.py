@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -23,6 +23,7 @@ from agent_reach.errors import ReachError, error_from_body
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeResult, TaskView
+from agent_reach.sdk.streams import StreamEvent, read_events, read_events_sync
 
 # The `long` timeout class delivers within 30 s; 5 s more covers routing and transfer.
 DEFAULT_TIMEOUT_S = 35.0
@@ -31,6 +32,7 @@ TASK_POLL_FIRST_S = 0.05  # a task is looked at after 50 ms ...
 TASK_POLL_MAX_S = 1.0  # ... then less often, at most every second
 
 T = TypeVar("T")
+STREAM_MEDIA_TYPE = "text/event-stream"
 
 
 class TaskPending(ReachError):
@@ -138,6 +140,17 @@ def _unreachable(base_url: str, exc: httpx.TransportError) -> ReachError:
     )
 
 
+def _is_stream(response: httpx.Response) -> bool:
+    content_type = response.headers.get("content-type", "")
+    return response.is_success and content_type.startswith(STREAM_MEDIA_TYPE)
+
+
+def _not_a_stream(call: _Call[Any], response: httpx.Response) -> None:
+    """An answer to a stream request that is not one: its error, else unexpected."""
+    answer = _parse(call, response)
+    raise ReachError(f"expected a stream, got {type(answer).__name__}", code="unexpected_answer")
+
+
 class _ClientCore:
     """What both clients share: the coordinator URL and the headers every call carries."""
 
@@ -200,6 +213,34 @@ class ReachClient(_ClientCore):
         if isinstance(answer, TaskView):
             return await self.wait_task(answer.task_id, wait_s)
         return answer
+
+    async def invoke_stream(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        """Route and deliver, asking for a stream: each event as the agent sends it, then
+        the last one (`reach.end`) with the whole answer in `answer`.
+
+        An agent that does not stream gives that last event only. An error before the
+        stream began, or one that ended it (`reach.error`: the deadline passed, the agent
+        broke off), raises its `agent_reach.errors` class. Leaving the iteration early
+        closes the connection: the coordinator stops the agent's stream.
+        """
+        call = _invoke_call(payload, capability=capability, text=text, **options)
+        headers = {**self._headers, "accept": STREAM_MEDIA_TYPE}
+        try:
+            async with self._http.stream("POST", call.path, json=call.body, headers=headers) as r:
+                if not _is_stream(r):
+                    await r.aread()
+                    _not_a_stream(call, r)
+                async for event in read_events(r.aiter_lines()):
+                    yield event
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from None
 
     async def submit(
         self,
@@ -315,6 +356,26 @@ class SyncReachClient(_ClientCore):
         if isinstance(answer, TaskView):
             return self.wait_task(answer.task_id, wait_s)
         return answer
+
+    def invoke_stream(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> Iterator[StreamEvent]:
+        """`ReachClient.invoke_stream`, blocking: the same events, last event and errors."""
+        call = _invoke_call(payload, capability=capability, text=text, **options)
+        headers = {**self._headers, "accept": STREAM_MEDIA_TYPE}
+        try:
+            with self._http.stream("POST", call.path, json=call.body, headers=headers) as r:
+                if not _is_stream(r):
+                    r.read()
+                    _not_a_stream(call, r)
+                yield from read_events_sync(r.iter_lines())
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from None
 
     def submit(
         self,

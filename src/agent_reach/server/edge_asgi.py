@@ -129,6 +129,7 @@ class AsgiExchange:
         "complete",
         "discard",
         "disconnected",
+        "ends_on_eof",
         "expect_continue",
         "head",
         "held",
@@ -176,6 +177,9 @@ class AsgiExchange:
         self.chunked = False
         self.discard = False  # HEAD, 1xx, 204, 304: no body on the wire
         self.remaining: int | None = None  # Content-Length still to send
+        # An event stream's client that sends EOF has gone (`edge_stream`): the app is
+        # told `http.disconnect` at once, not when a write fails.
+        self.ends_on_eof = False
 
     # What the connection calls.
 
@@ -288,6 +292,8 @@ class AsgiExchange:
                 continue  # the server frames the body
             if lower == b"content-length":
                 length = int(value)
+            elif lower == b"content-type":
+                self.ends_on_eof = value.lower().startswith(b"text/event-stream")
             lines.append(b"%s: %s\r\n" % (name, value))
         if self.scope["method"] == "HEAD" or status < 200 or status in (204, 304):
             self.discard = True

@@ -22,6 +22,7 @@ import structlog
 from agent_reach.errors import InvalidRequest, ReachError
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
+from agent_reach.invoke.streaming import EventStream
 from agent_reach.server.edge_asgi import (
     CONTINUE,
     INTERNAL_ERROR,
@@ -33,6 +34,7 @@ from agent_reach.server.edge_asgi import (
     status_line,
 )
 from agent_reach.server.edge_chunks import ChunkLines
+from agent_reach.server.edge_stream import abort_stream, relay_answer
 from agent_reach.server.fastpath import answer_invoke, body_too_large
 from agent_reach.server.limits import (
     HeadersTooLarge,
@@ -163,9 +165,12 @@ class HttpConnection(asyncio.Protocol):
         self._wake_writer()
 
     def eof_received(self) -> bool:
-        """Half-closed by the client: answer what has arrived, then close."""
+        """Half-closed by the client: answer what has arrived, then close (an event
+        stream being answered ends at once: its client has gone, `edge_stream`)."""
         if self.linger_left:
             return False  # the refused request has ended: close now
+        if self.queue and getattr(self.queue[0], "ends_on_eof", False):
+            return False
         self._end_reading()
         return bool(self.queue) and not self.in_message
 
@@ -521,6 +526,7 @@ class _Invoke:
         "service",
         "size",
         "started",
+        "stream",
         "wants_continue",
     )
 
@@ -541,6 +547,7 @@ class _Invoke:
         self.size = 0
         self.error: ReachError | None = None
         self.ready = self.started = self.wants_continue = False
+        self.stream: EventStream | None = None  # the agent's stream being relayed
 
     def start(self) -> None:
         self.started = True
@@ -563,8 +570,14 @@ class _Invoke:
         self.ready = True
         return True
 
+    @property
+    def ends_on_eof(self) -> bool:
+        return self.stream is not None
+
     def disconnect(self) -> None:
-        """The answer is still made (the agent may be called already); it goes nowhere."""
+        """The answer is still made (the agent may be called already); it goes nowhere.
+        A stream being relayed stops: the agent's connection is closed."""
+        abort_stream(self.stream)
 
     async def _body(self, declared: int | None) -> bytes:
         if self.error is not None:
@@ -579,7 +592,24 @@ class _Invoke:
             log.exception("request_failed", path=_INVOKE.decode())
             self.connection.answer_error(ReachError(INTERNAL_ERROR))
             return
+        if answer.stream is not None:
+            await self._relay(answer, trace_id)
+            return
         self.connection.reply(self, answer, trace_id)
+
+    async def _relay(self, answer: Answer, trace_id: str) -> None:
+        connection = self.connection
+        self.stream = answer.stream
+        if connection.transport.is_closing():
+            abort_stream(self.stream)  # the caller left while the agent was being reached
+        headers = b"x-trace-id: %s\r\n%s" % (trace_id.encode(), connection.server.node_header)
+        try:
+            await relay_answer(
+                connection, answer, headers, keep_alive=self.keep_alive, http10=self.http10
+            )
+        except Exception:
+            log.exception("stream_failed", path=_INVOKE.decode())
+            connection.transport.close()
 
 
 class _Refusal:

@@ -11,16 +11,21 @@ with a body read from ASGI messages.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
+from agent_reach.invoke.sse import accepts_event_stream
+from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.server.edge_stream import relay_asgi
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
 from agent_reach.server.responses import dump_json
@@ -71,6 +76,7 @@ async def answer_invoke(
     hop_header: bytes | None = None
     deadline_header: bytes | None = None
     declared: int | None = None
+    accept: bytes | None = None
     header_bytes = 0
     for name, value in headers:
         header_bytes += len(name) + len(value)
@@ -84,6 +90,8 @@ async def answer_invoke(
             deadline_header = value
         elif name == b"content-length" and value.isdigit():
             declared = int(value)
+        elif name == b"accept":
+            accept = value
     trace = continue_trace(traceparent)
     try:
         check_headers(len(headers), header_bytes)
@@ -101,9 +109,20 @@ async def answer_invoke(
         exc.details.setdefault("trace_id", trace.trace_id)
         error = Answer(exc.status, dump_json(exc.to_body()), retry_after=exc.retry_after())
         return error, trace.trace_id
+    # Most callers send `*/*` or JSON: the substring test keeps them off the parser.
+    stream = accept is not None and b"event-stream" in accept.lower()
+    stream = stream and accepts_event_stream(accept)
     answer = await service.handle(
-        request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
+        request,
+        trace,
+        hop_budget=hop_budget,
+        deadline_ms=deadline_ms,
+        principal=principal,
+        stream=stream,
     )
+    if stream and answer.stream is None and answer.status == 200:
+        # A whole answer to a caller who asked for a stream: one last event.
+        answer = replace(answer, stream=EventStream.of_answer(orjson.loads(answer.body)))
     return answer, trace.trace_id
 
 
@@ -114,6 +133,9 @@ async def handle_invoke(
     answer, trace_id = await answer_invoke(
         service, scope["headers"], partial(read_body, receive, limit)
     )
+    if answer.stream is not None:
+        await relay_asgi(answer.stream, [(b"x-trace-id", trace_id.encode())], receive, send)
+        return
     headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
     if answer.retry_after is not None:
         headers.append((b"retry-after", answer.retry_after.encode()))

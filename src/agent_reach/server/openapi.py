@@ -39,8 +39,13 @@ def add_invoke_operation(api: FastAPI) -> None:
                 },
                 "responses": {
                     "200": {
-                        "description": "delivered",
-                        "content": {"application/json": {"schema": _ref("InvokeResult")}},
+                        "description": "delivered; with `Accept: text/event-stream`, the "
+                        "agent's events as they come, then `reach.end` (the answer) or "
+                        "`reach.error`",
+                        "content": {
+                            "application/json": {"schema": _ref("InvokeResult")},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
                     },
                     **{str(s): _ERROR for s in (400, 404, 413, 422, 502, 503, 504, 508)},
                 },

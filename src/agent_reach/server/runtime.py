@@ -55,6 +55,7 @@ from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService, open_security
 from agent_reach.troubleshooting.journal import RequestJournal
+from agent_reach.troubleshooting.shared import SharedJournal
 
 
 @dataclass(slots=True)
@@ -141,9 +142,11 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
     contexts = await ContextService.open(backends.contexts, clock, settings)
-    journal = RequestJournal(clock)
+    journal = RequestJournal(clock, node_id=node_id)
     similar = SimilarAnswers(policy, metrics)
     history = InstanceHistory(registry.index, clock)
+    if backends.why is not None:  # `why` finds what any coordinator answered
+        journal.shared = SharedJournal(backends.why, history)
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
@@ -216,6 +219,8 @@ async def open_runtime(
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
     ]
+    if journal.shared is not None:
+        loops.append(asyncio.create_task(journal.shared.run(), name="shared-journal"))
     if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
         fleet_load = FleetLoad(registry.index, backends.fleet_load, node_id)
         loops.append(asyncio.create_task(fleet_load.run(), name="fleet-load"))
@@ -247,6 +252,8 @@ def _scale_webhook(settings: Settings, client: httpx.AsyncClient | None) -> Scal
         None if secret is None else secret.get_secret_value().encode(),
         client,
     )
+
+
 def _orchestration(
     settings: Settings,
     node_id: str,

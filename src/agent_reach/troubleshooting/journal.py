@@ -2,20 +2,25 @@
 
 Recording keeps a reference to the answer's bytes, already made for the caller:
 nothing is serialized or copied on the request path, the walk decodes them when asked.
-Bounded by count and by bytes held; like traces, each coordinator keeps its own.
+Bounded by count and by bytes held; like traces, each coordinator keeps its own, and
+on a shared store also hands every entry and read to the shared journal (shared.py),
+so that `why` finds a request whichever coordinator answered it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agent_reach.clock import Clock
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import Principal
+
+if TYPE_CHECKING:
+    from agent_reach.troubleshooting.shared import RecordedHistory, SharedJournal
 
 DEFAULT_REQUESTS = 10_000  # as many as the trace store keeps traces
 MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first
@@ -47,6 +52,8 @@ class JournalEntry:
     context_id: str | None
     answer: Answer
     reads: list[ContextRead] = field(default_factory=list)
+    node: str = ""  # the coordinator that answered it
+    recorded: RecordedHistory | None = None  # the answering coordinator's instance history
 
     def body(self) -> dict[str, Any]:
         decoded = orjson.loads(self.answer.body)
@@ -56,9 +63,11 @@ class JournalEntry:
 class RequestJournal:
     """request id -> its answered entries (several principals may use the same id)."""
 
-    def __init__(self, clock: Clock, size: int = DEFAULT_REQUESTS) -> None:
+    def __init__(self, clock: Clock, size: int = DEFAULT_REQUESTS, node_id: str = "") -> None:
         self.clock = clock
         self.size = size
+        self.node_id = node_id
+        self.shared: SharedJournal | None = None  # set on a shared store
         self.bytes_held = 0
         self._entries: OrderedDict[str, list[JournalEntry]] = OrderedDict()
         self._reads: OrderedDict[str, deque[ContextRead]] = OrderedDict()
@@ -82,7 +91,10 @@ class RequestJournal:
             round((now - started) * 1000, 3),
             context_id,
             answer,
+            node=self.node_id,
         )
+        if self.shared is not None:
+            self.shared.answered(entry)
         entries = self._entries.get(request_id)
         if entries is None:
             self._entries[request_id] = [entry]
@@ -112,6 +124,8 @@ class RequestJournal:
             if len(self._reads) > MAX_PENDING_READS:
                 self._reads.popitem(last=False)
         reads.append(read)
+        if self.shared is not None:
+            self.shared.read(request_id, read)
 
     def find(self, request_id: str) -> list[JournalEntry]:
         """Every kept entry of `request_id`, oldest first, with the context reads it made."""

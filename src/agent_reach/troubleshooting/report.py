@@ -15,9 +15,11 @@ _VERDICT_STYLES = {"ok": "green", "suspect": "yellow", "failed": "bold red", "no
 
 def why_report(document: dict[str, Any]) -> Group:
     """A header, one table row per step, and the details that explain each verdict."""
+    node = document.get("node")
     header = Text.from_markup(
         f"request [bold]{escape(document['request_id'])}[/] · trace {document['trace_id']} · "
         f"HTTP {document['http_status']} · {document['duration_ms']:.1f} ms"
+        + (f" · answered by {escape(node)}" if node else "")
     )
     steps = Table(title_justify="left", show_lines=False)
     steps.add_column("step", no_wrap=True)

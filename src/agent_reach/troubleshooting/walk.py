@@ -14,12 +14,12 @@ the walk names the first step that is `suspect` or `failed`.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
 from agent_reach.model.keys import Principal
-from agent_reach.registry.history import InstanceHistory, InstanceSnapshot
+from agent_reach.registry.history import InstanceSnapshot
 from agent_reach.security import ownership
 from agent_reach.troubleshooting.journal import ContextRead, JournalEntry
 
@@ -37,6 +37,13 @@ _BEFORE_ROUTING = {
 }
 
 
+class History(Protocol):
+    """Instance states in the past: this coordinator's history, or one recorded with the
+    answer by the coordinator that served it."""
+
+    def at(self, agent_id: str, wall_time: float) -> InstanceSnapshot | None: ...
+
+
 def may_walk(principal: Principal, entry: JournalEntry) -> bool:
     """An observability record: its own principal, observers and admins see it."""
     return ownership.may_see(principal, entry.principal)
@@ -47,8 +54,11 @@ def may_read_values(principal: Principal, entry: JournalEntry) -> bool:
     return ownership.may_use(principal, entry.principal)
 
 
-def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) -> dict[str, Any]:
-    """The four steps of `entry`, with the first one that looks wrong."""
+def walk(entry: JournalEntry, history: History, principal: Principal) -> dict[str, Any]:
+    """The four steps of `entry`, with the first one that looks wrong; the instances'
+    states come from the history recorded with the entry when it has one."""
+    if entry.recorded is not None:
+        history = entry.recorded
     body = entry.body()
     error = body.get("error") if isinstance(body.get("error"), dict) else None
     route = body.get("route") if isinstance(body.get("route"), dict) else None
@@ -71,6 +81,7 @@ def walk(entry: JournalEntry, history: InstanceHistory, principal: Principal) ->
     return {
         "request_id": entry.request_id,
         "trace_id": entry.trace_id,
+        "node": entry.node or None,
         "time": entry.time,
         "duration_ms": entry.duration_ms,
         "http_status": entry.answer.status,
@@ -113,7 +124,7 @@ def _routing(
 
 
 def _registry(
-    route: dict[str, Any] | None, entry: JournalEntry, history: InstanceHistory
+    route: dict[str, Any] | None, entry: JournalEntry, history: History
 ) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "registry", "instances": []}
     if route is None:
@@ -166,7 +177,7 @@ def _context(
     body: dict[str, Any],
     error: dict[str, Any] | None,
     entry: JournalEntry,
-    history: InstanceHistory,
+    history: History,
     show_values: bool,
 ) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "context", "context_id": entry.context_id, "reads": []}

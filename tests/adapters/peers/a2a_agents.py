@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,3 +156,115 @@ class _Late:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
+
+
+@dataclass
+class StoryLedger:
+    """A streaming agent's runs (the text of each message) and the gates it waits on:
+    after its first chunk it waits until the test opens the gate named by the text."""
+
+    runs: list[str] = field(default_factory=list)
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def gate(self, key: str) -> asyncio.Event:
+        return self.gates.setdefault(key, asyncio.Event())
+
+    def open(self, key: str) -> None:
+        """Open the gate from the test's thread."""
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(lambda: self.gate(key).set())
+
+
+class StoryExecutor(AgentExecutor):
+    """Tells a story in three artifact chunks; the last two wait for the gate."""
+
+    def __init__(self, ledger: StoryLedger) -> None:
+        self.ledger = ledger
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        message = context.message
+        assert message is not None
+        text = get_message_text(message)
+        self.ledger.runs.append(text)
+        task = context.current_task or new_task_from_user_message(message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work()
+        await updater.add_artifact([new_text_part("once")], artifact_id="story", append=False)
+        await self.ledger.gate(text).wait()
+        await updater.add_artifact([new_text_part(" upon")], artifact_id="story", append=True)
+        await updater.add_artifact(
+            [new_text_part(" a time")], artifact_id="story", append=True, last_chunk=True
+        )
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+STORY_SKILL = AgentSkill(
+    id="story.tell",
+    name="Stories",
+    description="tells a story, streamed as it is written",
+    tags=["story"],
+    examples=["tell me a story"],
+)
+
+
+def start_story_agent(version: str) -> tuple[ServerThread, StoryLedger]:
+    """A streaming A2A agent (`capabilities.streaming: true`) on 127.0.0.1, v1.0 or v0.3."""
+    ledger = StoryLedger()
+    app = _Late()
+    server = ServerThread(app)
+    card = AgentCard(
+        name="storyteller",
+        description="streams stories",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(
+                url=f"{server.url}{RPC_PATH}", protocol_binding="JSONRPC", protocol_version="1.0"
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[STORY_SKILL],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=StoryExecutor(ledger), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes: list[Any] = []
+    if version == "1.0":
+        routes += create_agent_card_routes(card)
+    else:
+        old = {
+            "name": "storyteller",
+            "description": "streams stories (A2A 0.3)",
+            "url": f"{server.url}{RPC_PATH}",
+            "preferredTransport": "JSONRPC",
+            "protocolVersion": "0.3.0",
+            "version": "1.0.0",
+            "capabilities": {"streaming": True},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [
+                {
+                    "id": STORY_SKILL.id,
+                    "name": STORY_SKILL.name,
+                    "description": STORY_SKILL.description,
+                    "tags": list(STORY_SKILL.tags),
+                    "examples": list(STORY_SKILL.examples),
+                }
+            ],
+        }
+
+        async def old_card(request: Request) -> JSONResponse:
+            return JSONResponse(old)
+
+        routes.append(Route("/.well-known/agent.json", old_card))
+    routes += create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=version == "0.3")
+    app.app = Starlette(routes=routes)
+    server.start()
+    ledger.loop = server.loop
+    return server, ledger

@@ -34,6 +34,7 @@ from agent_reach.backends.redis.registry import RedisRegistryStore
 from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.runs import RedisRunStore, RedisWorkflowStore
 from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
+from agent_reach.backends.redis.why import RedisWhyStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
@@ -117,6 +118,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
         is_shared=True,
+        why=RedisWhyStore(client, prefix),
         closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],
     )
 

@@ -23,7 +23,7 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
   documents, the indexes and the version together. Feedback-rate traffic.
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
   (per caller-capability pair), ``fleet:load``, ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
-  ``answer:<key>``, ``context-secret``.
+  ``answer:<key>``, ``why:<request id>``, ``context-secret``.
 
 A new store with a multi-key script adds its tag helper here, next to these.
 """

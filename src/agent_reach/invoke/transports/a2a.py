@@ -3,7 +3,9 @@
 At registration the card is read (size-limited, through the endpoint guard) and its
 JSON-RPC endpoint and version are stored with the registration; a delivery is one
 message send (`SendMessage` with `A2A-Version: 1.0`, or v0.3 `message/send`), and a
-returned Task is polled until it ends or the attempt's time runs out.
+returned Task is polled until it ends or the attempt's time runs out. A caller who asks
+for a stream, delivered to an agent whose card says `capabilities.streaming`, gets the
+agent's `SendStreamingMessage` / `message/stream` events as they come.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ import orjson
 
 from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.adapters.a2a_cards import MAX_CARD_BYTES, AgentCard, card_urls, parse_card
+from agent_reach.adapters.a2a_stream import A2AEvents, whole_answer
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.pool_stream import open_stream
+from agent_reach.invoke.sse import is_event_stream
+from agent_reach.invoke.streaming import EventStream
 from agent_reach.invoke.transports.http import check_http_url
 from agent_reach.model.agents import AgentSpec, SkillSpec, TransportSpec
 
@@ -64,6 +70,7 @@ class A2ATransport:
             "card_url": card_url,
             "rpc_url": card.rpc_url,
             "a2a_version": card.version,
+            "a2a_streaming": card.streaming,
         }
         body = {
             **spec.model_dump(),
@@ -122,6 +129,8 @@ class A2ATransport:
         headers = [("x-request-id", delivery.request_id), ("traceparent", traceparent)]
         if version == "1.0":
             headers.append((VERSION_HEADER, "1.0"))
+        if delivery.stream and extra.get("a2a_streaming") is True:
+            return await self._stream(rpc_url, version, params, headers, timeout_s)
         result = await self._call(
             rpc_url, msgs.SEND[version], params, headers, deadline, sent_before=False
         )
@@ -131,6 +140,59 @@ class A2ATransport:
         if kind != "task":
             raise _bad_answer("the agent's answer is neither a Message nor a Task")
         return await self._finish(rpc_url, version, answer, headers, deadline)
+
+    async def _stream(
+        self,
+        rpc_url: str,
+        version: str,
+        params: dict[str, Any],
+        headers: list[tuple[str, str]],
+        timeout_s: float,
+    ) -> Any:
+        """`SendStreamingMessage` / `message/stream`: the agent's events, translated
+        (`adapters/a2a_stream.py`), as they come; `timeout_s` covers the whole stream."""
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": msgs.STREAM[version], "params": params}
+        )
+        try:
+            streamed = await open_stream(
+                self.client,
+                "POST",
+                rpc_url,
+                headers=[
+                    ("content-type", "application/json"),
+                    ("accept", "text/event-stream"),
+                    *headers,
+                ],
+                body=body,
+                timeout_s=timeout_s,
+            )
+            content_type = dict(streamed.headers).get(b"content-type")
+            if 200 <= streamed.status < 300 and is_event_stream(content_type):
+                return EventStream(streamed, timeout_s, translate=A2AEvents().translate)
+            raw = await streamed.read_all()
+        except pool.ConnectFailed as exc:
+            raise AgentUnreachable(f"could not connect to the A2A agent: {exc}") from None
+        except pool.RequestTimeout:
+            raise AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=True) from None
+        except pool.PoolError as exc:
+            raise AgentFailed(
+                f"the A2A agent's stream failed: {exc}", outcome_unknown=True
+            ) from None
+        if not 200 <= streamed.status < 300:
+            failure = AgentFailed(
+                f"the A2A agent answered HTTP {streamed.status}",
+                http_status=streamed.status,
+                agent_answer=raw[:512].decode("utf-8", "replace"),
+            )
+            failure.retryable = streamed.status >= 500 or streamed.status == 429  # type: ignore[misc]
+            raise failure
+        # A whole JSON-RPC answer (an error up front, or a server that does not stream).
+        try:
+            answer = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise _bad_answer("the A2A agent's answer is not JSON") from None
+        return whole_answer(answer)
 
     async def _finish(
         self,

@@ -1,4 +1,8 @@
-"""The `http` transport: the agent contract of DESIGN.md over one pooled HTTP/1.1 client."""
+"""The `http` transport: the agent contract of DESIGN.md over one pooled HTTP/1.1 client.
+
+A delivery whose caller asked for a stream goes on a connection of its own and may come
+back as an `EventStream` (`invoke/streaming.py`); every other one is one pooled exchange.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,14 @@ from agent_reach.errors import (
     AgentTimeout,
     AgentUnreachable,
     HopLimit,
+    ReachError,
     ValidationFailed,
 )
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.pool_stream import open_stream
+from agent_reach.invoke.sse import MEDIA_TYPE, is_event_stream
+from agent_reach.invoke.streaming import EventStream
 from agent_reach.invoke.transports.http_body import (
     ACCEPT_ENCODING,
     BadBody,
@@ -26,6 +34,7 @@ from agent_reach.model.agents import TransportSpec
 ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
 REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
+STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
 
 
 def check_http_url(url: str, field: str = "endpoint") -> None:
@@ -79,6 +88,29 @@ def _result(response: pool.Response, limit: int) -> Shaped:
         raise _acted(f"the agent's answer cannot be read: {exc}", BAD_ANSWER) from None
 
 
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+def _check_status(response: pool.Response) -> None:
+    """A non-2xx answer is a failed attempt (508 from down the line is the hop limit)."""
+    if response.status == HopLimit.status:
+        raise HopLimit(
+            "an agent down the line ran out of hops (the request is going around in circles)"
+        )
+    if not 200 <= response.status < 300:
+        failure = AgentFailed(
+            f"the agent answered HTTP {response.status}",
+            http_status=response.status,
+            agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
+        )
+        failure.retryable = _is_retryable(response)  # type: ignore[misc]
+        raise failure
+
+
 def _is_retryable(response: pool.Response) -> bool:
     """5xx and 429 may succeed elsewhere; 4xx are the request's own fault; an agent may
     say `X-Reach-Retryable: false` to stop any further attempt."""
@@ -102,9 +134,13 @@ class HttpTransport:
 
     async def deliver(
         self, spec: TransportSpec, delivery: Delivery, *, traceparent: str, timeout_s: float
-    ) -> Shaped:
+    ) -> Shaped | EventStream:
+        """The result; an `EventStream` when the delivery asks for a stream and the agent
+        answers `text/event-stream` (then `timeout_s` covers the whole stream)."""
         headers = delivery.headers(traceparent, int(timeout_s * 1000))
         headers.append(("accept-encoding", ACCEPT_ENCODING))
+        if delivery.stream:
+            return await self._deliver_streamed(spec, delivery, headers, timeout_s)
         try:
             response = await self.client.request(
                 "POST",
@@ -113,45 +149,65 @@ class HttpTransport:
                 body=delivery.body(),
                 timeout_s=timeout_s,
             )
-        except pool.ConnectTimedOut as exc:
+        except pool.PoolError as exc:
+            raise self._failure(exc, timeout_s) from None
+        _check_status(response)
+        return _result(response, self.client.max_response_bytes)
+
+    async def _deliver_streamed(
+        self,
+        spec: TransportSpec,
+        delivery: Delivery,
+        headers: list[tuple[str, str]],
+        timeout_s: float,
+    ) -> Shaped | EventStream:
+        """On a connection of its own, read as it arrives (`pool_stream`)."""
+        headers.append(("accept", STREAM_ACCEPT))
+        try:
+            streamed = await open_stream(
+                self.client,
+                "POST",
+                spec.endpoint,
+                headers=headers,
+                body=delivery.body(),
+                timeout_s=timeout_s,
+            )
+            content_type = _header(streamed.headers, b"content-type")
+            if 200 <= streamed.status < 300 and is_event_stream(content_type):
+                if _header(streamed.headers, b"content-encoding") not in (None, b"identity"):
+                    streamed.close()
+                    raise _acted("the agent's event stream is compressed", BAD_ANSWER)
+                return EventStream(streamed, timeout_s)
+            body = await streamed.read_all()
+        except pool.PoolError as exc:
+            raise self._failure(exc, timeout_s) from None
+        response = pool.Response(streamed.status, streamed.headers, body)
+        _check_status(response)
+        return _result(response, self.client.max_response_bytes)
+
+    def _failure(self, exc: pool.PoolError, timeout_s: float) -> ReachError:
+        """What a pool error says about the agent (see `Transport.deliver`)."""
+        if isinstance(exc, pool.ConnectTimedOut):
             # Under load a full listen backlog drops SYNs: weaker evidence than a refusal.
-            raise AgentUnreachable(
-                f"could not connect to the agent: {exc}", connect_timeout=True
-            ) from None
-        except pool.ConnectFailed as exc:
-            raise AgentUnreachable(f"could not connect to the agent: {exc}") from None
-        except pool.RequestTimeout as exc:
-            raise AgentTimeout(
-                f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent
-            ) from None
-        except pool.ConnectionLost as exc:
+            return AgentUnreachable(f"could not connect to the agent: {exc}", connect_timeout=True)
+        if isinstance(exc, pool.ConnectFailed):
+            return AgentUnreachable(f"could not connect to the agent: {exc}")
+        if isinstance(exc, pool.RequestTimeout):
+            return AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent)
+        if isinstance(exc, pool.ConnectionLost):
             if not exc.sent:
-                raise AgentUnreachable(
-                    "the connection closed before the delivery was sent"
-                ) from None
-            raise AgentFailed(
+                return AgentUnreachable("the connection closed before the delivery was sent")
+            return AgentFailed(
                 "the connection closed before the agent answered", outcome_unknown=True
-            ) from None
-        except pool.ResponseTooLarge:
-            raise _acted(
+            )
+        if isinstance(exc, pool.ResponseTooLarge):
+            return _acted(
                 f"the agent's answer is over {self.client.max_response_bytes} bytes",
                 "agent_response_too_large",
-            ) from None
-        except pool.InvalidResponse as exc:
-            raise _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER) from None
-        if response.status == HopLimit.status:
-            raise HopLimit(
-                "an agent down the line ran out of hops (the request is going around in circles)"
             )
-        if not 200 <= response.status < 300:
-            failure = AgentFailed(
-                f"the agent answered HTTP {response.status}",
-                http_status=response.status,
-                agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
-            )
-            failure.retryable = _is_retryable(response)  # type: ignore[misc]
-            raise failure
-        return _result(response, self.client.max_response_bytes)
+        if isinstance(exc, pool.InvalidResponse):
+            return _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER)
+        return AgentUnreachable(f"could not reach the agent: {exc}")  # the pool is closed
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
         try:

@@ -5,7 +5,8 @@ other coding is refused: an agent that ignores Accept-Encoding is a bad answer),
 decoding stops at the response limit, so a small compressed body cannot grow into
 gigabytes (a decompression bomb is `agent_response_too_large`). Then the body
 becomes the result: JSON as it is, `text/plain` as `{"text": ...}`, XML as
-`{"xml": ...}`, an empty body as null; anything else is `agent_bad_answer`.
+`{"xml": ...}`, `text/event-stream` as the assembled events (`invoke/sse.py`), an empty
+body as null; anything else is `agent_bad_answer`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from agent_reach.invoke.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
+from agent_reach.invoke.sse import assemble
 from agent_reach.invoke.transports.protocol import Shaped
 
 ACCEPT_ENCODING = "gzip, deflate"  # what deliveries ask for (RFC 9110 §12.5.3)
@@ -90,6 +93,8 @@ def shape_result(content_type: bytes | None, body: bytes, xml: XmlMapping | None
     media, charset = _media_type(content_type)
     if media in _TEXT_TYPES:
         return Shaped({"text": _text(body, charset)}, "text")
+    if media == SSE_MEDIA_TYPE:  # a stream nobody asked to receive as one: assembled
+        return Shaped(assemble(body), "sse")
     if media in _XML_TYPES:
         document = _text(body, charset)
         return Shaped(xml(document) if xml is not None else {"xml": document}, "xml")

@@ -9,7 +9,7 @@ from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
 
 # How an answer became the result: JSON as sent, or wrapped so every caller gets JSON.
-Normalization = Literal["json", "text", "xml", "empty"]
+Normalization = Literal["json", "text", "xml", "sse", "empty"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,10 +26,10 @@ async def recent_decisions(
     trace_id: str | None = None,
     agent_id: Annotated[str | None, Query(description="the chosen agent or a candidate")] = None,
 ) -> Response:
-    """The newest decisions this coordinator made, newest first (the caller's own only,
-    unless it is an observer or an admin)."""
-    log = runtime_of(request).routing.decision_log
-    found = log.recent(
+    """The newest decisions this coordinator (`node`) made, newest first (the caller's own
+    only, unless it is an observer or an admin)."""
+    runtime = runtime_of(request)
+    found = runtime.routing.decision_log.recent(
         limit, trace_id=trace_id, agent_id=agent_id, principal=visible_owner(principal)
     )
-    return json_response({"decisions": found})
+    return json_response({"node": runtime.node_id, "decisions": found})

@@ -12,6 +12,7 @@ from agent_reach.model.invocations import REQUEST_ID_PATTERN
 from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
+from agent_reach.troubleshooting.shared import find_everywhere
 from agent_reach.troubleshooting.walk import may_walk, walk
 
 router = APIRouter(
@@ -27,12 +28,15 @@ async def why(
 ) -> Response:
     """Routing, registry, context, delivery of one request, and the first step that looks
     wrong; the caller's own requests only (observers and admins: every request).
-    404 `unknown_request` once evicted, answered by another coordinator, or not visible."""
+    On a shared store, a request another coordinator answered is found there too.
+    404 `unknown_request` once evicted, expired, or not visible to the caller."""
     runtime = runtime_of(request)
-    entries = [e for e in runtime.journal.find(request_id) if may_walk(principal, e)]
+    found = await find_everywhere(runtime.journal, request_id)
+    entries = [e for e in found if may_walk(principal, e)]
     if not entries:
+        where = "any coordinator" if runtime.journal.shared else "this coordinator"
         raise NotFound(
-            f"no request {request_id} answered on this coordinator for this caller",
+            f"no request {request_id} answered on {where} for this caller",
             code="unknown_request",
         )
     runtime.history.sample()  # an instance registered since the last sample gets its first

@@ -19,6 +19,8 @@ from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
 
 router = APIRouter(prefix="/v1", tags=["tasks"])
+
+
 @router.get("/tasks/{task_id}")
 async def get_task(
     task_id: Annotated[str, Path(pattern=REQUEST_ID_PATTERN)],
@@ -39,4 +41,3 @@ async def dead_letters(
     require_observer(principal)
     letters = runtime_of(request).dead_letters
     return json_response({"count": await letters.count(), "items": await letters.recent(limit)})
-

@@ -7,24 +7,26 @@ const LIMIT = 100;
 export function mount(root) {
   const list = h("div", { id: "decisions" });
   const none = empty("No routing decision yet: they appear here as requests arrive.");
+  const hint = h("span", { class: "hint", id: "decisions-node" }, `newest ${LIMIT} on this coordinator · open one for its candidates`);
   root.append(
-    h("div", { class: "toolbar" }, h("h2", {}, "Routing decisions"),
-      h("span", { class: "hint" }, `newest ${LIMIT} on this coordinator · open one for its candidates`)),
+    h("div", { class: "toolbar" }, h("h2", {}, "Routing decisions"), hint),
     list, none,
   );
   return {
     intervalMs: 1000,
     async refresh() {
-      const { decisions } = await getJSON("/v1/decisions", { limit: LIMIT });
+      const { decisions, node } = await getJSON("/v1/decisions", { limit: LIMIT });
+      hint.textContent = `newest ${LIMIT} on coordinator ${node} · open one for its candidates`;
       none.hidden = decisions.length > 0;
       sync(list, decisions.map((entry) => ({
-        key: `${entry.request_id}/${entry.time}`, sig: "", build: () => decisionItem(entry),
+        key: `${node}/${entry.request_id}/${entry.time}`, sig: "", build: () => decisionItem(entry, { node }),
       })));
     },
   };
 }
 
-export function decisionItem(entry, { open = false } = {}) {
+// `node`: the coordinator that made the decision (each lists its own).
+export function decisionItem(entry, { open = false, node = null } = {}) {
   const d = entry.decision;
   return h("details", { class: "decision", open },
     h("summary", {},
@@ -35,6 +37,7 @@ export function decisionItem(entry, { open = false } = {}) {
       h("span", {}, badge(d.rule), d.refused_by ? h("span", { class: "muted" }, ` (${d.refused_by})`) : null),
       h("span", { class: "mono muted" }, d.margin === null ? "" : `margin ${d.margin.toFixed(3)}`),
       h("span", { class: "muted" }, `${d.candidates.length} candidate${d.candidates.length === 1 ? "" : "s"}`),
+      node ? h("span", { class: "mono muted node" }, `node ${node}`) : null,
       traceLink(entry.trace_id, "trace")),
     h("div", { class: "inner" }, candidatesTable(d), d.text ? textMatch(d) : null,
       h("p", { class: "hint" }, `policy ${d.policy_version} · request ${entry.request_id}`)),

@@ -35,6 +35,7 @@ export function mount(root, route) {
         h("span", { class: "mono" }, `HTTP ${doc.http_status}`),
         traceLink(doc.trace_id, "trace"),
         h("span", { class: "muted" }, `at ${clockTime(doc.time)}`),
+        doc.node ? h("span", { id: "why-node" }, "answered by coordinator ", h("b", { class: "mono" }, doc.node)) : null,
         h("b", { id: "why-verdict" }, doc.summary),
       );
       steps.replaceChildren(...doc.steps.map((step, i) => stepBox(step, i + 1, step.step === doc.first_wrong_step)));

@@ -30,26 +30,28 @@ export function mount(root, route) {
         getJSON(`/v1/traces/${encodeURIComponent(id)}`),
         getJSON("/v1/decisions", { trace_id: id, limit: 20 }),
       ]);
-      drawSummary(summary, trace.summary);
+      drawSummary(summary, trace.summary, trace.node);
       const total = Math.max(trace.summary.duration_ms, 0.001);
       root.querySelector("#scale").textContent = `0 … ${ms(total)}`;
       sync(rows, inTreeOrder(trace.spans).map(([span, depth]) => ({
         key: span.span_id, sig: JSON.stringify([span, total]), build: () => spanRow(span, depth, total),
       })));
       sync(decisions, decided.decisions.map((entry) => ({
-        key: `${entry.request_id}/${entry.time}`, sig: "", build: () => decisionItem(entry, { open: true }),
+        key: `${entry.request_id}/${entry.time}`, sig: "",
+        build: () => decisionItem(entry, { open: true, node: decided.node }),
       })));
       noDecision.hidden = decided.decisions.length > 0;
     },
   };
 }
 
-function drawSummary(line, s) {
+function drawSummary(line, s, node) {
   line.replaceChildren(
     h("span", { class: "big" }, ms(s.duration_ms)),
     badge(s.status),
     h("span", { class: "mono" }, s.capability || "–"),
     h("span", {}, "answered by ", agentLink(s.agent_id)),
+    node ? h("span", { id: "trace-node" }, "served by coordinator ", h("b", { class: "mono" }, node)) : null,
     h("span", { class: "muted" }, [plural(s.spans, "span", "spans"), plural(s.attempts, "attempt", "attempts"),
       plural(s.retries, "retry", "retries")].join(" · ")),
     s.request_id ? h("a", { class: "mono", id: "trace-request", href: `#/request/${encodeURIComponent(s.request_id)}` },

@@ -28,14 +28,16 @@ export function mount(root, route) {
     h("div", { class: "toolbar" }, h("h2", {}, "Traces"), fields.capability, fields.status, fields.min_ms,
       h("span", { class: "spacer" }), h("span", { class: "hint", id: "stored" })),
     table([["time"], ["trace"], ["capability"], ["outcome"], ["duration", 1], ["spans", 1],
-      ["attempts", 1], ["agent"]], rows, { id: "traces" }),
+      ["attempts", 1], ["agent"], ["node"]], rows, { id: "traces" }),
     none,
   );
   return {
     intervalMs: 2000,
     async refresh() {
       const answer = await getJSON("/v1/traces", { ...filters(), limit: LIMIT });
-      root.querySelector("#stored").textContent = `${answer.stored} traces kept on this coordinator`;
+      const node = answer.traces[0]?.node;
+      root.querySelector("#stored").textContent =
+        `${answer.stored} traces kept on this coordinator${node ? ` (node ${node})` : ""}`;
       none.hidden = answer.traces.length > 0;
       sync(rows, answer.traces.map((t) => ({ key: t.trace_id, sig: JSON.stringify(t), build: () => traceRow(t) })));
     },
@@ -53,5 +55,6 @@ export function traceRow(t) {
     h("td", { class: "num" }, String(t.attempts),
       t.retries ? h("span", { class: "badge warn" }, plural(t.retries, "retry", "retries")) : null),
     h("td", {}, agentLink(t.agent_id)),
+    h("td", { class: "mono node" }, t.node || "–"),
   );
 }
