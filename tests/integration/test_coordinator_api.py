@@ -261,9 +261,8 @@ def test_failures_the_agent_made_final_are_502_with_a_code(
     assert len(agent.received) == 1
 
 
-@pytest.mark.parametrize("knobs", [{"status": 500}, {"status": 503}])
-def test_a_failing_only_instance_suspends_the_request(http, register, fake_agents, knobs):
-    _, endpoint = fake_agents(**knobs)
+def test_an_only_instance_answering_503_suspends_the_request(http, register, fake_agents):
+    _, endpoint = fake_agents(status=503)  # "not taken": the request may wait for a replay
     register("a-1", endpoint, "echo")
     response = http.post("/v1/invoke", json={"capability": "echo", "request_id": "r-2"})
     assert response.status_code == 202
@@ -271,6 +270,18 @@ def test_a_failing_only_instance_suspends_the_request(http, register, fake_agent
     assert accepted["status"] == "suspended"
     assert accepted["poll"] == "/v1/tasks/r-2"
     assert http.get("/v1/tasks/r-2").json()["status"] == "suspended"
+
+
+def test_an_only_instance_answering_500_is_that_failure_never_a_suspension(
+    http, register, fake_agents
+):
+    agent, endpoint = fake_agents(status=500)  # it may have acted before failing
+    register("a-1", endpoint, "echo")
+    response = http.post("/v1/invoke", json={"capability": "echo", "request_id": "r-3"})
+    assert response.status_code == 502
+    assert response.json()["error"]["http_status"] == 500
+    assert http.get("/v1/tasks/r-3").status_code == 404
+    assert len(agent.received) == 1
 
 
 def test_unreachable_only_agent_suspends_the_request(http, register):

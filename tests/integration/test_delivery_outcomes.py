@@ -97,3 +97,34 @@ def test_connect_timeouts_do_not_count_against_an_instances_health(
         assert "timed out" in attempt["error"]
     (agent,) = coordinator.get("/v1/agents").json()["agents"]
     assert agent["status"] == "healthy"
+
+
+def test_a_5xx_then_an_unreachable_instance_is_the_5xx_never_a_parked_request(
+    coordinator: httpx.Client, closed_port: int
+) -> None:
+    agent = FakeAgent(status=500, answer={"error": "charged, then crashed"})
+    with ServerThread(agent) as server:
+        register(coordinator, "a-failing", f"{server.url}/invoke")
+        register(coordinator, "b-down", f"http://127.0.0.1:{closed_port}/invoke", weight=0.5)
+        body = {"capability": "pay", "request_id": "order-A2-pay", "payload": {}}
+        response = coordinator.post("/v1/invoke", json=body)
+        assert response.status_code == 502, response.text  # not 202 "suspended" for a replay
+        error = response.json()["error"]
+        assert (error["code"], error["http_status"]) == ("agent_error", 500)
+        assert [a["agent_id"] for a in error["attempts"]] == ["a-failing", "b-down"]
+        assert coordinator.get("/v1/tasks/order-A2-pay").status_code == 404
+        assert coordinator.get("/v1/queues").json()["suspended"] == 0
+        assert len(agent.received) == 1
+
+
+def test_a_503_then_an_unreachable_instance_may_still_be_parked(
+    coordinator: httpx.Client, closed_port: int
+) -> None:
+    agent = FakeAgent(status=503)
+    with ServerThread(agent) as server:
+        register(coordinator, "a-busy", f"{server.url}/invoke")
+        register(coordinator, "b-down", f"http://127.0.0.1:{closed_port}/invoke", weight=0.5)
+        body = {"capability": "pay", "request_id": "order-A3-pay", "payload": {}}
+        response = coordinator.post("/v1/invoke", json=body)
+        assert response.status_code == 202, response.text
+        assert response.json()["status"] == "suspended"

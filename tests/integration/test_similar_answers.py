@@ -79,6 +79,6 @@ def test_a_close_question_gets_the_earlier_answer_with_its_similarity_and_origin
     assert (
         unlike.json()["error"]["route"]["capability"] == "logistics.track"
     )  # routed there, but ...
-    assert unlike.status_code == 503  # ... its question is not close (cosine 0.77): the failure
-    assert named.status_code == 503  # no text to compare: the failure itself
+    assert unlike.status_code == 502  # ... its question is not close (cosine 0.77): the failure
+    assert named.status_code == 502  # no text to compare: the failure itself (the agent's 500)
     assert len(agent.received) == 4  # each request reached the agent once

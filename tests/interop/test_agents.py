@@ -136,3 +136,25 @@ def test_a_keep_alive_connection_the_agent_closed_while_idle_is_not_reused(
     wait_until(lambda: peer.stats()["closed"] > before["closed"], "node to close the idle socket")
     check(invoke(api, capability, f"{capability}-r1"), 200, "json")
     assert peer.acted() - before["acted"] == 2
+
+
+def test_a_reused_connection_reset_after_the_agent_read_the_request_is_never_re_sent(
+    peers: Callable[[str], Peer], api: httpx.Client, capability_at: Callable[[str, int], str]
+) -> None:
+    # The agent acts on every request, and resets a connection that already carried one
+    # instead of answering: the keep-alive race as the coordinator sees it, after the
+    # request was written. The second invoke reuses the first's connection (the pool
+    # takes the most recent idle one), unless a health probe's connection came back in
+    # between; so invoke until one meets the reset. Each acts exactly once either way.
+    peer = peers("raw")
+    capability = capability_at(f"{peer.url}/reset-reused", 1)
+    before = peer.acted()
+    for n in range(5):
+        response = invoke(api, capability, f"{capability}-r{n}")
+        assert peer.acted() - before == n + 1  # once each: never sent again
+        if response.status_code != 200:
+            break
+    assert response.status_code == 502, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["outcome_unknown"]) == ("agent_error", True)
+    assert len(error["attempts"]) == 1

@@ -8,8 +8,8 @@ its final answer, client clock) and the coordinator's health log events:
 Routing is by best score, so one or two timeouts usually stop its traffic before any
 state change; whether it reaches `offline` within the pause depends on the probes
 (reported). The load runs on until a probe's readmission is seen (bounded by the
-longest ejection pause plus a margin: the pause doubles, and how often depends on
-how many deliveries were still in flight when it was ejected), then AFTER_S more.
+longest ejection pause plus a margin: the pause doubles with each failed re-probe),
+then AFTER_S more.
 Whether it wins first attempts again after readmission is up to its
 score (its call window still holds the timeouts): reported, not gated. Timed-out
 deliveries are not re-sent (the `query` class), so the frozen agent's late

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from agent_reach.invoke.streaming import EventStream
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x per request
 class Answer:
     """What the caller receives; `replayed` when it came from the idempotency store."""
 

@@ -12,10 +12,12 @@ what the failure says about the agent:
 - a failure the agent made final (4xx, `X-Reach-Retryable: false`, an answer that
   cannot be read or is over the limit: it acted and answered): stop.
 
-Once any attempt may have reached an agent, running out of instances is that
-failure, never "no instance": the request is not parked and replayed behind the
-caller's back. A connect timeout is not counted against the instance's health the
-way a refusal is: under load a full listen backlog drops SYNs of a working agent.
+Once any attempt may have reached an agent — it may still be acting, or it
+answered a 5xx other than 503 (it may have acted before failing) — running out
+of instances is that failure, never "no instance": the request is not parked
+and replayed behind the caller's back. A connect timeout is not counted against
+the instance's health the way a refusal is: under load a full listen backlog
+drops SYNs of a working agent.
 
 Every attempt after one that reached an agent needs a slot in the retry budget.
 """
@@ -45,6 +47,8 @@ from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
 from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
 
+NOT_TAKEN = 503  # RFC 9110 §15.6.4: "currently unable to handle the request"
+
 
 @dataclass(slots=True)
 class Delivered:
@@ -67,6 +71,7 @@ class _Chain:
     resends: int = 0
     reached_agent: bool = False
     unknown: AgentFailed | None = None  # the first failure after which the agent may have acted
+    answered: AgentFailed | None = None  # the first 5xx answer: that agent may have acted too
 
 
 ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
@@ -148,6 +153,8 @@ class AttemptLoop:
                 raise _with_attempts(last_error, chain)
             if not isinstance(last_error, AgentUnreachable):
                 chain.reached_agent = True
+                if chain.answered is None and _answered_5xx(last_error):
+                    chain.answered = last_error
             if _may_have_acted(last_error):
                 chain.unknown = chain.unknown or last_error
                 chain.resends += 1
@@ -336,9 +343,17 @@ def _with_attempts(error: AgentFailed | None, chain: _Chain) -> AgentFailed:
     return error
 
 
+def _answered_5xx(error: AgentFailed) -> bool:
+    """A 5xx answer other than 503: the agent took the request and failed on the way, so
+    it may have acted. 503 (like 429) says it did not take it: that request may wait."""
+    status = int(error.details.get("http_status") or 0)
+    return status >= 500 and status != NOT_TAKEN
+
+
 def _exhausted(last_error: AgentFailed | None, chain: _Chain) -> Exception:
-    if chain.unknown is not None:
-        return _with_attempts(chain.unknown, chain)
+    acted = chain.unknown or chain.answered
+    if acted is not None:
+        return _with_attempts(acted, chain)
     return NoInstance(
         "no instance of the capability could take the request"
         + (f" (last failure: {last_error.code})" if last_error else ""),

@@ -13,9 +13,12 @@ this pool 54 µs; throughput as a share of nginx in the same run: 0.02, 0.17,
 What it does: one connection serves one exchange at a time; a connection goes
 back to its origin's pool only when the response allowed keep-alive and was
 read to the end; one future and one timer per request; the response parser
-fills that future from the protocol callbacks. Nothing is retried except a
-request on a reused connection that the peer closed before answering a byte
-(the keep-alive race), which is sent once more on another connection.
+fills that future from the protocol callbacks. A request is sent again (once, on
+another connection) only when it provably never left: its write failed (the
+peer had reset the connection before it). Once it was written, a close or reset
+without an answer byte is `ConnectionLost(sent=True)` even on a reused
+connection (the keep-alive race): the peer may have read it and acted, so only
+the caller's re-send rules (the attempt loop's `retries`) may send it again.
 Redirects are returned, never followed. A pool is bound to the event loop that
 first uses it.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import select
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -94,8 +98,8 @@ class InvalidResponse(PoolError):
     """The peer answered something that is not HTTP/1.x; the connection was closed."""
 
 
-class _StaleConnection(Exception):
-    """A reused connection closed before any response byte: the request may be sent again."""
+class _Unsent(Exception):
+    """The request's write failed: it never reached the peer and may be sent again."""
 
 
 class _StopParsing(Exception):
@@ -118,6 +122,7 @@ class _Connection(asyncio.Protocol):
         "_body",
         "_body_size",
         "_closed",
+        "_fd",
         "_framed",
         "_fut",
         "_got_bytes",
@@ -125,12 +130,11 @@ class _Connection(asyncio.Protocol):
         "_headers_done",
         "_is_head",
         "_keep_alive",
-        "_may_retry",
         "_origin",
         "_parser",
         "_timer",
         "_transport",
-        "_used",
+        "_unsent",
         "idle_since",
         "is_idle",
     )
@@ -150,31 +154,41 @@ class _Connection(asyncio.Protocol):
         self._got_bytes = False
         self._is_head = False
         self._keep_alive = False
-        self._may_retry = False
-        self._used = False
+        self._unsent = False
         self._closed = False
+        self._fd = -1
         self.is_idle = False
         self.idle_since = 0.0
 
     # -- driven by the pool ---------------------------------------------------
 
-    def send(
-        self, payload: bytes, deadline: float, *, is_head: bool, may_retry: bool
-    ) -> asyncio.Future[Response]:
-        """Write one request; the future gets the response or a PoolError."""
+    def send(self, payload: bytes, deadline: float, *, is_head: bool) -> asyncio.Future[Response]:
+        """Write one request; the future gets the response or a PoolError (`_Unsent`
+        when the write itself failed)."""
         loop = self._origin.loop
         fut: asyncio.Future[Response] = loop.create_future()
         self._fut = fut
         self._got_bytes = False
         self._is_head = is_head
-        self._may_retry = may_retry and self._used
-        self._used = True
         self._timer = loop.call_at(deadline, self._on_timeout)
-        self._transport.write(payload)
+        transport = self._transport
+        transport.write(payload)
+        # A write that fails (the peer reset the connection before it: EPIPE, ECONNRESET)
+        # closes the transport at once and nothing reached the peer; connection_lost follows.
+        self._unsent = transport.is_closing() and not self._closed
         return fut
 
     def is_closing(self) -> bool:
         return self._closed or self._transport.is_closing()
+
+    def is_usable(self) -> bool:
+        """Open, and nothing arrived while idle. A FIN or RST the loop has not read yet
+        is seen here, before the write: once a request is written, a close without an
+        answer leaves its outcome unknown (the keep-alive race). Stray bytes on an idle
+        connection mean the stream is out of step: not usable either."""
+        if self._closed or self._transport.is_closing():
+            return False
+        return self._fd < 0 or not select.select((self._fd,), (), (), 0)[0]
 
     def close(self) -> None:
         """Close at once, give the slot back; an exchange in flight is dropped unanswered."""
@@ -220,6 +234,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # always a Transport for TCP
+        if transport.get_extra_info("sslcontext") is None:  # TLS reads records on its own
+            self._fd = transport.get_extra_info("socket").fileno()
 
     def data_received(self, data: bytes) -> None:
         if self._fut is None:  # nothing was asked: the stream is out of step
@@ -245,8 +261,8 @@ class _Connection(asyncio.Protocol):
         if self._fut is not None:
             if self._got_bytes and exc is None and self._headers_done and not self._framed:
                 self._complete(keep_alive=False)  # the body was delimited by the close
-            elif self._may_retry and not self._got_bytes:
-                self._reject(_StaleConnection())
+            elif self._unsent:
+                self._reject(_Unsent())
             else:
                 self._reject(ConnectionLost("the connection closed mid-exchange", sent=True))
         self._origin.drop(self)
@@ -317,7 +333,7 @@ class _Origin:
         while idle:
             conn = idle.pop()
             conn.is_idle = False
-            if conn.idle_since > cutoff and not conn.is_closing():
+            if conn.idle_since > cutoff and conn.is_usable():
                 return conn
             conn.close()
         return None
@@ -333,7 +349,7 @@ class _Origin:
             conn = await self._wait(deadline)
             if conn is None:  # a closed connection's slot was handed to us
                 return await self._connect(deadline)
-            if not conn.is_closing():
+            if conn.is_usable():
                 return conn
             conn.close()  # closed while being handed over: its slot went on, wait again
 
@@ -487,22 +503,21 @@ class HttpPool:
         deadline = now + timeout_s
         is_head = method == "HEAD"
         conn = origin.take_idle(now - self.idle_timeout_s) or await origin.acquire(deadline)
-        may_retry = True
+        resent = False
         while True:
-            fut = conn.send(payload, deadline, is_head=is_head, may_retry=may_retry)
+            fut = conn.send(payload, deadline, is_head=is_head)
             try:
                 return await fut
-            except _StaleConnection:
-                may_retry = False
+            except _Unsent:
+                if resent:
+                    raise ConnectionLost(
+                        "reset before the request was written", sent=False
+                    ) from None
+                resent = True
             except asyncio.CancelledError:
                 conn.abandon(fut)
                 raise
-            try:
-                conn = await origin.acquire(deadline)
-            except ConnectFailed as exc:  # the first send may have reached the peer after all
-                raise ConnectionLost(
-                    f"resend after a closed keep-alive failed: {exc}", sent=True
-                ) from None
+            conn = await origin.acquire(deadline)  # nothing was sent: a ConnectFailed says so
 
     async def aclose(self) -> None:
         """Close every connection; requests in flight fail with ConnectionLost."""

@@ -3,8 +3,9 @@
 Probes and deliveries feed the same counter of consecutive failures (active and
 passive detection). An offline instance gets no traffic; only a successful probe
 brings it back, and while it stays offline it is re-probed after a pause that
-doubles each time (Envoy-style ejection), so recovery does not wait a whole
-probe interval.
+doubles with each ejection (Envoy-style): going offline is one, every failed
+re-probe another; failures of deliveries still in flight when it went out are
+not. So recovery does not wait a whole probe interval.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from agent_reach.model.agents import HealthStatus
 SUSPECT_AFTER = 3  # DESIGN.md: 3 consecutive failures -> suspect (original production setting)
 OFFLINE_AFTER = 5  # DESIGN.md: 2 more -> offline and out of the pool
 EJECTION_BASE_S = 2.0  # RELIABILITY.md: base ejection 2 s ...
-EJECTION_MAX_S = 60.0  # ... doubling while the instance keeps failing, at most this
+EJECTION_MAX_S = 60.0  # ... doubling with each failed re-probe, at most this
 # Doublings that reach EJECTION_MAX_S; more would only overflow the float (an instance
-# timing out thousands of deliveries under overload fails that many times while out).
+# that fails its re-probes for days is ejected that many times).
 _MAX_DOUBLINGS = 16
 
 Source = Literal["probe", "delivery"]
@@ -44,15 +45,23 @@ class HealthTracker:
                 self.ejections = 0
             return self.state
         self.failures += 1
-        if self.failures >= OFFLINE_AFTER:
-            self.ejections += 1  # each failure while out doubles the pause before the next probe
-            self.state = "offline"
-            doublings = min(self.ejections - 1, _MAX_DOUBLINGS)
-            pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2**doublings)
-            self.reprobe_at = now + pause
+        if self.state == "offline":
+            # Out already: only a failed re-probe is a new ejection (and doubles the pause);
+            # the deliveries still in flight when it went out add nothing.
+            if source == "probe":
+                self._eject(now)
+        elif self.failures >= OFFLINE_AFTER:
+            self._eject(now)
         elif self.failures >= SUSPECT_AFTER:
             self.state = "suspect"
         return self.state
+
+    def _eject(self, now: float) -> None:
+        self.ejections += 1
+        self.state = "offline"
+        doublings = min(self.ejections - 1, _MAX_DOUBLINGS)
+        pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2**doublings)
+        self.reprobe_at = now + pause
 
     def adopt(self, state: HealthStatus, now: float) -> None:
         """Take a state another coordinator's checks reached, as if seen here."""

@@ -171,10 +171,14 @@ class RoutingPolicy(BaseModel):
 
     def deadline_s(self, timeout_class: TimeoutClassPolicy) -> float:
         """The whole-request budget of a class: its own, or every attempt plus the pauses."""
-        deadline = self._deadlines.get(timeout_class)
-        if deadline is None:
-            deadline = self._deadlines[timeout_class] = self._compute_deadline(timeout_class)
-        return deadline
+        # By identity: this policy's own classes are worked out once; hashing a model by
+        # its fields on every request cost more than the sum itself.
+        deadline = self._deadlines.get(id(timeout_class))
+        if deadline is None or deadline[0] is not timeout_class:
+            deadline = (timeout_class, self._compute_deadline(timeout_class))
+            if timeout_class in self.timeout_classes.values():
+                self._deadlines[id(timeout_class)] = deadline
+        return deadline[1]
 
     @cached_property
     def longest_deadline_s(self) -> float:
@@ -182,7 +186,7 @@ class RoutingPolicy(BaseModel):
         return max(self.deadline_s(c) for c in self.timeout_classes.values())
 
     @cached_property
-    def _deadlines(self) -> dict[TimeoutClassPolicy, float]:
+    def _deadlines(self) -> dict[int, tuple[TimeoutClassPolicy, float]]:
         return {}
 
     def _compute_deadline(self, timeout_class: TimeoutClassPolicy) -> float:

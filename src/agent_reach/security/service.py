@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from typing import NoReturn
 
 import structlog
 
@@ -26,6 +27,7 @@ from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.access import (
+    AccessDecision,
     Action,
     capability_matches,
     decide_access,
@@ -39,6 +41,7 @@ log = structlog.get_logger("agent_reach.security")
 
 KEY_CACHE_S = 1.0  # issue 6: a revocation is effective on every coordinator within 1 s
 KEY_CACHE_MAX = 10_000  # distinct key ids cached; more flush the cache
+RULES_CACHE_MAX = 10_000  # (principal, capability) pairs whose rules are kept per policy
 _SAME_ANSWER = "a valid API key is required (Authorization: Bearer <key>)"
 
 
@@ -66,6 +69,11 @@ class SecurityService:
         self.metrics = metrics
         self.enabled = enabled
         self._cache: dict[str, tuple[KeyRecord | None, float]] = {}
+        # What the policy in force says per (principal, capability), worked out once per
+        # policy: the invoke verdict and the quota buckets (index, scope, rate, burst).
+        self._rules_of: RoutingPolicy | None = None
+        self._verdicts: dict[tuple[Principal, str], AccessDecision] = {}
+        self._buckets: dict[tuple[Principal, str], list[tuple[str, float, int]]] = {}
 
     async def authenticate(self, authorization: str | None) -> Principal:
         """The principal of a `Bearer` key; `Unauthorized` (the same answer) for any bad key."""
@@ -100,7 +108,13 @@ class SecurityService:
         to) the capability; observers never may."""
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
-        self._authorize(self.policy().access.invoke, principal, capability, "invoke")
+        policy = self._rules()
+        verdict = self._verdicts.get((principal, capability))
+        if verdict is None:
+            verdict = decide_access(policy.access.invoke, principal, capability, "invoke")
+            self._verdicts[(principal, capability)] = verdict
+        if not verdict.allowed:
+            self._deny(verdict, principal, capability, "invoke")
 
     def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
         """Agents (and admins) may register only what their key's grants or rules allow."""
@@ -130,16 +144,22 @@ class SecurityService:
 
     async def admit(self, principal: Principal, capability: str) -> None:
         """Take a token from every bucket covering the pair; `QuotaExceeded` when one is empty."""
-        quotas = self.policy().quotas
-        if not quotas:
+        policy = self._rules()
+        if not policy.quotas:
             return
-        for index, rule in enumerate(quotas):
-            if not _covers(rule.principals, rule.capabilities, principal, capability):
-                continue
-            scope = capability if rule.scope == "pair" else "*"
-            wait_s = await self.quotas.take(
-                f"{index}:{principal.name}:{scope}", rule.rate_per_s, rule.burst
-            )
+        buckets = self._buckets.get((principal, capability))
+        if buckets is None:
+            buckets = self._buckets[(principal, capability)] = [
+                (
+                    f"{index}:{principal.name}:{capability if rule.scope == 'pair' else '*'}",
+                    rule.rate_per_s,
+                    rule.burst,
+                )
+                for index, rule in enumerate(policy.quotas)
+                if _covers(rule.principals, rule.capabilities, principal, capability)
+            ]
+        for key, rate_per_s, burst in buckets:
+            wait_s = await self.quotas.take(key, rate_per_s, burst)
             if wait_s > 0:
                 self.metrics.quota_denials.labels(capability).inc()
                 raise QuotaExceeded(
@@ -158,17 +178,30 @@ class SecurityService:
         self._cache[key_id] = (record, now)
         return record
 
+    def _rules(self) -> RoutingPolicy:
+        """The policy in force; the verdicts and buckets worked out under another are dropped."""
+        policy = self.policy()
+        if policy is not self._rules_of or len(self._verdicts) + len(self._buckets) > (
+            RULES_CACHE_MAX
+        ):
+            self._rules_of = policy
+            self._verdicts.clear()
+            self._buckets.clear()
+        return policy
+
     def _authorize(
         self, rules: list[AccessRule], principal: Principal, capability: str, action: Action
     ) -> None:
         decision = decide_access(rules, principal, capability, action)
         if not decision.allowed:
-            log.info(
-                "access_denied", principal=principal.name, action=action, capability=capability
-            )
-            raise Forbidden(
-                f"{principal.name!r} may not {action} {capability!r}: {decision.reason}"
-            )
+            self._deny(decision, principal, capability, action)
+
+    @staticmethod
+    def _deny(
+        decision: AccessDecision, principal: Principal, capability: str, action: Action
+    ) -> NoReturn:
+        log.info("access_denied", principal=principal.name, action=action, capability=capability)
+        raise Forbidden(f"{principal.name!r} may not {action} {capability!r}: {decision.reason}")
 
 
 def _covers(

@@ -33,6 +33,7 @@ from agent_reach.server.edge_asgi import (
     http_scope,
     status_line,
 )
+from agent_reach.server.edge_chunks import ChunkLines
 from agent_reach.server.edge_stream import abort_stream, relay_answer
 from agent_reach.server.fastpath import answer_invoke, body_too_large
 from agent_reach.server.limits import (
@@ -131,6 +132,10 @@ class HttpConnection(asyncio.Protocol):
         self.in_head = False
         self.in_message = False
         self.head_bytes = 0  # of a head that spans reads, after its first read
+        self.head_tail = b""  # the last bytes of a head that spans reads: its end may straddle
+        self.body_left = 0  # of a Content-Length body
+        self.chunked_head = False  # the head just parsed announced a chunked body
+        self.chunk_lines: ChunkLines | None = None  # follows a chunked body from its first byte
         self.active_at = self.head_started = loop.time()
         self.reading_done = False  # EOF, upgrade or a refused request: no more requests
         self.read_paused = self.write_paused = self.body_held = False
@@ -195,21 +200,70 @@ class HttpConnection(asyncio.Protocol):
                 except HeadersTooLarge as exc:
                     self._refuse(exc)
                 return
+        if (
+            self.chunk_lines is None
+            and not self.in_head
+            and b"hunked" not in data
+            and b"HUNKED" not in data
+        ):
+            self._parse(data, b"")  # no chunked body begins here: llhttp reads it all at once
+            if self.in_head:
+                self.head_tail = data[-3:]  # the head's end may straddle this read and the next
+            return
+        # Heads are fed up to their end, so a chunked body is followed from its first byte.
+        while data and not self.reading_done:
+            if self.chunk_lines is not None:
+                piece, rest = self.chunk_lines.feed(data)
+                data, at_end = rest or b"", False
+            elif self.in_message and not self.in_head and self.body_left > 0:
+                piece, data, at_end = data[: self.body_left], data[self.body_left :], False
+            else:
+                piece, data, at_end = self._head_piece(data)
+                if at_end:  # the head must end with the piece's last byte, not before it
+                    self.chunked_head = False
+                    if not self._parse(piece[:-1], piece[-1:] + data):
+                        return
+                    piece, at_end = piece[-1:], self.in_head and not self.chunked_head
+            self.chunked_head = False
+            if not self._parse(piece, data):
+                return
+            if self.chunked_head and at_end:  # the body begins right after this piece
+                self.chunk_lines = ChunkLines()
+
+    def _head_piece(self, data: bytes) -> tuple[bytes, bytes, bool]:
+        """`data` up to the end of the head arriving (all of it while the head goes on),
+        what follows, and whether the piece ends where a head can end."""
+        tail = self.head_tail
+        end = (tail + data).find(b"\r\n\r\n") if tail else data.find(b"\r\n\r\n")
+        if end < 0:
+            self.head_tail = (tail + data)[-3:]
+            return data, b"", False
+        self.head_tail = b""
+        end += 4 - len(tail)
+        return data[:end], data[end:], True
+
+    def _parse(self, data: bytes, rest: bytes) -> bool:
+        """Feed llhttp; False once reading stopped (`rest`, what follows `data`, is then
+        read on after an ignored upgrade, or never)."""
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             if self.upgrade_body:  # RFC 9110 §7.8: ignore the upgrade, read the body
-                self._read_on_after_upgrade(data[upgrade.args[0] :])
-                return
+                self._read_on_after_upgrade(data[upgrade.args[0] :] + rest)
+                return False
             self._end_reading()  # no protocol switch: answer the request, then close
             if self.queue:
                 self.queue[-1].keep_alive = False
+            return False
         except httptools.HttpParserCallbackError as exc:
             if not isinstance(exc.__context__, ReachError):
                 raise  # a bug in a callback: asyncio logs it and closes the connection
             self._refuse(exc.__context__)
+            return False
         except httptools.HttpParserError:
             self._refuse(InvalidRequest("the request is not valid HTTP/1.1", code="bad_request"))
+            return False
+        return True
 
     # httptools callbacks
 
@@ -257,8 +311,11 @@ class HttpConnection(asyncio.Protocol):
         _check_request_line(http_version, self.hosts)
         if http_version == "1.0":
             self.expect_continue = False  # RFC 9110 §10.1.1: never 100 to an HTTP/1.0 client
+        self.head_tail = b""
+        self.body_left = self.declared
+        self.chunked_head = _is_chunked(self.headers)
         if parser.should_upgrade():
-            self.upgrade_body = self.declared > 0 or _is_chunked(self.headers)
+            self.upgrade_body = self.declared > 0 or self.chunked_head
         exchange: Exchange
         if (
             server.invoke is not None
@@ -289,12 +346,14 @@ class HttpConnection(asyncio.Protocol):
             self._enqueue(exchange)
 
     def on_body(self, body: bytes) -> None:
+        self.body_left -= len(body)
         self.current.feed(body)  # type: ignore[union-attr]
 
     def on_message_complete(self) -> None:
         if self.upgrade_body and not self.priming:
             return  # llhttp skipped the body to switch protocols: it is read on, unswitched
         self.in_message = False
+        self.chunk_lines = None
         exchange, self.current = self.current, None
         exchange.end()  # type: ignore[union-attr]
         self._start_first()
@@ -412,6 +471,8 @@ class HttpConnection(asyncio.Protocol):
         self.parser.feed_data(b"POST / HTTP/1.1\r\nhost: -\r\n%s\r\n\r\n" % framing)
         self.priming = False
         self.upgrade_body = False
+        self.body_left = self.declared
+        self.chunk_lines = None if self.declared else ChunkLines()
         if rest:
             self.data_received(rest)
 

@@ -1,12 +1,15 @@
 """An agent that writes its answers byte by byte, for the shapes no framework sends:
 bare-LF line ends, two Content-Lengths, Content-Length with chunked, a body delimited
-by closing, a keep-alive answer followed by a close, a cut-off body, not HTTP at all.
-Prints "PORT <n>"; GET /stats -> acted."""
+by closing, a keep-alive answer followed by a close, a cut-off body, not HTTP at all;
+and `/reset-reused`, which acts on every request but resets (RST) a connection that
+already served one instead of answering. Prints "PORT <n>"; GET /stats -> acted."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 
 acted = 0
 RESULT = b'{"peer": "raw"}'
@@ -23,11 +26,14 @@ ANSWERS = {
     "/truncated": b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n" + RESULT,
     "/garbage": b"SPDY/3 what is this\r\n\r\n",
 }
+RESET_FIRST = b"HTTP/1.1 200 OK\r\ncontent-length: 15\r\n\r\n" + RESULT
 CLOSE_AFTER = {"/close", "/idle-close", "/truncated", "/garbage", "/bare-lf"}
+LINGER_OFF = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: closing sends an RST
 
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     global acted
+    served = 0  # requests this connection has carried
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -44,7 +50,15 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
                 continue
             acted += 1
-            writer.write(ANSWERS.get(path, b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"))
+            served += 1
+            if path == "/reset-reused" and served > 1:
+                writer.get_extra_info("socket").setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, LINGER_OFF
+                )
+                writer.transport.abort()
+                return
+            answer = ANSWERS.get(path, b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            writer.write(RESET_FIRST if path == "/reset-reused" else answer)
             await writer.drain()
             if path in CLOSE_AFTER:
                 break
