@@ -145,8 +145,8 @@ async def open_runtime(
     journal = RequestJournal(clock, node_id=node_id)
     similar = SimilarAnswers(policy, metrics)
     history = InstanceHistory(registry.index, clock)
-    if backends.why is not None:  # `why` finds what any coordinator answered
-        journal.shared = SharedJournal(backends.why, history)
+    shared = SharedJournal(backends.why, history) if backends.why is not None else None
+    journal.shared = shared  # on a shared store, `why` finds what any coordinator answered
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
@@ -219,8 +219,8 @@ async def open_runtime(
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
     ]
-    if journal.shared is not None:
-        loops.append(asyncio.create_task(journal.shared.run(), name="shared-journal"))
+    if shared is not None:
+        loops.append(asyncio.create_task(shared.run(), name="shared-journal"))
     if backends.is_shared:  # alone, a coordinator's own counts are the fleet's
         fleet_load = FleetLoad(registry.index, backends.fleet_load, node_id)
         loops.append(asyncio.create_task(fleet_load.run(), name="fleet-load"))

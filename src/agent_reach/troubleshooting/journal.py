@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from agent_reach.clock import Clock
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import Principal
-
-if TYPE_CHECKING:
-    from agent_reach.troubleshooting.shared import RecordedHistory, SharedJournal
+from agent_reach.registry.history import InstanceSnapshot
 
 DEFAULT_REQUESTS = 10_000  # as many as the trace store keeps traces
 MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first
@@ -60,6 +58,27 @@ class JournalEntry:
         return decoded if isinstance(decoded, dict) else {"result": decoded}
 
 
+class RecordedHistory:
+    """The serving coordinator's snapshots of one request's candidates, read like
+    `InstanceHistory.at`."""
+
+    def __init__(self, snapshots: dict[str, InstanceSnapshot]) -> None:
+        self.snapshots = snapshots
+
+    def at(self, agent_id: str, wall_time: float) -> InstanceSnapshot | None:
+        return self.snapshots.get(agent_id)
+
+
+class JournalSink(Protocol):
+    """Where a coordinator on a shared store also hands its records (shared.py)."""
+
+    def answered(self, entry: JournalEntry) -> None: ...
+
+    def read(self, request_id: str, read: ContextRead) -> None: ...
+
+    async def find(self, request_id: str) -> tuple[list[JournalEntry], list[ContextRead]]: ...
+
+
 class RequestJournal:
     """request id -> its answered entries (several principals may use the same id)."""
 
@@ -67,7 +86,7 @@ class RequestJournal:
         self.clock = clock
         self.size = size
         self.node_id = node_id
-        self.shared: SharedJournal | None = None  # set on a shared store
+        self.shared: JournalSink | None = None  # set on a shared store
         self.bytes_held = 0
         self._entries: OrderedDict[str, list[JournalEntry]] = OrderedDict()
         self._reads: OrderedDict[str, deque[ContextRead]] = OrderedDict()

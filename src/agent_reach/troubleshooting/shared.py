@@ -25,7 +25,12 @@ from agent_reach.backends.protocols import WhyStore
 from agent_reach.errors import StoreUnavailable
 from agent_reach.invoke.answer import Answer
 from agent_reach.registry.history import InstanceHistory, InstanceSnapshot
-from agent_reach.troubleshooting.journal import ContextRead, JournalEntry, RequestJournal
+from agent_reach.troubleshooting.journal import (
+    ContextRead,
+    JournalEntry,
+    RecordedHistory,
+    RequestJournal,
+)
 
 log = structlog.get_logger("agent_reach.troubleshooting")
 
@@ -36,17 +41,6 @@ TTL_S = 300.0  # `why` is for the last minutes; the local journal keeps 10,000 r
 MAX_BODY_BYTES = 16 * 1024  # a larger answer is shared without its result
 
 _SEPARATOR = b"\n"  # header JSON, then the payload as it was (orjson writes no newline)
-
-
-class RecordedHistory:
-    """The serving coordinator's snapshots of one request's candidates, read like
-    `InstanceHistory.at`."""
-
-    def __init__(self, snapshots: dict[str, InstanceSnapshot]) -> None:
-        self.snapshots = snapshots
-
-    def at(self, agent_id: str, wall_time: float) -> InstanceSnapshot | None:
-        return self.snapshots.get(agent_id)
 
 
 class SharedJournal:
