@@ -201,3 +201,19 @@ def report(request: pytest.FixtureRequest) -> Callable[[Report], Report]:
         return result
 
     return save
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
+def store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The store several coordinators share: a standalone Redis or the 6-node Cluster."""
+    if request.param == "redis-cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        prefix = request.getfixturevalue("redis_cluster_prefix")
+        return {"backend": "redis-cluster", "redis_url": cluster.url, "redis_prefix": prefix}
+    url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+    return {"backend": "redis", "redis_url": url, "redis_prefix": prefix}

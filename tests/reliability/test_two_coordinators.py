@@ -48,22 +48,6 @@ DEADLINE_S = 2.0
 STALE_S = 3.0  # entries of a dead coordinator are taken over after this (AR_TASK_STALE_S)
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("redis", marks=pytest.mark.redis),
-        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
-    ]
-)
-def store(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The shared store of both coordinators: a standalone Redis or the 6-node Cluster."""
-    if request.param == "redis-cluster":
-        cluster = request.getfixturevalue("redis_cluster")
-        prefix = request.getfixturevalue("redis_cluster_prefix")
-        return {"backend": "redis-cluster", "redis_url": cluster.url, "redis_prefix": prefix}
-    url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
-    return {"backend": "redis", "redis_url": url, "redis_prefix": prefix}
-
-
 def _coordinators(rig: Any, store: dict[str, str]) -> tuple[CoordinatorProcess, CoordinatorProcess]:
     shared = {**store, "extra_env": {"AR_TASK_STALE_S": str(STALE_S)}}
     return rig.coordinator(policy=POLICY, **shared), rig.coordinator(policy=POLICY, **shared)

@@ -78,16 +78,10 @@ def _write(name: str, figures: dict[str, Any]) -> None:
     (ARTIFACTS / f"{name}.json").write_bytes(orjson.dumps(figures, option=orjson.OPT_INDENT_2))
 
 
-@pytest.mark.redis
 def test_runs_of_a_killed_coordinator_are_finished_by_another_without_repeating_a_step(
-    rig, redis_url, redis_prefix, tier
+    rig, store, tier
 ):
-    shared = {
-        "backend": "redis",
-        "redis_url": redis_url,
-        "redis_prefix": redis_prefix,
-        "extra_env": {"AR_TASK_STALE_S": str(STALE_S)},
-    }
+    shared = {**store, "extra_env": {"AR_TASK_STALE_S": str(STALE_S)}}
     a = rig.coordinator(policy=POLICY, **shared)
     b = rig.coordinator(policy=POLICY, **shared)
     agents = [
@@ -116,7 +110,7 @@ def test_runs_of_a_killed_coordinator_are_finished_by_another_without_repeating_
     taken_over = [run_id for run_id, view in ended.items() if view["takeovers"] > 0]
     dedup_hits = sum(row.kind == "dedup_hit" for row in rig.ledger())
     _write(
-        "workflow_takeover-redis",
+        f"workflow_takeover-{store['backend']}",
         {
             "runs": len(run_ids),
             "steps": len(expected),
