@@ -240,6 +240,23 @@ async def test_keep_alive_reuses_one_connection_for_sequential_requests(serve, m
     assert [r.nth for r in agent.requests] == [0, 1, 2, 3, 4]
 
 
+async def test_a_connection_numbered_past_fd_setsize_is_reused(serve, make_pool):
+    """A busy coordinator holds more than 1,024 descriptors: the idle check before a
+    reuse must not depend on select(), which refuses them (500s under overload)."""
+    agent = await serve(lambda r: ok(r.body))
+    with contextlib.ExitStack() as held:
+        for _ in range(max(0, 1100 - _open_descriptors())):
+            held.enter_context(socket.socket())
+        pool = make_pool()
+        answers = [await post(pool, agent, b"%d" % i) for i in range(3)]
+    assert [a.body for a in answers] == [b"0", b"1", b"2"]
+    assert agent.connections == 1
+
+
+def _open_descriptors() -> int:
+    return len(list(Path("/proc/self/fd").iterdir()))
+
+
 async def test_request_carries_method_path_host_length_and_headers(serve, make_pool):
     agent = await serve(lambda r: ok())
     pool = make_pool()

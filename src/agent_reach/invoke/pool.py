@@ -188,7 +188,7 @@ class _Connection(asyncio.Protocol):
         connection mean the stream is out of step: not usable either."""
         if self._closed or self._transport.is_closing():
             return False
-        return self._fd < 0 or not select.select((self._fd,), (), (), 0)[0]
+        return self._fd < 0 or not _readable(self._fd)
 
     def close(self) -> None:
         """Close at once, give the slot back; an exchange in flight is dropped unanswered."""
@@ -608,3 +608,12 @@ def _check_name(name: str) -> None:
     if len(_checked_names) >= _NAME_CACHE_SIZE:
         _checked_names.clear()
     _checked_names.add(name)
+
+
+def _readable(fd: int) -> bool:
+    """Whether `fd` has input (or a FIN/RST) waiting, without reading it. poll, not
+    select: select refuses descriptors from FD_SETSIZE (1024) up, which a busy
+    coordinator reaches."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
