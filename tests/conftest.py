@@ -1,4 +1,5 @@
-"""Fixtures every test directory shares: a real Redis and a private key prefix in it."""
+"""Fixtures every test directory shares: a real Redis (standalone and Cluster) with private
+key prefixes, and a real coordinator on each backend with an HTTP client for it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import shutil
 import sys
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import redis
 import structlog
 
+from agent_reach.config import Settings
 from agent_reach.testing.redis_cluster import RedisClusterServer
 from agent_reach.testing.redis_server import RedisServer, find_redis_url
+from agent_reach.testing.servers import run_coordinator
 
 # Coordinators in tests run without API keys unless a test turns security on itself
 # (tests/security does); child processes (tests/reliability) inherit this.
@@ -57,6 +61,31 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
         keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
         if keys:
             client.unlink(*keys)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def settings(request: pytest.FixtureRequest) -> Settings:
+    """Coordinator settings for each backend; Redis runs under a test-private key prefix."""
+    if request.param == "memory":
+        return Settings(decision_log="off")
+    return Settings(
+        decision_log="off",
+        registry_backend="redis",
+        redis_url=request.getfixturevalue("redis_url"),
+        redis_prefix=request.getfixturevalue("redis_prefix"),
+    )
+
+
+@pytest.fixture
+def coordinator(settings: Settings) -> Iterator[str]:
+    with run_coordinator(settings) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def http(coordinator: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=coordinator, timeout=10) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -8,40 +8,14 @@ import httpx
 import pytest
 
 from agent_reach.clock import ManualClock
-from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
-
-
-@pytest.fixture(params=["memory", "redis"])
-def settings(request: pytest.FixtureRequest) -> Settings:
-    """Coordinator settings for each backend; Redis runs under a test-private key prefix."""
-    if request.param == "memory":
-        return Settings(decision_log="off")
-    return Settings(
-        decision_log="off",
-        registry_backend="redis",
-        redis_url=request.getfixturevalue("redis_url"),
-        redis_prefix=request.getfixturevalue("redis_prefix"),
-    )
-
-
-@pytest.fixture
-def coordinator(settings: Settings) -> Iterator[str]:
-    with run_coordinator(settings) as (url, _):
-        yield url
 
 
 @pytest.fixture
 def manual_clock() -> ManualClock:
     return ManualClock()
-
-
-@pytest.fixture
-def http(coordinator: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=coordinator, timeout=10) as client:
-        yield client
 
 
 AgentFactory = Callable[..., tuple[FakeAgent, str]]
