@@ -1,7 +1,9 @@
 """The request journal: the last requests this coordinator answered, for `why`.
 
-Recording keeps a reference to the answer's bytes, already made for the caller:
-nothing is serialized or copied on the request path, the walk decodes them when asked.
+Recording appends one tuple that keeps a reference to the answer's bytes, already made
+for the caller: nothing is serialized, copied or indexed on the request path. An entry
+is made of its tuple only when `why` asks for that request (a scan of at most `size`
+tuples, rare next to the requests recorded), and the walk decodes the bytes then.
 Bounded by count and by bytes held; like traces, each coordinator keeps its own, and
 on a shared store also hands every entry and read to the shared journal (shared.py),
 so that `why` finds a request whichever coordinator answered it.
@@ -20,7 +22,7 @@ from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import Principal
 from agent_reach.registry.history import InstanceSnapshot
 
-DEFAULT_REQUESTS = 10_000  # as many as the trace store keeps traces
+DEFAULT_REQUESTS = 10_000  # answers kept: as many as the trace store keeps traces
 MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first
 MAX_VALUE_BYTES = 16 * 1024  # a context read's values are kept up to this; beyond, sizes only
 READS_PER_REQUEST = 8  # context reads kept per request (retries read again)
@@ -79,8 +81,13 @@ class JournalSink(Protocol):
     async def find(self, request_id: str) -> tuple[list[JournalEntry], list[ContextRead]]: ...
 
 
+# What `record` keeps of one answer: request id, principal, trace id, context id, the
+# answer, and the wall and monotonic clocks at its start and end.
+_Answered = tuple[str, str, str, str | None, Answer, float, float, float]
+
+
 class RequestJournal:
-    """request id -> its answered entries (several principals may use the same id)."""
+    """The last `size` answers, oldest first (several principals may use the same id)."""
 
     def __init__(self, clock: Clock, size: int = DEFAULT_REQUESTS, node_id: str = "") -> None:
         self.clock = clock
@@ -88,7 +95,7 @@ class RequestJournal:
         self.node_id = node_id
         self.shared: JournalSink | None = None  # set on a shared store
         self.bytes_held = 0
-        self._entries: OrderedDict[str, list[JournalEntry]] = OrderedDict()
+        self._answered: deque[_Answered] = deque()
         self._reads: OrderedDict[str, deque[ContextRead]] = OrderedDict()
 
     def record(
@@ -101,28 +108,23 @@ class RequestJournal:
         started: float,
     ) -> None:
         """Keep the answer of one request that began at monotonic `started`."""
-        now = self.clock.monotonic()
-        entry = JournalEntry(
+        answered = self._answered
+        kept = (
             request_id,
             principal.name,
             trace_id,
-            self.clock.wall() - (now - started),
-            round((now - started) * 1000, 3),
             context_id,
             answer,
-            node=self.node_id,
+            self.clock.wall(),
+            self.clock.monotonic(),
+            started,
         )
-        if self.shared is not None:
-            self.shared.answered(entry)
-        entries = self._entries.get(request_id)
-        if entries is None:
-            self._entries[request_id] = [entry]
-        else:
-            entries.append(entry)
+        answered.append(kept)
         self.bytes_held += len(answer.body)
-        while len(self._entries) > self.size or self.bytes_held > MAX_BYTES:
-            _, evicted = self._entries.popitem(last=False)
-            self.bytes_held -= sum(len(e.answer.body) for e in evicted)
+        while len(answered) > self.size or self.bytes_held > MAX_BYTES:
+            self.bytes_held -= len(answered.popleft()[4].body)
+        if self.shared is not None:
+            self.shared.answered(self._entry(kept))
 
     def context_read(
         self, request_id: str, context_id: str, granted: tuple[str, ...], document: dict[str, Any]
@@ -148,8 +150,21 @@ class RequestJournal:
 
     def find(self, request_id: str) -> list[JournalEntry]:
         """Every kept entry of `request_id`, oldest first, with the context reads it made."""
-        entries = self._entries.get(request_id, [])
+        entries = [self._entry(kept) for kept in self._answered if kept[0] == request_id]
         reads = self._reads.get(request_id, ())
         for entry in entries:
             entry.reads = [r for r in reads if r.context_id == entry.context_id]
-        return list(entries)
+        return entries
+
+    def _entry(self, kept: _Answered) -> JournalEntry:
+        request_id, principal, trace_id, context_id, answer, wall, now, started = kept
+        return JournalEntry(
+            request_id,
+            principal,
+            trace_id,
+            wall - (now - started),
+            round((now - started) * 1000, 3),
+            context_id,
+            answer,
+            node=self.node_id,
+        )
