@@ -43,3 +43,31 @@ async def test_answers_over_the_size_limit_are_not_remembered() -> None:
     assert await cache.get(answer_key("cap", {"n": 2})) == b'{"small":1}'
     assert await cache.get(answer_key("cap", {"n": 1})) is None
     assert memory.skipped == 1
+
+
+class CountingCache(MemoryAnswerCache):
+    """Counts the writes a flush makes."""
+
+    def __init__(self) -> None:
+        super().__init__(ManualClock(), max_bytes=1 << 20)
+        self.puts = 0
+
+    async def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        self.puts += 1
+        await super().put(key, value, ttl_s)
+
+
+async def test_one_flush_writes_the_newest_answer_once_per_payload_whatever_its_key_order() -> None:
+    cache = CountingCache()
+    memory = AnswerMemory(cache, max_bytes=1 << 20)
+    memory.remember("cap", {"a": 1, "b": 2}, "first", 3600)
+    memory.remember("cap", {"n": 9}, "other", 3600)
+    memory.remember("cap", {"a": 1, "b": 2}, "second", 3600)
+    memory.remember("cap", {"b": 2, "a": 1}, "third", 3600)
+    memory.remember("other-cap", {"a": 1, "b": 2}, "elsewhere", 3600)
+    await memory.flush()
+
+    assert await cache.get(answer_key("cap", {"a": 1, "b": 2})) == b'"third"'
+    assert await cache.get(answer_key("cap", {"n": 9})) == b'"other"'
+    assert await cache.get(answer_key("other-cap", {"b": 2, "a": 1})) == b'"elsewhere"'
+    assert cache.puts == 3

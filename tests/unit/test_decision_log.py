@@ -51,3 +51,50 @@ def test_recent_decisions_are_kept_even_when_the_log_is_off():
     assert [d.request_id for d in log.recent(10)] == ["r-2", "r-1"]
     assert [d.request_id for d in log.recent(10, agent_id="a-1")] == ["r-1"]
     assert not log.is_on
+
+
+async def test_the_recent_decisions_read_back_as_recorded_and_as_written(tmp_path):
+    path = tmp_path / "decisions.jsonl"
+    clock = ManualClock()
+    log = DecisionLog(str(path), clock)
+    for n, who in enumerate(["alice", "bob", "alice", None]):
+        clock.advance(1)
+        log.record(
+            decision(n), kind="invoke", request_id=f"r-{n}", trace_id=f"{n}" * 32, principal=who
+        )
+    await log.aclose()
+
+    [newest, older] = log.recent(10, principal="alice")
+    assert (newest.request_id, newest.trace_id, newest.kind) == ("r-2", "2" * 32, "invoke")
+    assert (newest.principal, newest.decision, newest.time) == (
+        "alice",
+        decision(2),
+        clock.wall() - 1,
+    )
+    assert older.request_id == "r-0"
+    assert [e.request_id for e in log.recent(2)] == ["r-3", "r-2"]
+    assert [e.request_id for e in log.recent(10, trace_id="1" * 32)] == ["r-1"]
+    assert [e.request_id for e in log.recent(10, agent_id="a-3")] == ["r-3"]
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert lines[2] == {
+        "time": clock.wall() - 1,
+        "kind": "invoke",
+        "principal": "alice",
+        "request_id": "r-2",
+        "trace_id": "2" * 32,
+        "capability": "echo",
+        "agent_id": "a-2",
+        "rule": "exact",
+        "refused_by": None,
+        "margin": None,
+        "policy_version": "v1",
+        "candidates": [
+            {
+                "capability": "echo",
+                "agent_id": "a-2",
+                "score": 0.8,
+                "factors": {"health": 1.0},
+                "match": {"exact": 1.0},
+            }
+        ],
+    }

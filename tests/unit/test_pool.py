@@ -270,6 +270,20 @@ async def test_request_carries_method_path_host_length_and_headers(serve, make_p
     assert agent.requests[0].body == b"abc"
 
 
+async def test_encoded_header_lines_follow_the_checked_ones_as_they_are(serve, make_pool):
+    agent = await serve(lambda r: ok())
+    pool = make_pool()
+    url = f"http://127.0.0.1:{agent.port}/invoke"
+    encoded = b"x-request-id: r-1\r\nx-reach-hop: 4\r\n"
+    await pool.request(
+        "POST", url, headers=[("X-Mine", "m")], body=b"{}", timeout_s=5, encoded=encoded
+    )
+    head = agent.requests[0].head
+    assert head.endswith(b"\r\nX-Mine: m\r\n" + encoded + b"\r\n")
+    assert b"\r\nContent-Length: 2\r\n" in head
+    assert agent.requests[0].body == b"{}"
+
+
 async def test_response_headers_are_lower_cased_in_order(serve, make_pool):
     agent = await serve(lambda r: ok(b"{}", b"Content-Type: application/json", b"X-Trace: t1"))
     answer = await post(make_pool(), agent)

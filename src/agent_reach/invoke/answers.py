@@ -56,10 +56,20 @@ class AnswerMemory:
             await self.flush()
 
     async def flush(self) -> None:
-        """Write the answers queued so far: one write per key, the newest wins."""
-        latest: dict[str, tuple[Any, float]] = {}
+        """Write the answers queued so far: one write per key, the newest wins.
+
+        Repeated payloads are common (the same question asked again); they are told
+        apart by their plain encoding first, so each distinct one is keyed (its keys
+        sorted, hashed) once per flush, not once per answer.
+        """
+        newest: dict[tuple[str, bytes], tuple[str, Any, Any, float]] = {}
         while self._pending:
             capability, payload, result, ttl_s = self._pending.popleft()
+            seen = (capability, orjson.dumps(payload))
+            newest.pop(seen, None)  # re-inserted last: the order of the answers is kept
+            newest[seen] = (capability, payload, result, ttl_s)
+        latest: dict[str, tuple[Any, float]] = {}
+        for capability, payload, result, ttl_s in newest.values():
             latest[answer_key(capability, payload)] = (result, ttl_s)
         for key, (result, ttl_s) in latest.items():
             body = orjson.dumps(result)

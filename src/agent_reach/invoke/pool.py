@@ -488,16 +488,20 @@ class HttpPool:
         headers: Sequence[tuple[str, str]] = (),
         body: bytes = b"",
         timeout_s: float,
+        encoded: bytes = b"",
     ) -> Response:
         """Send one request and read the whole response within `timeout_s`.
 
-        Raises ValueError before anything is sent for a bad URL, method or header (CR/LF
-        included); otherwise a PoolError subclass. Any status, 3xx included, is a Response.
+        `encoded`: more header lines, already encoded (``name: value`` and CRLF each)
+        by a caller that made every byte of them (the delivery's own headers): they are
+        sent as they are, unchecked. Raises ValueError before anything is sent for a bad
+        URL, method or header (CR/LF included); otherwise a PoolError subclass. Any
+        status, 3xx included, is a Response.
         """
         if self.closed:
             raise PoolError("the pool is closed")
         target = self._targets.get(url) or self._parse(url)
-        payload = _encode_head(method, target.head, headers, body) + body
+        payload = _encode_head(method, target.head, headers, body, encoded) + body
         origin = target.origin
         now = origin.loop.time()
         deadline = now + timeout_s
@@ -583,8 +587,15 @@ class HttpPool:
         return self._ssl_context
 
 
-def _encode_head(method: str, head: str, headers: Sequence[tuple[str, str]], body: bytes) -> bytes:
-    """The request line and headers; refuses anything that could split the message."""
+def _encode_head(
+    method: str,
+    head: str,
+    headers: Sequence[tuple[str, str]],
+    body: bytes,
+    encoded: bytes = b"",
+) -> bytes:
+    """The request line and headers (`encoded` last, as it is); refuses anything in
+    `method` or `headers` that could split the message."""
     if method not in _METHODS and not _TOKEN.fullmatch(method):
         raise ValueError(f"invalid HTTP method {method!r}")
     parts = [method, head]
@@ -596,8 +607,10 @@ def _encode_head(method: str, head: str, headers: Sequence[tuple[str, str]], bod
         if "\r" in value or "\n" in value or "\0" in value:
             raise ValueError(f"header {name!r} has CR, LF or NUL in its value")
         parts += (name, ": ", value, "\r\n")
-    parts.append("\r\n")
-    return "".join(parts).encode("latin-1")
+    if not encoded:
+        parts.append("\r\n")
+        return "".join(parts).encode("latin-1")
+    return b"%s%s\r\n" % ("".join(parts).encode("latin-1"), encoded)
 
 
 def _check_name(name: str) -> None:

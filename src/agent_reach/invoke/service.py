@@ -33,7 +33,7 @@ from agent_reach.ids import new_request_id
 from agent_reach.invoke.admission import Admission, Limit
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
-from agent_reach.invoke.attempts import AttemptLoop, ContextOf, Delivered
+from agent_reach.invoke.attempts import AttemptLoop, Delivered
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
@@ -388,9 +388,21 @@ class InvokeService:
                 params=self._params(decision, request),
                 stream=stream,
             )
-            delivered = await self._deliver_text(
-                task, decision, delivery, trace, timeout_class, deadline, policy, owned
-            )
+            if request.capability is not None:  # the caller's own choice: no 421 redirects
+                delivered = await self._deliver(
+                    decision,
+                    delivery,
+                    trace,
+                    timeout_class,
+                    deadline,
+                    policy,
+                    request.context_id,
+                    owned,
+                )
+            else:
+                delivered = await self._deliver_text(
+                    task, decision, delivery, trace, timeout_class, deadline, policy, owned
+                )
         except NoInstance as exc:
             if queued or not request.suspend or policy.delivery.suspend_s <= 0:
                 exc.details.setdefault("route", decision)  # as every other failure after routing
@@ -594,7 +606,7 @@ class InvokeService:
         self.metrics.misdirected.labels("redirected").inc()
         return decision
 
-    async def _deliver(
+    def _deliver(
         self,
         decision: RouteDecision,
         delivery: Delivery,
@@ -604,17 +616,41 @@ class InvokeService:
         policy: RoutingPolicy,
         context_id: str | None,
         owned: Owned | None,
-    ) -> Delivered:
-        """The attempts; with a context, each instance gets its own scoped token, and the
-        context stays referenced (it cannot expire) until the attempts are over."""
-        request_id = delivery.request_id
-        context_of: ContextOf | None = None
-        if context_id is not None:
+    ) -> Awaitable[Delivered]:
+        """The attempts (a plain call without a context: one coroutine less per request)."""
+        if context_id is None:
+            return self.attempts.run(
+                decision,
+                delivery,
+                trace,
+                timeout_class=timeout_class,
+                deadline=deadline,
+                policy=policy.delivery,
+                owned=owned,
+            )
+        return self._deliver_in_context(
+            decision, delivery, trace, timeout_class, deadline, policy, context_id, owned
+        )
 
-            async def context_of(instance: Instance) -> dict[str, Any] | None:
-                return await self.contexts.delivery_context(
-                    context_id, instance.spec, request_id=request_id
-                )
+    async def _deliver_in_context(
+        self,
+        decision: RouteDecision,
+        delivery: Delivery,
+        trace: TraceContext,
+        timeout_class: TimeoutClassPolicy,
+        deadline: float,
+        policy: RoutingPolicy,
+        context_id: str,
+        owned: Owned | None,
+    ) -> Delivered:
+        """Each instance gets its own scoped context token, and the context stays
+        referenced (it cannot expire) until the attempts are over."""
+        request_id = delivery.request_id
+
+        async def context_of(instance: Instance) -> dict[str, Any] | None:
+            return await self.contexts.delivery_context(
+                context_id, instance.spec, request_id=request_id
+            )
 
         try:
             return await self.attempts.run(
@@ -628,8 +664,7 @@ class InvokeService:
                 owned=owned,
             )
         finally:
-            if context_id is not None:
-                await self.contexts.release(request_id)
+            await self.contexts.release(request_id)
 
     async def _similar_answer(
         self, task: TaskEntry, decision: RouteDecision, error: ReachError

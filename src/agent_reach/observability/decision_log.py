@@ -50,6 +50,9 @@ class RecentDecision:
     principal: str | None = None  # who asked: callers are shown only their own
 
 
+_Kept = tuple[float, Literal["route", "invoke"], str, str, RouteDecision, str | None]
+
+
 class DecisionLog:
     """Writes decisions as JSON lines to the configured target; `close` flushes."""
 
@@ -63,7 +66,8 @@ class DecisionLog:
         recent: int = DEFAULT_RECENT,
     ) -> None:
         self.clock = clock
-        self._recent: deque[RecentDecision] = deque(maxlen=recent)
+        # what `record` was given, as a tuple: a `RecentDecision` is made when one is read
+        self._recent: deque[_Kept] = deque(maxlen=recent)
         self._pending: deque[bytes] = deque(maxlen=MAX_PENDING)  # serialized lines
         self._sink: _Sink | None = None if target == "off" else _Sink(target, max_bytes, backups)
         self._writing: asyncio.Future[None] | None = None
@@ -87,10 +91,10 @@ class DecisionLog:
         The user's text is not logged (it may hold personal data); the request_id
         joins the record to the caller's own logs.
         """
-        entry = RecentDecision(self.clock.wall(), kind, request_id, trace_id, decision, principal)
-        self._recent.append(entry)
+        kept = (self.clock.wall(), kind, request_id, trace_id, decision, principal)
+        self._recent.append(kept)
         if self._sink is not None:
-            self._pending.append(_line(entry))
+            self._pending.append(_line(*kept))
 
     async def run(self) -> None:
         """Write pending decisions every `FLUSH_S`, until cancelled."""
@@ -115,14 +119,14 @@ class DecisionLog:
         """The newest decisions first; only those of `trace_id`, weighing `agent_id`, or
         asked for by `principal`."""
         found: list[RecentDecision] = []
-        for entry in reversed(self._recent):
-            if principal is not None and entry.principal != principal:
+        for kept in reversed(self._recent):
+            if principal is not None and kept[5] != principal:
                 continue
-            if trace_id is not None and entry.trace_id != trace_id:
+            if trace_id is not None and kept[3] != trace_id:
                 continue
-            if agent_id is not None and not _involves(entry.decision, agent_id):
+            if agent_id is not None and not _involves(kept[4], agent_id):
                 continue
-            found.append(entry)
+            found.append(RecentDecision(*kept))
             if len(found) >= limit:
                 break
         return found
@@ -191,15 +195,21 @@ class _Sink:
                 self.stream.flush()
 
 
-def _line(entry: RecentDecision) -> bytes:
-    decision = entry.decision
+def _line(
+    time: float,
+    kind: str,
+    request_id: str,
+    trace_id: str,
+    decision: RouteDecision,
+    principal: str | None,
+) -> bytes:
     return orjson.dumps(
         {
-            "time": entry.time,
-            "kind": entry.kind,
-            "principal": entry.principal,
-            "request_id": entry.request_id,
-            "trace_id": entry.trace_id,
+            "time": time,
+            "kind": kind,
+            "principal": principal,
+            "request_id": request_id,
+            "trace_id": trace_id,
             "capability": decision.capability,
             "agent_id": decision.agent_id,
             "rule": decision.rule,

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.queueing import queue_scale
-from agent_reach.routing.scoring import factors_of, weighted_score
+from agent_reach.routing.scoring import score_of
 
 WeightsOf = Callable[[str], tuple[tuple[str, float], ...]]
 
@@ -107,6 +106,7 @@ class _Decider:
     def score(self, matches: list[CapabilityMatch]) -> list[Candidate]:
         """Every live instance of the matched capabilities, best first."""
         weights = self.policy.weight_items
+        max_queue = self.policy.admission.max_queue
         candidates: list[Candidate] = []
         for match in matches:
             if self.weights_of is not None:
@@ -114,11 +114,13 @@ class _Decider:
             for instance in self.index.instances_of(match.capability):
                 if not instance.is_live(self.now):
                     continue
-                factors = factors_of(
-                    instance, match=match.confidence, is_warm=instance.id in self.warm_agents
+                score, factors = score_of(
+                    instance,
+                    match=match.confidence,
+                    is_warm=instance.id in self.warm_agents,
+                    weights=weights,
+                    default_max_queue=max_queue,
                 )
-                scale = queue_scale(instance, self.policy.admission.max_queue)
-                score = weighted_score(factors, weights, instance.spec.weight * scale)
                 candidates.append(
                     Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
                 )

@@ -1,34 +1,53 @@
-"""Instance scoring: each factor in [0, 1], a weighted sum, times the instance's weight."""
+"""Instance scoring: each factor in [0, 1], a weighted sum, times the instance's weight.
+
+Past its `max_queue` an instance is scored down. The original system: "when
+order-service has more than 100 waiting, lower its weight and divert". Waiting here is
+in flight on every coordinator together (this one's own count plus what the others
+last published, `registry/fleet_load.py`).
+"""
 
 from __future__ import annotations
 
 from agent_reach.registry.index import Instance
-from agent_reach.routing.queueing import fleet_in_flight
 
 HEALTH_FACTOR = {"healthy": 1.0, "suspect": 0.5, "offline": 0.0}  # suspect: routable, scored down
 LATENCY_REF_MS = 100.0  # a p50 of 100 ms halves the latency factor; 0 ms gives 1
+# Past its max_queue (its own, else the policy's) an instance keeps a tenth of its score:
+# any instance of the same capability under its own limit wins, and when all are past
+# theirs, the load still ranks.
+OVER_QUEUE_SCALE = 0.1
 
 
-def factors_of(instance: Instance, *, match: float, is_warm: bool) -> dict[str, float]:
-    """Every factor of one instance; an instance with no calls yet gets the benefit of doubt."""
+def score_of(
+    instance: Instance,
+    *,
+    match: float,
+    is_warm: bool,
+    weights: tuple[tuple[str, float], ...],
+    default_max_queue: int,
+) -> tuple[float, dict[str, float]]:
+    """The instance's score and every factor of it; an instance with no calls yet gets
+    the benefit of doubt.
+
+    The score is Σ weight_f × factor_f, scaled by the instance's own weight and by the
+    queue down-weight. One function, run for every candidate of every request: it reads
+    the instance's parts once each.
+    """
     window = instance.stats
+    spec = instance.record.spec
+    in_flight = window.in_flight + window.remote_in_flight
     rate = window.success_rate
     p50 = window.latency_ms(0.5)
-    return {
+    factors = {
         "match": match,
-        "health": HEALTH_FACTOR[instance.health],
+        "health": HEALTH_FACTOR[instance.tracker.state],
         "affinity": 1.0 if is_warm else 0.0,
-        "load": max(0.0, 1.0 - fleet_in_flight(instance) / instance.spec.capacity),
+        "load": max(0.0, 1.0 - in_flight / spec.capacity),
         "success": 1.0 if rate is None else rate,
         "latency": 1.0 if p50 is None else LATENCY_REF_MS / (LATENCY_REF_MS + p50),
     }
-
-
-def weighted_score(
-    factors: dict[str, float], weights: tuple[tuple[str, float], ...], weight: float
-) -> float:
-    """Σ weight_f × factor_f, scaled by the instance's own weight."""
     total = 0.0
     for name, w in weights:
         total += w * factors[name]
-    return weight * total
+    scale = 1.0 if in_flight <= (spec.max_queue or default_max_queue) else OVER_QUEUE_SCALE
+    return spec.weight * scale * total, factors

@@ -44,6 +44,8 @@ KEY_CACHE_MAX = 10_000  # distinct key ids cached; more flush the cache
 RULES_CACHE_MAX = 10_000  # (principal, capability) pairs whose rules are kept per policy
 _SAME_ANSWER = "a valid API key is required (Authorization: Bearer <key>)"
 
+_Cached = tuple[KeyRecord | None, Principal, float]
+
 
 class SecurityService:
     """Answers "who is this" and "may they" for the server's routes and the fast path."""
@@ -68,7 +70,9 @@ class SecurityService:
         self.clock = clock
         self.metrics = metrics
         self.enabled = enabled
-        self._cache: dict[str, tuple[KeyRecord | None, float]] = {}
+        # key id -> its record, the principal it stands for (made once, not per request)
+        # and when the record was read
+        self._cache: dict[str, _Cached] = {}
         # What the policy in force says per (principal, capability), worked out once per
         # policy: the invoke verdict and the quota buckets (index, scope, rate, burst).
         self._rules_of: RoutingPolicy | None = None
@@ -83,10 +87,13 @@ class SecurityService:
         if scheme.lower() != "bearer" or not key.strip():
             raise Unauthorized(_SAME_ANSWER)
         key_id, secret = split_key(key.strip())
-        record = await self._record(key_id)
+        cached = self._cache.get(key_id)
+        if cached is None or self.clock.monotonic() - cached[2] >= KEY_CACHE_S:
+            cached = await self._fetch(key_id)
+        record, principal, _ = cached
         if record is None or record.revoked or not matches(record, secret):
             raise Unauthorized(_SAME_ANSWER)
-        return record.principal_of()
+        return principal
 
     async def authorize_scrape(self, authorization: str | None) -> None:
         """`/metrics`: the `AR_METRICS_TOKEN` bearer (compared in constant time), else an
@@ -167,16 +174,15 @@ class SecurityService:
                     retry_after_s=round(wait_s, 3),
                 )
 
-    async def _record(self, key_id: str) -> KeyRecord | None:
+    async def _fetch(self, key_id: str) -> _Cached:
+        """The key's record read from the store now, and cached."""
         now = self.clock.monotonic()
-        cached = self._cache.get(key_id)
-        if cached is not None and now - cached[1] < KEY_CACHE_S:
-            return cached[0]
         record = await self.keys.get(key_id)
         if len(self._cache) >= KEY_CACHE_MAX:
             self._cache.clear()
-        self._cache[key_id] = (record, now)
-        return record
+        principal = ANONYMOUS if record is None else record.principal_of()  # no record: refused
+        cached = self._cache[key_id] = (record, principal, now)
+        return cached
 
     def _rules(self) -> RoutingPolicy:
         """The policy in force; the verdicts and buckets worked out under another are dropped."""

@@ -35,6 +35,7 @@ ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller get
 REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
+_ACCEPT_ENCODING_LINE = f"accept-encoding: {ACCEPT_ENCODING}\r\n".encode()
 
 
 def check_http_url(url: str, field: str = "endpoint") -> None:
@@ -88,6 +89,12 @@ def _result(response: pool.Response, limit: int) -> Shaped:
         raise _acted(f"the agent's answer cannot be read: {exc}", BAD_ANSWER) from None
 
 
+def _headers(delivery: Delivery, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:
+    headers = delivery.headers(traceparent, deadline_ms)
+    headers.append(("accept-encoding", ACCEPT_ENCODING))
+    return headers
+
+
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
     for key, value in headers:
         if key == name:
@@ -137,10 +144,13 @@ class HttpTransport:
     ) -> Shaped | EventStream:
         """The result; an `EventStream` when the delivery asks for a stream and the agent
         answers `text/event-stream` (then `timeout_s` covers the whole stream)."""
-        headers = delivery.headers(traceparent, int(timeout_s * 1000))
-        headers.append(("accept-encoding", ACCEPT_ENCODING))
-        if delivery.stream:
-            return await self._deliver_streamed(spec, delivery, headers, timeout_s)
+        deadline_ms = int(timeout_s * 1000)
+        encoded = None if delivery.stream else delivery.encoded_headers(traceparent, deadline_ms)
+        headers: list[tuple[str, str]] = []
+        if encoded is None:  # checked by the pool, header by header
+            headers = _headers(delivery, traceparent, deadline_ms)
+            if delivery.stream:
+                return await self._deliver_streamed(spec, delivery, headers, timeout_s)
         try:
             response = await self.client.request(
                 "POST",
@@ -148,6 +158,7 @@ class HttpTransport:
                 headers=headers,
                 body=delivery.body(),
                 timeout_s=timeout_s,
+                encoded=b"" if encoded is None else encoded + _ACCEPT_ENCODING_LINE,
             )
         except pool.PoolError as exc:
             raise self._failure(exc, timeout_s) from None
