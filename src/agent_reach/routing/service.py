@@ -24,6 +24,7 @@ from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 TextRecorder = Callable[[str, str, str, str | None], Awaitable[None]]
 
 MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
+_COLD: frozenset[str] = frozenset()  # no context: no instance is warm for it
 
 
 class RoutingService:
@@ -53,6 +54,7 @@ class RoutingService:
         self.record_text = record_text
         self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
+        self._route_seconds = metrics.route_seconds.labels()  # the histogram has no labels
         self.intent: IntentParser | None = None  # set by the runtime: it delivers through invoke
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
@@ -99,7 +101,11 @@ class RoutingService:
                 parent_span_id=parent_span_id,
             )
         now = self.clock.monotonic()
-        warm = self.affinity.warm_agents(request.context_id, now)
+        warm = (
+            _COLD
+            if request.context_id is None
+            else self.affinity.warm_agents(request.context_id, now)
+        )
         decision = decide(
             matches,
             self.index,
@@ -126,7 +132,7 @@ class RoutingService:
         self.decision_log.record(
             decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
         )
-        self.metrics.route_seconds.observe(self.clock.monotonic() - started)
+        self._route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(
             "route",
             decision.capability or request.capability or "",

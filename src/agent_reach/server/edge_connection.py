@@ -124,6 +124,7 @@ class HttpConnection(asyncio.Protocol):
         self.declared = 0  # Content-Length
         self.expect_continue = False
         self.hosts = 0  # Host headers of the request arriving
+        self.says_chunked = False  # ... and whether a Transfer-Encoding of it names chunked
         self.refused = False  # a request was refused before it was read whole
         self.linger_left = 0  # bytes still to discard once lingering; lingering when > 0
         self.linger_timer: asyncio.TimerHandle | None = None
@@ -278,6 +279,7 @@ class HttpConnection(asyncio.Protocol):
         self.declared = 0
         self.expect_continue = False
         self.hosts = 0
+        self.says_chunked = False
         self.upgrade_body = False
 
     def on_url(self, url: bytes) -> None:
@@ -297,6 +299,8 @@ class HttpConnection(asyncio.Protocol):
             self.expect_continue = value.lower() == b"100-continue"
         elif name == b"host":
             self.hosts += 1
+        elif name == b"transfer-encoding" and b"chunked" in value.lower():
+            self.says_chunked = True
 
     def on_headers_complete(self) -> None:
         if self.priming:
@@ -313,7 +317,7 @@ class HttpConnection(asyncio.Protocol):
             self.expect_continue = False  # RFC 9110 §10.1.1: never 100 to an HTTP/1.0 client
         self.head_tail = b""
         self.body_left = self.declared
-        self.chunked_head = _is_chunked(self.headers)
+        self.chunked_head = self.says_chunked
         if parser.should_upgrade():
             self.upgrade_body = self.declared > 0 or self.chunked_head
         exchange: Exchange
@@ -660,10 +664,6 @@ def _check_request_line(http_version: str, hosts: int) -> None:
         )
     if hosts > 1 or (hosts == 0 and http_version == "1.1"):
         raise InvalidRequest("an HTTP/1.1 request carries exactly one Host header", code="bad_host")
-
-
-def _is_chunked(headers: list[tuple[bytes, bytes]]) -> bool:
-    return any(n == b"transfer-encoding" and b"chunked" in v.lower() for n, v in headers)
 
 
 def _json_response(
