@@ -10,7 +10,7 @@ import orjson
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x per request
 class Delivery:
-    """One request as sent to an agent (DESIGN.md, "The agent contract")."""
+    """One request as sent to an agent (docs/agent-contract.md)."""
 
     request_id: str
     capability: str

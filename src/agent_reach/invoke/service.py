@@ -258,29 +258,67 @@ class InvokeService:
         finally:
             self.budget.end_request()
 
-        async def close(answer: Answer, error: ReachError | None) -> None:
-            if owned is not None:
-                await self.guard.finish(
-                    task.key,
-                    owned.fence,
-                    answer,
-                    keep=is_final(error) or answer.status == 202,
-                    ttl_s=policy.delivery.idempotency_ttl_s,
-                )
-            self.metrics.request_seconds_of(self._label(span.name)).observe(
-                self.clock.monotonic() - started
-            )
-            self.tracer.end(span, error.code if error is not None else None)
-            if self.journal is not None:
-                self.journal.record(
-                    request_id, principal, trace.trace_id, request.context_id, answer, started
-                )
-
         if answer.stream is not None:
-            answer.stream.on_end(lambda end: close(_ended_answer(end), end.error))
+            answer.stream.on_end(
+                lambda end: self._close(
+                    _ended_answer(end), end.error, task, span, policy, owned, started
+                )
+            )
             return answer
-        await close(answer, error)
+        if owned is not None:
+            await self._release(answer, error, task, policy, owned)
+        self._recorded(answer, error, task, span, started)
         return answer
+
+    async def _close(
+        self,
+        answer: Answer,
+        error: ReachError | None,
+        task: TaskEntry,
+        span: Span,
+        policy: RoutingPolicy,
+        owned: Owned | None,
+        started: float,
+    ) -> None:
+        """A streamed request has ended: its claim released, then it is recorded."""
+        if owned is not None:
+            await self._release(answer, error, task, policy, owned)
+        self._recorded(answer, error, task, span, started)
+
+    async def _release(
+        self,
+        answer: Answer,
+        error: ReachError | None,
+        task: TaskEntry,
+        policy: RoutingPolicy,
+        owned: Owned,
+    ) -> None:
+        """The caller's request id is done: its answer is kept for replays (or given up)."""
+        await self.guard.finish(
+            task.key,
+            owned.fence,
+            answer,
+            keep=is_final(error) or answer.status == 202,
+            ttl_s=policy.delivery.idempotency_ttl_s,
+        )
+
+    def _recorded(
+        self, answer: Answer, error: ReachError | None, task: TaskEntry, span: Span, started: float
+    ) -> None:
+        """The request's latency, its invoke span and its journal entry."""
+        self.metrics.request_seconds_of(self._label(span.name)).observe(
+            self.clock.monotonic() - started
+        )
+        self.tracer.end(span, error.code if error is not None else None)
+        if self.journal is not None:
+            self.journal.record(
+                task.task_id,
+                task.principal,
+                task.trace_id,
+                task.request.context_id,
+                answer,
+                started,
+            )
 
     async def run_task(self, task: TaskEntry) -> Answer:
         """Execute a queued or suspended task now (called by the task board)."""

@@ -1,4 +1,5 @@
-"""The `http` transport: the agent contract of DESIGN.md over one pooled HTTP/1.1 client.
+"""The `http` transport: the agent contract (docs/agent-contract.md) over one pooled
+HTTP/1.1 client.
 
 A delivery whose caller asked for a stream goes on a connection of its own and may come
 back as an `EventStream` (`invoke/streaming.py`); every other one is one pooled exchange.
