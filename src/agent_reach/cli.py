@@ -240,7 +240,7 @@ def register_agent(
     with SyncReachClient(coordinator, api_key=api_key) as client:
         view = client.register(spec)
     console = Console()
-    console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
+    console.print(f"registered [bold]{view.id}[/] at {escape(spec.transport.endpoint)}")
     console.print(instances_table([view]))
     console.print(
         f"the lease lasts its ttl, {spec.ttl:g} s: without a heartbeat (POST "

@@ -202,7 +202,8 @@ class InstanceView(BaseModel):
     generic: bool
     weight: float
     timeout_class: str
-    transport: TransportSpec
+    # None for a caller or agent key that does not own the instance (security/visibility.py)
+    transport: TransportSpec | None
     status: HealthStatus
     lease_expires_in_s: float
     registered_at: float
