@@ -57,7 +57,7 @@ log = structlog.get_logger("agent_reach.sdk")
 # Results kept for repeated deliveries: at 100 requests/s that covers the last 100 s,
 # longer than the coordinator's whole retry schedule (1 s, 2 s, 4 s).
 REMEMBERED_REQUESTS = 10_000
-HEARTBEATS_PER_TTL = 3  # DESIGN.md: renew at ttl/3, so two lost heartbeats do not lose the lease
+HEARTBEATS_PER_TTL = 3  # renew at ttl/3, so two lost heartbeats do not lose the lease
 REGISTER_BACKOFF_FIRST_S = 0.1
 REGISTER_BACKOFF_MAX_S = 5.0
 BACKLOG = 2048  # uvicorn's default listen backlog
