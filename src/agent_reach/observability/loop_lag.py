@@ -2,7 +2,7 @@
 
 A background task sleeps `TICK_S` again and again; each wake-up later than asked is
 lag. The largest lag of the last `WINDOW_S` is the `agent_reach_event_loop_lag_seconds`
-gauge (RELIABILITY.md O1: under overload it must stay below 100 ms).
+gauge (docs/overload.md: under overload it must stay below 100 ms).
 """
 
 from __future__ import annotations

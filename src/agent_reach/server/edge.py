@@ -50,7 +50,7 @@ KEEP_ALIVE_S = 75.0  # nginx's keepalive_timeout default
 # Slowloris defence: programs send a head in one segment; Apache's mod_reqtimeout gives
 # people on slow links 20 s, twice this.
 HEADER_TIMEOUT_S = 10.0
-GRACE_S = 30.0  # DESIGN.md's "long" agent class timeout: an invoke in flight may finish
+GRACE_S = 30.0  # the "long" timeout class (docs/policy.md): an invoke in flight may finish
 BACKLOG = 2048  # uvicorn's default listen backlog
 TICK_S = 0.1  # how soon `should_exit` and expired timeouts are noticed, as uvicorn's tick
 STARTUP_FAILURE = 3  # the exit status of `run` when the app does not start, as uvicorn's

@@ -12,7 +12,7 @@ from agent_reach.errors import CallerError, PayloadTooLarge, ReachError
 from agent_reach.server.responses import dump_json
 
 MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
-# RELIABILITY.md S3 refuses a 16 KB header; nginx's default buffers hold 4 x 8 KiB.
+# A single 16 KB header is refused; nginx's default buffers hold 4 x 8 KiB.
 MAX_HEADER_BYTES = 16 * 1024
 # RFC 9112 §3: senders and recipients should support targets of at least 8,000 octets.
 MAX_TARGET_BYTES = 8 * 1024
