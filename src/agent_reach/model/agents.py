@@ -45,8 +45,10 @@ def normalize_capability(tag: Any) -> Any:
     return unicodedata.normalize("NFKC", tag).strip().lower() if isinstance(tag, str) else tag
 
 
+# Normalized first, then matched: the pattern listed before the validator is checked by
+# pydantic-core itself (listed after it, pydantic checks it in Python, on every request).
 Capability = Annotated[
-    str, BeforeValidator(normalize_capability), StringConstraints(pattern=CAPABILITY_PATTERN)
+    str, StringConstraints(pattern=CAPABILITY_PATTERN), BeforeValidator(normalize_capability)
 ]
 TimeoutClass = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 HealthStatus = Literal["healthy", "suspect", "offline"]

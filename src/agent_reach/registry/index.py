@@ -15,10 +15,12 @@ from agent_reach.registry.stats import CallWindow
 class Instance:
     """One registered instance as routing sees it: spec, lease deadline, health and stats."""
 
-    __slots__ = ("lease_until", "record", "stats", "tracker")
+    __slots__ = ("_record", "id", "lease_until", "spec", "stats", "tracker")
 
     def __init__(self, record: InstanceRecord, lease_until: float) -> None:
-        self.record = record
+        self.id = record.spec.id  # fixed: a record with another id is another instance
+        self._record = record
+        self.spec: AgentSpec = record.spec  # an attribute: routing reads it on every request
         self.lease_until = lease_until
         self.tracker = HealthTracker()
         self.stats = CallWindow()
@@ -32,16 +34,16 @@ class Instance:
         self.tracker.adopt(state, 0.0)
 
     @property
-    def spec(self) -> AgentSpec:
-        return self.record.spec
+    def record(self) -> InstanceRecord:
+        return self._record
 
-    @property
-    def id(self) -> str:
-        return self.record.spec.id
+    @record.setter
+    def record(self, record: InstanceRecord) -> None:
+        self._record, self.spec = record, record.spec
 
     def is_live(self, now: float) -> bool:
         """Routable: the lease has not run out and health checks have not taken it offline."""
-        return self.lease_until > now and self.health != "offline"
+        return self.lease_until > now and self.tracker.state != "offline"
 
     def status(self, now: float) -> HealthStatus:
         """Health as listed: an instance whose lease ran out is offline whatever probes say."""

@@ -34,7 +34,7 @@ def score_of(
     the instance's parts once each.
     """
     window = instance.stats
-    spec = instance.record.spec
+    spec = instance.spec
     in_flight = window.in_flight + window.remote_in_flight
     rate = window.success_rate
     p50 = window.latency_ms(0.5)
