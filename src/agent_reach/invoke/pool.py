@@ -2,7 +2,8 @@
 
 Why hand-written: forwarding a delivery is the coordinator's hot path, and a
 general client eats the budget: reaching 20% of nginx at 64 connections leaves
-the coordinator ~120 µs of CPU per request in all. Measured with
+the coordinator ~60 µs of CPU per request in all (on this machine's core that it
+shares with the agent; README, "Performance"). Measured with
 `bench/overhead.py` on this 2-core machine (a raw ASGI forwarder under uvicorn,
 uvloop + httptools, 148-byte JSON POST, wrk at 64 connections), forwarder CPU
 per request: httpx ~1,700 µs, aiohttp ClientSession 140 µs, pyreqwest 70 µs,
