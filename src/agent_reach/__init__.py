@@ -27,6 +27,7 @@ from agent_reach.sdk import (
     AgentRequest,
     Orchestrator,
     ReachClient,
+    StreamEvent,
     SyncOrchestrator,
     SyncReachClient,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "ReachError",
     "Settings",
     "StoreUnavailable",
+    "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
     "ValidationFailed",

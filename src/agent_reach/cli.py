@@ -64,7 +64,7 @@ from agent_reach.server.edge_asgi import StartupFailed
 from agent_reach.server.workers import check_workers, serve_workers
 from agent_reach.troubleshooting.report import why_report
 
-DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # DESIGN.md: `agent-reach serve` listens on 8500
+DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # `agent-reach serve` listens on 8500
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
 
 _STATUS_STYLES = {"healthy": "green", "suspect": "yellow", "offline": "red"}
@@ -240,7 +240,7 @@ def register_agent(
     with SyncReachClient(coordinator, api_key=api_key) as client:
         view = client.register(spec)
     console = Console()
-    console.print(f"registered [bold]{view.id}[/] at {escape(view.transport.endpoint)}")
+    console.print(f"registered [bold]{view.id}[/] at {escape(spec.transport.endpoint)}")
     console.print(instances_table([view]))
     console.print(
         f"the lease lasts its ttl, {spec.ttl:g} s: without a heartbeat (POST "

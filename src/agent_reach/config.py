@@ -22,7 +22,7 @@ DEFAULT_ENDPOINT_ALLOW = (
     "192.168.0.0/16",
     "fc00::/7",
 )
-DEFAULT_PORT = 8500  # DESIGN.md: the embedded coordinator listens on 8500
+DEFAULT_PORT = 8500  # the embedded coordinator listens on 8500
 DEFAULT_MAX_BODY_BYTES = (
     1 << 20
 )  # 1 MiB: generous for JSON task payloads, small enough to refuse floods
@@ -32,12 +32,12 @@ DEFAULT_ANSWER_MEMORY_BYTES = 64 * 1024 * 1024
 DEFAULT_IDEMPOTENCY_MEMORY_BYTES = 256 * 1024 * 1024
 DEFAULT_ANSWER_MAX_BYTES = 256 * 1024
 DEFAULT_TRACE_STORE_SIZE = 10_000  # traces kept for /v1/traces: about 10 MB at 4 spans each
-# Contexts (DESIGN.md, "Context store").
+# Contexts (docs/configuration.md, "Contexts").
 DEFAULT_CONTEXT_TTL_S = 1800.0  # AR_TTL_DEFAULT of the original deployment: 30 min since last use
 MAX_CONTEXT_TTL_S = 7 * 86_400.0  # a week: longer-lived state belongs in the caller's own database
 # Ten times the longest timeout class (`long`, 30 s): a token outlives its delivery, not the task.
 DEFAULT_CONTEXT_TOKEN_TTL_S = 300.0
-DEFAULT_CONTEXT_SWEEP_S = 60.0  # DESIGN.md: the sweeper runs every 60 s
+DEFAULT_CONTEXT_SWEEP_S = 60.0  # the sweeper runs every 60 s
 # A projection is fetched on every delivery: 64 KiB is one quick round trip; bulky data
 # belongs elsewhere, referenced by URL.
 DEFAULT_CONTEXT_MAX_BYTES = 64 * 1024
@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
     llm_timeout_s: float = Field(3.0, gt=0, le=60)
-    probe_interval_s: float = Field(10.0, gt=0, le=3600)  # DESIGN.md: every 10 s
+    probe_interval_s: float = Field(10.0, gt=0, le=3600)  # every 10 s
     probe_timeout_s: float = Field(1.0, gt=0, le=60)
     task_ttl_s: float = Field(86_400.0, gt=0, description="how long finished task answers are kept")
     task_stale_s: float = Field(

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_text_parts, new_data_part, new_text_part
-from a2a.types import Message, Role, SendMessageRequest, TaskState
+from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
 from peers.a2a_agents import StoryLedger, start_story_agent
 from peers.sse_agents import python_sse_agent
 
@@ -134,6 +134,10 @@ async def test_the_a2a_face_streams_an_sse_agent_to_the_official_client(
     chunk = await anext(stream)
     assert get_text_parts(chunk.artifact_update.artifact.parts) == ["first"]
     assert not chunk.artifact_update.append
+    assert chunk.artifact_update.task_id == first.task.id
+    # the streamed Task can be read back while it runs ...
+    running = await a2a.get_task(GetTaskRequest(id=first.task.id))
+    assert running.status.state == TaskState.TASK_STATE_WORKING
     async with httpx.AsyncClient() as http:  # only now may the agent go on
         ledger = (await http.get(f"{sse_agent}/ledger")).json()
         assert len(ledger["executions"]) == 1
@@ -145,6 +149,11 @@ async def test_the_a2a_face_streams_an_sse_agent_to_the_official_client(
     last = rest[-1].status_update
     assert last.status.state == TaskState.TASK_STATE_COMPLETED
     assert last.metadata["agent_id"] == "streamer"
+    # ... and once it has ended, with the whole answer
+    done = await a2a.get_task(GetTaskRequest(id=first.task.id))
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    (artifact,) = done.artifacts
+    assert "first" in get_text_parts(artifact.parts)[0]
     async with httpx.AsyncClient() as http:
         assert len((await http.get(f"{sse_agent}/ledger")).json()["executions"]) == 1
 

@@ -168,6 +168,11 @@ def test_v03_message_send_is_answered_in_the_v03_form(
     assert answer["result"]["parts"][0] == {"kind": "text", "text": "有货: 3 in Shanghai"}
 
 
+async def _post_a2a(url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=url, timeout=10) as plain:
+        return await plain.post("/a2a", json=body, headers=headers)
+
+
 async def test_keys_and_access_rules_apply(tmp_path: Path) -> None:
     admin = secrets.token_urlsafe(24)
     policy = tmp_path / "policy.toml"
@@ -222,8 +227,20 @@ async def test_keys_and_access_rules_apply(tmp_path: Path) -> None:
                 client_config=ClientConfig(httpx_client=http),
                 resolver_http_kwargs={"headers": bearer},
             )
-            ok = await _send(client, _message(None, {"a": 1}, capability="inventory.check"))
+            sent = _message(None, {"a": 1}, capability="inventory.check")
+            ok = await _send(client, sent)
             assert ok.message.metadata["agent_id"] == "inventory-check"
+            # its record reads back as a Task for its sender only
+            mine = await client.get_task(GetTaskRequest(id=sent.message_id))
+            assert mine.status.state == TaskState.TASK_STATE_COMPLETED
+            get = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "GetTask",
+                "params": {"id": sent.message_id},
+            }
+            theirs = (await _post_a2a(url, get, admin_h)).json()
+            assert theirs["error"]["code"] == -32001, theirs  # TaskNotFoundError
             with pytest.raises(InvalidRequestError, match=r"may not invoke 'payroll\.run'"):
                 await _send(client, _message(None, {"a": 1}, capability="payroll.run"))
             await client.close()

@@ -15,13 +15,10 @@ from itertools import count
 
 import httpx
 import pytest
-from interop_kit import Peer, need, start_peer
+from interop_kit import BODY_LIMIT, Peer, need, start_peer
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
-
-BODY_LIMIT = 1 << 20  # the coordinator's default max_body_bytes
-
 
 PEER_COMMANDS: dict[str, Callable[[], list[str]]] = {
     "node": lambda: [need("node"), "agent.js", "5000"],

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 PEERS = Path(__file__).parent / "peers"
+BODY_LIMIT = 1 << 20  # the coordinator's default max_body_bytes
 # A JVM compiling a source file takes a few seconds on a busy 2-core machine.
 STARTUP_TIMEOUT_S = 60.0
 INSTALL_HINT = "apt-get install -y nodejs default-jdk-headless curl (scripts/test.sh does)"

@@ -13,9 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from interop_kit import PEERS, Peer, need
-
-from conftest import BODY_LIMIT
+from interop_kit import BODY_LIMIT, PEERS, Peer, need
 
 RUN_TIMEOUT_S = 120.0  # a safety net for a stuck child; a JVM start takes seconds
 OVERSIZED = (BODY_LIMIT + 1024, 8 * 1024 * 1024)  # just over the limit, and 8 MB

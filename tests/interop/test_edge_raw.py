@@ -8,10 +8,9 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from interop_kit import Peer
+from interop_kit import BODY_LIMIT, Peer
 
 from agent_reach.testing.raw_http import RawClient
-from conftest import BODY_LIMIT
 
 UPGRADE = (
     "connection: Upgrade, HTTP2-Settings",

@@ -180,7 +180,7 @@ def bearer(key: str | None) -> dict[str, str | bytes]:
 
 
 def registration(agent_id: str, endpoint: str, *capabilities: str, **extra: Any) -> dict[str, Any]:
-    """A registration body (DESIGN.md) for `POST /v1/agents`."""
+    """A registration body for `POST /v1/agents`."""
     return {
         "id": agent_id,
         "capabilities": list(capabilities),

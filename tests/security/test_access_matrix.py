@@ -65,6 +65,8 @@ def seen(*markers: str) -> str:
 EVERYONE = dict.fromkeys(PRINCIPALS, "200")
 # The scene's markers: request ids of decisions, names of traces, owners of spans.
 A_REQ, B_REQ, X_REQ = "scene-a", "scene-b", "scene-x"
+# The registry cells' markers: instances ("x-1@": its transport was shown) and capabilities.
+REGISTRY = ("x-1", "x-1@", "y-1", "y-1@", CAPABILITY_1, CAPABILITY_2)
 
 EXPECTED: dict[str, dict[Who, str]] = {
     # observability first: later cells add decisions and traces of their own
@@ -110,10 +112,41 @@ EXPECTED: dict[str, dict[Who, str]] = {
     "list queues": only("200", ("admin", "observer")),
     "read the policy": only("200", ("admin", "observer")),
     "scrape metrics": only("200", ("admin", "observer", "scraper")),
-    # the registry
-    "list agents": only("200", KEYS),
-    "read an agent": only("200", KEYS),
-    "list capabilities": only("200", KEYS),
+    # the registry: what each key may use, and how an instance is reached only for the
+    # admin, the observer and the instance's owner ("x-1@": X's transport was shown)
+    "list agents": row(
+        seen(),
+        {
+            "admin": seen("x-1", "x-1@", "y-1", "y-1@"),
+            "observer": seen("x-1", "x-1@", "y-1", "y-1@"),
+            "caller-a": seen("x-1"),
+            "caller-b": seen("y-1"),
+            "agent-x": seen("x-1", "x-1@", "y-1"),  # it may invoke beta.* (nested calls)
+            "agent-y": seen("y-1", "y-1@"),
+        },
+    ),
+    "read an agent": row(
+        "404",
+        {
+            "admin": seen("x-1", "x-1@"),
+            "observer": seen("x-1", "x-1@"),
+            "caller-a": seen("x-1"),
+            "agent-x": seen("x-1", "x-1@"),
+            "scraper": "401",
+            None: "401",
+        },
+    ),
+    "list capabilities": row(
+        seen(),
+        {
+            "admin": seen(CAPABILITY_1, CAPABILITY_2),
+            "observer": seen(CAPABILITY_1, CAPABILITY_2),
+            "caller-a": seen(CAPABILITY_1),
+            "caller-b": seen(CAPABILITY_2),
+            "agent-x": seen(CAPABILITY_1, CAPABILITY_2),
+            "agent-y": seen(CAPABILITY_2),
+        },
+    ),
     "register capability 1": only("201", ("admin", "agent-x")),
     "register capability 2": only("201", ("admin", "agent-y")),
     "heartbeat X's instance": only("200", ("admin", "agent-x")),
@@ -182,7 +215,8 @@ class Scene:
 
     def markers(self, found: set[str]) -> set[str]:
         names = {self.trace_a: "trace-a", self.trace_b: "trace-b", self.run_a: "run-a"}
-        known = {A_REQ, B_REQ, X_REQ, "trace-a", "trace-b", "run-a", *KEYS}  # KEYS: span owners
+        known = {A_REQ, B_REQ, X_REQ, "trace-a", "trace-b", "run-a", *REGISTRY, *KEYS}  # KEYS:
+        # span owners
         return {names.get(m, m) for m in found} & known
 
 
@@ -338,6 +372,18 @@ def _run_ids(body: dict[str, Any]) -> set[str]:
     return {r["run_id"] for r in body["runs"]}
 
 
+def _instance_marks(view: dict[str, Any]) -> set[str]:
+    return {view["id"], f"{view['id']}@"} if view["transport"] else {view["id"]}
+
+
+def _instances(body: dict[str, Any]) -> set[str]:
+    return {mark for view in body["agents"] for mark in _instance_marks(view)}
+
+
+def _capabilities(body: dict[str, Any]) -> set[str]:
+    return set(body["capabilities"])
+
+
 def _create_key(world: World, _: Scene, who: Who, label: str) -> Outcome:
     body = {"principal": f"minted-by-{label}", "role": "admin"}
     return _status(world.call(who, "POST", "/v1/keys", json=body))
@@ -371,9 +417,9 @@ ACTIONS: dict[str, Action] = {
     "list queues": _get("/v1/queues"),
     "read the policy": _get("/v1/policy"),
     "scrape metrics": _get("/metrics"),
-    "list agents": _get("/v1/agents"),
-    "read an agent": _get("/v1/agents/x-1"),
-    "list capabilities": _get("/v1/capabilities"),
+    "list agents": _shown("/v1/agents", _instances)(),
+    "read an agent": _shown("/v1/agents/x-1", _instance_marks)(),
+    "list capabilities": _shown("/v1/capabilities", _capabilities)(),
     "register capability 1": _register(CAPABILITY_1),
     "register capability 2": _register(CAPABILITY_2),
     "heartbeat X's instance": _heartbeat_x,

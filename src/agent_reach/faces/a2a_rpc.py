@@ -5,7 +5,10 @@ A message is one invocation: `metadata.capability` names the skill (client-direc
 otherwise its text is routed. Text parts are the text, the first data part the payload,
 and a `messageId` that is a valid request id is the request_id (a re-sent message is
 answered from the idempotency store, never run twice). A synchronous answer is a
-Message; an asynchronous or suspended one a Task, read back with `GetTask`.
+Message; an asynchronous or suspended one a Task, read back with `GetTask`. A streamed
+reply is a Task too: its id is the request id (one is made when the message has none),
+and `GetTask` reads it from the request's idempotency record, working until the stream
+has ended, then with the answer's artifacts.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from agent_reach.errors import ReachError, UnknownTask
 from agent_reach.faces.a2a_stream import StreamedReply
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
-from agent_reach.model.keys import Principal
+from agent_reach.model.keys import Principal, owned_key
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.server.runtime import Runtime
 
@@ -138,11 +141,13 @@ class A2AEndpoint:
         if not isinstance(message, dict):
             raise RpcError(INVALID_PARAMS, "params.message is required")
         request = _invocation(message, params.get("configuration") or {}, version)
+        if request.request_id is None:  # the Task's id, read back with GetTask
+            request = request.model_copy(update={"request_id": uuid.uuid4().hex})
         answer = await self.runtime.invoke.handle(request, trace, principal=principal, stream=True)
         context_id = message.get("contextId")
         context = context_id if isinstance(context_id, str) else None
         if answer.stream is not None:
-            task_id = request.request_id or uuid.uuid4().hex
+            task_id = str(request.request_id)
             return StreamedReply(version, task_id, context, stream=answer.stream)
         return StreamedReply(version, "", context, result=_result(version, answer, message))
 
@@ -151,10 +156,26 @@ class A2AEndpoint:
         if not isinstance(task_id, str) or not _REQUEST_ID.match(task_id):
             raise RpcError(INVALID_PARAMS, "params.id must be a task id")
         try:
-            document = await self.runtime.tasks.get(principal, task_id)
+            try:
+                document = await self.runtime.tasks.get(principal, task_id)
+            except UnknownTask:
+                document = await self._streamed(principal, task_id)
         except ReachError as exc:
             raise rpc_error_of(exc) from None
         return _task(version, document, None)  # GetTask answers the Task itself
+
+    async def _streamed(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """A streamed reply's Task, from its request's idempotency record."""
+        record = await self.runtime.backends.idempotency.peek(owned_key(principal, task_id))
+        if record is None:
+            raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
+        if record.state != "completed":
+            return {"task_id": task_id, "status": "running"}
+        return {
+            "task_id": task_id,
+            "http_status": record.status,
+            "answer": orjson.loads(record.body),
+        }
 
 
 def _result(version: str, answer: Answer, message: dict[str, Any]) -> Any:

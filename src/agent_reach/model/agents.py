@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-DEFAULT_TTL_S = 60.0  # DESIGN.md registration example: a 60 s lease, renewed at ttl/3
+DEFAULT_TTL_S = 60.0  # a 60 s lease, renewed at ttl/3 (docs/agent-contract.md)
 DEFAULT_CAPACITY = 64  # concurrent deliveries an instance takes before its load factor reaches 0
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 CAPABILITY_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,127}$"
@@ -106,7 +106,7 @@ class SkillSpec(BaseModel):
 
 
 class AgentSpec(BaseModel):
-    """The registration body of DESIGN.md; fields beyond these are kept as they are."""
+    """The registration body (docs/api.md); fields beyond these are kept as they are."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
@@ -202,7 +202,8 @@ class InstanceView(BaseModel):
     generic: bool
     weight: float
     timeout_class: str
-    transport: TransportSpec
+    # None for a caller or agent key that does not own the instance (security/visibility.py)
+    transport: TransportSpec | None
     status: HealthStatus
     lease_expires_in_s: float
     registered_at: float

@@ -18,7 +18,7 @@ from pydantic import (
 from agent_reach.model.agents import Capability, TimeoutClass
 from agent_reach.model.decisions import RouteDecision
 
-DEFAULT_MAX_HOP = 5  # DESIGN.md: five hops stop two agents bouncing a request forever
+DEFAULT_MAX_HOP = 5  # five hops stop two agents bouncing a request forever
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
 
 RequestId = Annotated[str, StringConstraints(pattern=REQUEST_ID_PATTERN)]

@@ -15,8 +15,8 @@ from typing import Literal
 
 from agent_reach.model.agents import HealthStatus
 
-SUSPECT_AFTER = 3  # DESIGN.md: 3 consecutive failures -> suspect (original production setting)
-OFFLINE_AFTER = 5  # DESIGN.md: 2 more -> offline and out of the pool
+SUSPECT_AFTER = 3  # 3 consecutive failures -> suspect (original production setting)
+OFFLINE_AFTER = 5  # 2 more -> offline and out of the pool
 EJECTION_BASE_S = 2.0  # RELIABILITY.md: base ejection 2 s ...
 EJECTION_MAX_S = 60.0  # ... doubling with each failed re-probe, at most this
 # Doublings that reach EJECTION_MAX_S; more would only overflow the float (an instance

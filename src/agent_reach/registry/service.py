@@ -134,6 +134,11 @@ class Registry:
         instance = self.index.by_id.get(agent_id)
         return instance.record if instance is not None else await self.store.get(agent_id)
 
+    def owner_of(self, agent_id: str) -> str | None:
+        """The principal that registered the instance, as this coordinator knows it."""
+        instance = self.index.by_id.get(agent_id)
+        return instance.record.owner if instance is not None else None
+
     def get(self, agent_id: str) -> InstanceView:
         instance = self.index.by_id.get(agent_id)
         if instance is None:

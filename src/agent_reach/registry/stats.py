@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import deque
 
-WINDOW_CALLS = 50  # DESIGN.md: success rate and latency over the last 50 calls
+WINDOW_CALLS = 50  # success rate and latency over the last 50 calls
 
 
 class CallWindow:

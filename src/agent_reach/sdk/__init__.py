@@ -1,18 +1,20 @@
 """The Python SDK: `ReachClient` for callers, `Agent` for agent authors.
 
-It speaks only the public HTTP API and the agent contract of DESIGN.md, so
+It speaks only the public HTTP API and the agent contract (docs/agent-contract.md), so
 everything it does an agent in any other language can do too.
 """
 
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import ReachClient, SyncReachClient
 from agent_reach.sdk.orchestrator import Orchestrator, SyncOrchestrator
+from agent_reach.sdk.streams import StreamEvent
 
 __all__ = [
     "Agent",
     "AgentRequest",
     "Orchestrator",
     "ReachClient",
+    "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
 ]

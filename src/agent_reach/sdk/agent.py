@@ -8,8 +8,9 @@
 
     agent.serve(port=9040)
 
-`agent.app` is a plain ASGI app implementing the agent contract of DESIGN.md, so it
-can also run under any ASGI server or in a test thread.
+A handler that is an async generator streams its answer, one event per `yield`
+(`sdk/agent_stream.py`). `agent.app` is a plain ASGI app implementing the agent contract
+(docs/agent-contract.md), so it can also run under any ASGI server or in a test thread.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ import uvicorn
 from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError, error_from_body
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.invoke.sse import MEDIA_TYPE
 from agent_reach.model.agents import (
     DEFAULT_TTL_S,
     AgentSpec,
@@ -44,6 +46,7 @@ from agent_reach.model.agents import (
     TransportSpec,
     normalize_capability,
 )
+from agent_reach.sdk.agent_stream import LiveStream
 from agent_reach.sdk.client import ReachClient
 from agent_reach.server.responses import dump_json, json_response
 
@@ -54,7 +57,7 @@ log = structlog.get_logger("agent_reach.sdk")
 # Results kept for repeated deliveries: at 100 requests/s that covers the last 100 s,
 # longer than the coordinator's whole retry schedule (1 s, 2 s, 4 s).
 REMEMBERED_REQUESTS = 10_000
-HEARTBEATS_PER_TTL = 3  # DESIGN.md: renew at ttl/3, so two lost heartbeats do not lose the lease
+HEARTBEATS_PER_TTL = 3  # renew at ttl/3, so two lost heartbeats do not lose the lease
 REGISTER_BACKOFF_FIRST_S = 0.1
 REGISTER_BACKOFF_MAX_S = 5.0
 BACKLOG = 2048  # uvicorn's default listen backlog
@@ -176,9 +179,11 @@ class _RunOnce:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._runs: OrderedDict[str, asyncio.Future[bytes]] = OrderedDict()
+        self._runs: OrderedDict[str, asyncio.Future[bytes | LiveStream]] = OrderedDict()
 
-    async def run(self, request_id: str, start: Callable[[], Awaitable[bytes]]) -> bytes:
+    async def run(
+        self, request_id: str, start: Callable[[], Awaitable[bytes | LiveStream]]
+    ) -> bytes | LiveStream:
         run = self._runs.get(request_id)
         if run is None:
             run = asyncio.ensure_future(start())
@@ -189,7 +194,7 @@ class _RunOnce:
         # shield: a caller that goes away must not cancel a run others may be waiting on
         return await asyncio.shield(run)
 
-    def _forget_failed(self, request_id: str, run: asyncio.Future[bytes]) -> None:
+    def _forget_failed(self, request_id: str, run: asyncio.Future[bytes | LiveStream]) -> None:
         if (run.cancelled() or run.exception() is not None) and self._runs.get(request_id) is run:
             del self._runs[request_id]
 
@@ -270,7 +275,8 @@ class Agent:
         """Decorator: the handler for every capability without a handler of its own.
 
         `fn` takes an `AgentRequest` and returns anything JSON-serializable; it may be
-        `async def` or a plain function (run in a worker thread). `request.client` is
+        `async def` or a plain function (run in a worker thread), or an async generator
+        whose every `yield` is one event of a streamed answer. `request.client` is
         async, so only `async def` handlers can call other agents through it.
         """
         self._default = _as_async(fn)
@@ -433,6 +439,10 @@ class Agent:
         )
         try:
             body = await self._runs.run(delivery.request_id, partial(_run, handler, agent_request))
+            if isinstance(body, LiveStream):
+                if body.take():  # the delivery that started the run relays it as it comes
+                    return StreamingResponse(body.relay(), media_type=MEDIA_TYPE)
+                return Response(await body.whole, media_type=MEDIA_TYPE)
         except RetryLater as exc:
             return _error(503, "retry_later", str(exc) or "the agent cannot take it now")
         except ReachError as exc:
@@ -451,20 +461,31 @@ class Agent:
         return json_response({"status": "ok", "id": self.id})
 
 
-async def _run(handler: Callable[[AgentRequest], Awaitable[Any]], request: AgentRequest) -> bytes:
-    """Run a handler once and encode its answer; a failure is logged here, once per run."""
+async def _run(
+    handler: Callable[[AgentRequest], Awaitable[Any]], request: AgentRequest
+) -> bytes | LiveStream:
+    """Run a handler once and encode its answer (a yielding handler's: its stream, once
+    the first event is there); a failure is logged here, once per run."""
+    failed = partial(_log_failure, request)
     try:
-        return dump_json(await handler(request))
+        result = await handler(request)
+        if isinstance(result, AsyncIterator):
+            return await LiveStream.open(result, failed)
+        return dump_json(result)
     except Exception as exc:
-        # One line, no traceback rendering: pretty tracebacks cost ~0.4 s on the event loop.
-        log.error(
-            "handler_failed",
-            request_id=request.request_id,
-            trace_id=request.trace_id,
-            capability=request.capability,
-            error=f"{type(exc).__name__}: {exc}",
-        )
+        failed(exc)
         raise
+
+
+def _log_failure(request: AgentRequest, exc: Exception) -> None:
+    # One line, no traceback rendering: pretty tracebacks cost ~0.4 s on the event loop.
+    log.error(
+        "handler_failed",
+        request_id=request.request_id,
+        trace_id=request.trace_id,
+        capability=request.capability,
+        error=f"{type(exc).__name__}: {exc}",
+    )
 
 
 def _context_link(http: httpx.AsyncClient, block: dict[str, Any] | None) -> _ContextLink | None:
@@ -480,6 +501,12 @@ def _context_link(http: httpx.AsyncClient, block: dict[str, Any] | None) -> _Con
 def _as_async(fn: Callable[[AgentRequest], Any]) -> Callable[[AgentRequest], Awaitable[Any]]:
     if inspect.iscoroutinefunction(fn):
         return fn
+    if inspect.isasyncgenfunction(fn):
+
+        async def started(request: AgentRequest) -> Any:
+            return fn(request)  # its events, pulled as the response is written
+
+        return started
 
     async def in_thread(request: AgentRequest) -> Any:
         return await asyncio.to_thread(fn, request)

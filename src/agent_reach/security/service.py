@@ -121,6 +121,14 @@ class SecurityService:
         for capability in capabilities:
             self._authorize(self.policy().access.registration, principal, capability, "register")
 
+    def may_use(self, principal: Principal, capability: str) -> bool:
+        """Whether the key's grants or a rule let the principal invoke or register the
+        capability: what of the registry it may see (`security/visibility.py`)."""
+        access = self.policy().access
+        return decide_access(access.invoke, principal, capability, "invoke").allowed or (
+            decide_access(access.registration, principal, capability, "register").allowed
+        )
+
     def authorize_owner(self, principal: Principal, owner: str | None, agent_id: str) -> None:
         """Only the principal that registered an instance (or an admin) may change it."""
         if principal.role == "admin" or owner == principal.name:

@@ -2,7 +2,8 @@
 
 Registering needs an agent (or admin) key whose rules grant every capability named;
 an instance may then be renewed, replaced or removed only by the principal that
-registered it (or an admin). Listing needs any valid key.
+registered it (or an admin). Listing needs any valid key and shows what that key may
+see (`security/visibility.py`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
 from agent_reach.backends.protocols import InstanceRecord
-from agent_reach.errors import Forbidden, ValidationFailed
+from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
 from agent_reach.invoke.transports import A2ATransport
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
 from agent_reach.model.keys import Principal
+from agent_reach.security.visibility import visible_view
 from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -75,12 +77,18 @@ async def deregister(agent_id: AgentIdPath, request: Request, principal: Caller)
 @router.get("", response_model=dict[str, list[InstanceView]])
 async def list_agents(
     request: Request,
-    _: Caller,
+    principal: Caller,
     capability: str | None = None,
     status: Annotated[HealthStatus | None, Query()] = None,
 ) -> Response:
     """Instances with status, load, success rate and latency, optionally filtered."""
-    views = runtime_of(request).registry.views()
+    runtime = runtime_of(request)
+    registry, may_use = runtime.registry, runtime.security.may_use
+    views = [
+        view
+        for every in registry.views()
+        if (view := visible_view(every, registry.owner_of(every.id), principal, may_use))
+    ]
     if capability is not None:
         tag = capability.strip().lower()
         views = [v for v in views if tag in v.capabilities]
@@ -90,8 +98,16 @@ async def list_agents(
 
 
 @router.get("/{agent_id}", response_model=InstanceView)
-async def get_agent(agent_id: AgentIdPath, request: Request, _: Caller) -> Response:
-    return json_response(runtime_of(request).registry.get(agent_id))
+async def get_agent(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
+    """One instance; 404 as for an unknown one when the key may not see it."""
+    runtime = runtime_of(request)
+    registry = runtime.registry
+    view = visible_view(
+        registry.get(agent_id), registry.owner_of(agent_id), principal, runtime.security.may_use
+    )
+    if view is None:
+        raise UnknownAgent(f"no agent {agent_id!r} is registered")
+    return json_response(view)
 
 
 async def _check_owner(

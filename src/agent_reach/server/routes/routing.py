@@ -12,6 +12,7 @@ from agent_reach.ids import new_request_id
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.security.ownership import require_not_observer
+from agent_reach.security.visibility import visible_capabilities
 from agent_reach.server.auth import Caller, authenticated
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -20,9 +21,13 @@ router = APIRouter(prefix="/v1", tags=["routing"], dependencies=[Depends(authent
 
 
 @router.get("/capabilities")
-async def capabilities(request: Request) -> Response:
-    """Capability -> ids of its live instances."""
-    return json_response({"capabilities": runtime_of(request).registry.capabilities()})
+async def capabilities(request: Request, principal: Caller) -> Response:
+    """Capability -> ids of its live instances, of the capabilities the key may use."""
+    runtime = runtime_of(request)
+    listing = runtime.registry.capabilities()
+    return json_response(
+        {"capabilities": visible_capabilities(listing, principal, runtime.security.may_use)}
+    )
 
 
 @router.post("/route")
