@@ -85,14 +85,18 @@ class _Model:
     capabilities: tuple[str, ...]
     weights: np.ndarray  # (d + NGRAM_BUCKETS + 1, capabilities): the last row is the bias
     ngrams: _Ngrams
-    examples: np.ndarray  # card texts' features, grouped by capability
+    examples: np.ndarray  # card texts' sentence vectors, grouped by capability
+    example_ngrams: np.ndarray  # their n-gram rows, transposed: (NGRAM_BUCKETS, texts)
     first_example: np.ndarray  # where each capability's group starts
 
     def scores(self, vectors: np.ndarray, texts: list[str]) -> list[dict[str, float]]:
-        x = np.hstack([vectors, self.ngrams.rows(texts)])
-        logits = x @ self.weights[:-1] + self.weights[-1]
+        # a text touches a few dozen of the n-gram buckets: only those rows are multiplied
+        ngrams = self.ngrams.rows(texts)
+        used = np.flatnonzero(ngrams.any(axis=0))
+        ngrams, d = ngrams[:, used], vectors.shape[1]
+        logits = vectors @ self.weights[:d] + ngrams @ self.weights[d + used] + self.weights[-1]
         # similarity: the mean of the sentence and n-gram cosines (both halves unit length)
-        similar = x @ self.examples.T / 2
+        similar = (vectors @ self.examples.T + ngrams @ self.example_ngrams[used]) / 2
         nearest = np.maximum.reduceat(similar, self.first_example, axis=1)
         gate = 1 / (1 + np.exp(-GATE_SHARPNESS * (nearest - GATE_AT)))
         confidence = _softmax(logits) * gate
@@ -248,12 +252,13 @@ def _fit_model(
     labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
     flat = [t for group in texts.values() for t in group]
     ngrams = _Ngrams.fit(flat)
-    x = np.hstack([np.stack([vectors[t] for t in flat]), ngrams.rows(flat)])
+    examples, rows = np.stack([vectors[t] for t in flat]), ngrams.rows(flat)
     return _Model(
         capabilities=tuple(texts),
-        weights=_fit_logistic(x, labels, len(texts), start),
+        weights=_fit_logistic(np.hstack([examples, rows]), labels, len(texts), start),
         ngrams=ngrams,
-        examples=x,
+        examples=examples,
+        example_ngrams=np.ascontiguousarray(rows.T),
         first_example=np.searchsorted(labels, np.arange(len(texts))),
     )
 
