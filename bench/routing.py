@@ -26,9 +26,12 @@ before any figure was seen:
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
   each split into N/150 siblings with their own training texts), registered at once: the
   seconds until every matcher is calibrated and the decision p50 on 300 test texts.
-- Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed;
-  each one routed wrong gets `POST /v1/feedback` with its right capability; the test split
-  is routed again once the router has refitted.
+- Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed,
+  twice, on two fresh coordinators. Corrections only: each text routed wrong (or refused)
+  gets `POST /v1/feedback` with its right capability. All labelled: every text gets it,
+  the ones routed right too (a reviewer who labels an hour of traffic labels every text;
+  feedback naming the capability that served confirms it). The test split is routed
+  before and again once the router has refitted.
 """
 
 from __future__ import annotations
@@ -350,8 +353,11 @@ async def scale(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
     }
 
 
-async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
-    """Accuracy on the test split before and after correcting N other texts (k=3)."""
+async def corrections(
+    corpus: Corpus, n: int, policy: Path | None, *, confirm: bool
+) -> dict[str, Any]:
+    """Accuracy on the test split before and after feedback on N other texts (k=3): on the
+    ones routed wrong only, or (`confirm`) on every one of them."""
     examples = sample(corpus.train, 3)
     used = {t for said in examples.values() for t in said}
     others = [(t, lab) for t, lab in corpus.train if t not in used]
@@ -363,12 +369,17 @@ async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, 
             await coordinator.register(examples)
             await coordinator.ready_s()
             before = score((await sequential(coordinator, texts))[0], labels)
-            corrected = 0
+            corrected = confirmed = 0
             for i, (text, label) in enumerate(taught):
                 decision = await coordinator.route(text, request_id=f"teach-{i}")
-                if decision["capability"] != tag_of(label):
-                    body = {"request_id": f"teach-{i}", "capability": tag_of(label)}
-                    (await coordinator.http.post("/v1/feedback", json=body)).raise_for_status()
+                right = decision["capability"] == tag_of(label)
+                if right and not confirm:
+                    continue
+                body = {"request_id": f"teach-{i}", "capability": tag_of(label)}
+                (await coordinator.http.post("/v1/feedback", json=body)).raise_for_status()
+                if right:
+                    confirmed += 1
+                else:
                     corrected += 1
             await coordinator.ready_s()
             after = score((await sequential(coordinator, texts))[0], labels)
@@ -378,7 +389,9 @@ async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, 
         "corpus": corpus.name,
         "k": 3,
         "texts": n,
+        "feedback": "all labelled" if confirm else "corrections only",
         "corrected": corrected,
+        "confirmed": confirmed,
         "before": before,
         "after": after,
     }
@@ -389,7 +402,7 @@ async def corrections(corpus: Corpus, n: int, policy: Path | None) -> dict[str, 
 
 def show(
     results: list[Result],
-    taught: dict[str, Any] | None,
+    taught: list[dict[str, Any]],
     scaled: dict[str, Any] | None,
     console: Console,
 ) -> None:
@@ -441,13 +454,14 @@ def show(
             f" ({scaled['calibration_cpu_s']:.1f} CPU s); decision p50 / p99"
             f" {scaled['p50_ms']:.1f} / {scaled['p99_ms']:.1f} ms; RSS {scaled['rss_mb']:.0f} MB"
         )
-    if taught:
-        b, a = taught["before"], taught["after"]
+    for run_ in taught:
+        b, a = run_["before"], run_["after"]
         console.print(
-            f"corrections ({taught['corpus']}, k=3): {taught['corrected']} of {taught['texts']}"
-            f" other texts corrected; in-scope accuracy {b['in_scope_accuracy']:.1%} ->"
-            f" {a['in_scope_accuracy']:.1%}, out-of-scope recall {b['oos_recall']:.1%} ->"
-            f" {a['oos_recall']:.1%}"
+            f"feedback, {run_['feedback']} ({run_['corpus']}, k=3, {run_['texts']} other"
+            f" texts): {run_['corrected']} corrected, {run_['confirmed']} confirmed; in-scope"
+            f" accuracy {b['in_scope_accuracy']:.1%} -> {a['in_scope_accuracy']:.1%}"
+            f" ({(a['in_scope_accuracy'] - b['in_scope_accuracy']) * 100:+.1f} points),"
+            f" out-of-scope recall {b['oos_recall']:.1%} -> {a['oos_recall']:.1%}"
         )
 
 
@@ -469,9 +483,11 @@ async def main() -> None:
     results = [
         await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
     ]
-    taught = None
+    taught: list[dict[str, Any]] = []
     if args.corrections and "clinc150" in corpora:
-        taught = await corrections(corpora["clinc150"], args.corrections, args.policy)
+        for confirm in (False, True):
+            clinc = corpora["clinc150"]
+            taught.append(await corrections(clinc, args.corrections, args.policy, confirm=confirm))
     scaled = None
     if args.scale and "clinc150" in corpora:
         scaled = await scale(corpora["clinc150"], args.scale, args.policy)

@@ -99,6 +99,30 @@ def test_a_correction_is_used_at_once_visible_and_deletable(http, shop):
     assert http.delete(f"/v1/routing/learned/{learned['id']}").status_code == 404
 
 
+def test_feedback_confirming_the_capability_that_served_is_learned_like_a_correction(
+    http, shop, matching_ready
+):
+    held_out = http.get("/v1/routing/calibration").json()["calibrations"]
+    before = {tuple(c["matchers"]): c["held_out"] for c in held_out}[("lexical", "embedding")]
+    text = "我的包裹到哪里了"
+    first = http.post("/v1/route", json={"text": text, "request_id": "r-right"}).json()
+    assert (first["rule"], first["capability"]) == ("best", "logistics.track")
+    fed = http.post("/v1/feedback", json={"request_id": "r-right", "capability": "logistics.track"})
+    assert fed.status_code == 201, fed.text
+    learned = fed.json()["learned"]
+    assert (learned["capability"], learned["kind"], learned["text"]) == (
+        "logistics.track",
+        "positive",
+        text,
+    )
+    again = http.post("/v1/route", json={"text": text}).json()
+    assert (again["rule"], again["capability"]) == ("learned", "logistics.track")
+    matching_ready()  # the confirmed text joined the capability's examples at the refit
+    held_out = http.get("/v1/routing/calibration").json()["calibrations"]
+    after = {tuple(c["matchers"]): c["held_out"] for c in held_out}[("lexical", "embedding")]
+    assert after["in_scope"] + after["out_of_scope"] > before["in_scope"] + before["out_of_scope"]
+
+
 def test_feedback_on_an_unknown_request_or_capability_is_refused(http, shop):
     http.post("/v1/route", json={"text": OUT_OF_SCOPE, "request_id": "r-1"})
     unknown = http.post("/v1/feedback", json={"request_id": "never", "capability": "faq.answer"})

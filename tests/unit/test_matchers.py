@@ -176,6 +176,15 @@ async def test_a_matcher_with_no_opinion_does_not_dilute_the_blend():
     assert blend({"lexical": {}}) == []
 
 
+async def test_the_lexical_score_counts_only_while_it_is_the_only_opinion():
+    # the embedding classifier holds the lexical n-grams itself: lexical weighs 0 beside it
+    matches = blend({"lexical": {"a": 0.9}, "embedding": {"b": 0.6, "a": 0.2}})
+    assert [(m.capability, m.confidence) for m in matches] == [("b", 0.6), ("a", 0.2)]
+    assert matches[1].scores == {"lexical": 0.9, "embedding": 0.2}
+    alone = blend({"lexical": {"a": 0.9}, "embedding": {}})  # the encoder still loading
+    assert [(m.capability, m.confidence) for m in alone] == [("a", 0.9)]
+
+
 async def test_an_uncalibrated_catalog_keeps_the_strongest_matchers_score():
     # lexical is sure (the text is nearly the card's words), the encoder less so: the
     # blend's mean would put it under any sensible threshold

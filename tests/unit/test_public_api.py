@@ -24,6 +24,7 @@ PUBLIC_NAMES = [
     "ReachError",
     "Settings",
     "StoreUnavailable",
+    "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
     "ValidationFailed",

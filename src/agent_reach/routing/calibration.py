@@ -13,7 +13,7 @@ capability's raw score. Its slope comes from a logistic regression of "routing t
 right" (the right capability of an in-scope text) with in-scope and out-of-scope texts
 weighing the same. Its midpoint is set where the held-out out-of-scope texts are refused
 at TARGET_OOS_RECALL: a calibrated 0.5 (the default `min_confidence`) is the score below
-which 7 of 10 texts meant for no registered capability fall, on this catalog. Held-out
+which 6 of 10 texts meant for no registered capability fall, on this catalog. Held-out
 capabilities are near neighbours of the registered ones, so real out-of-scope traffic
 tends to be refused more often than that. The router's `min_confidence` and `margin` apply
 to calibrated confidences, which is why one default holds on any catalog; the held-out
@@ -42,10 +42,12 @@ SCORE_FLOOR = 1e-4  # raw scores are clipped to [floor, 1 - floor] before the lo
 MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
 # Held-out capabilities are near neighbours of the registered ones, harder to refuse than
 # most traffic meant for no agent: a 0.8 target refused 93-99 % of CLINC150's real
-# out-of-scope texts and cost 4-5 points of in-scope accuracy. Of 0.5-0.9 (step 0.1), 0.7
-# met the most of the issue's goals on the validation splits only (CLINC150 val,
-# SMP2017 develop; k = 3 and 30; bench/routing.py protocol), never on a test split.
-TARGET_OOS_RECALL = 0.7
+# out-of-scope texts and cost 4-5 points of in-scope accuracy. Chosen as the target that
+# meets the most of the issue's goals on the validation splits only (CLINC150 val,
+# SMP2017 develop; k = 3, 10, 30; bench/routing.py protocol), never on a test split:
+# 0.7 with the sentence-vector classifier; 0.6 (of 0.5-0.8 in steps of 0.05) since the
+# classifier also reads n-grams — it meets k=3 on both corpora and k=30 on CLINC150 there.
+TARGET_OOS_RECALL = 0.6
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,14 +18,14 @@ from agent_reach.model.workflows import WorkflowPolicy
 FACTORS = ("match", "health", "affinity", "load", "success", "latency")
 Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
 
-# DESIGN.md, from the original deployment's production data.
+# From the original deployment's production data (docs/policy.md lists them).
 PRESETS: dict[str, dict[str, float]] = {
     "default": {"match": 0.30, "health": 0.25, "affinity": 0.20, "load": 0.15, "success": 0.10},
     "dispatch": {"match": 0.40, "health": 0.30, "latency": 0.20, "load": 0.10},
 }
 # Both apply to calibrated match confidences (P(routing there is right), fitted on the
 # registered catalog by routing/calibration.py), so they hold on any catalog untuned.
-DEFAULT_MARGIN = 0.15  # DESIGN.md: closer than this across capabilities means "do not guess"
+DEFAULT_MARGIN = 0.15  # closer than this across capabilities means "do not guess"
 DEFAULT_MIN_CONFIDENCE = 0.5  # calibrated: route only when more likely right than wrong
 DEFAULT_MATCHERS = ("lexical", "embedding")  # lexical serves alone until the encoder is ready
 DEFAULT_MATCH_CACHE_S = 120.0  # issue 3: repeated texts reuse their match this long
@@ -77,14 +77,14 @@ class DeliveryPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     backoff_s: list[Annotated[float, Field(ge=0, le=600)]] = Field(
-        default_factory=lambda: [1.0, 2.0, 4.0],  # DESIGN.md: 1 s, 2 s, 4 s
+        default_factory=lambda: [1.0, 2.0, 4.0],  # 1 s, 2 s, 4 s
         min_length=1,
     )
     jitter: float = Field(0.2, ge=0, le=1, description="each pause varies by up to this share")
     retry_budget_ratio: float = Field(0.2, ge=0, le=10)  # RELIABILITY.md: 20 % of in-flight
     retry_budget_min: int = Field(3, ge=0, le=10_000)  # ... and at least 3 at any time
     suspend_s: float = Field(120.0, ge=0, le=86_400, description="how long suspended requests wait")
-    idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # DESIGN.md: 3600 s
+    idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # an hour
     degraded_answers: bool = Field(True, description="remember answers for the degraded fallback")
     answer_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)
     similar_answers: float | None = Field(
@@ -100,7 +100,7 @@ class DeliveryPolicy(BaseModel):
         return self.backoff_s[min(retry, len(self.backoff_s)) - 1]
 
 
-# DESIGN.md: query 2 s no retry; reasoning 5 s one retry; long 30 s, asynchronous.
+# Query 2 s no retry; reasoning 5 s one retry; long 30 s, asynchronous (docs/policy.md).
 DEFAULT_TIMEOUT_CLASSES = {
     "query": TimeoutClassPolicy(timeout_s=2.0),
     "reasoning": TimeoutClassPolicy(timeout_s=5.0, retries=1),
