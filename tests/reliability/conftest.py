@@ -30,7 +30,7 @@ from agent_reach.testing.load import Report
 from agent_reach.testing.waiting import wait_until
 
 FULL = os.environ.get("AR_RELIABILITY_FULL") == "1"
-PROBE_INTERVAL_S = 0.5  # RELIABILITY.md C3 uses 1 s; halved so CI-sized runs see recoveries
+PROBE_INTERVAL_S = 0.5  # 1 s in production-like runs; halved so CI-sized runs see recoveries
 READY_TIMEOUT_S = 60.0  # several interpreters importing at once on a loaded 2-core machine
 _SUMMARIES = pytest.StashKey[list[str]]()
 

@@ -29,7 +29,7 @@ from agent_reach.testing.waiting import WaitTimedOut, wait_until
 POLICY = """
 [timeout_classes.query]
 timeout_s = 0.25
-"""  # RELIABILITY.md C3: per-try timeout 250 ms
+"""  # a per-try timeout of 250 ms
 RATE = 100
 PAUSE_AT_S, PAUSED_S, AFTER_S = 1.5, 5.0, 2.0  # AFTER_S: load after the readmission
 READMIT_WITHIN_S = EJECTION_MAX_S + 5.0  # the longest pause before a re-probe, plus margin

@@ -21,7 +21,7 @@ POLICY = """
 [timeout_classes.query]
 timeout_s = 1.0
 """
-# (req/s, seconds): RELIABILITY.md smoke is 100 req/s (10 s keeps the folder in budget);
+# (req/s, seconds): the smoke size is 100 req/s (10 s keeps the folder in budget);
 # full is 60 s, at the smoke rate since no step test calibrates this machine.
 SIZES = {"smoke": (100, 10.0), "full": (100, 60.0)}
 KILL_EVERY_S, DOWN_S = 2.0, 1.0

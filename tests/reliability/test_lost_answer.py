@@ -28,9 +28,9 @@ retries = 2
 
 [delivery]
 backoff_s = [0.05]
-"""  # RELIABILITY.md I3 needs re-sends: this class allows two, 50 ms apart
-SIZES = {"smoke": (50, 4.0), "full": (100, 60.0)}  # (req/s, seconds); full: RELIABILITY.md I3
-DROP_SHARE = 0.2  # RELIABILITY.md I3: 20 % of attempts
+"""  # the scenario needs re-sends: this class allows two, 50 ms apart
+SIZES = {"smoke": (50, 4.0), "full": (100, 60.0)}  # (req/s, seconds)
+DROP_SHARE = 0.2  # 20 % of attempts
 DEADLINE_S = 2.0
 SEED = 7
 _REQUEST_ID = re.compile(rb"\r\nx-request-id: *([^\r\n]+)", re.IGNORECASE)
@@ -155,4 +155,4 @@ def test_a_lost_answer_is_resent_with_the_same_id_and_not_acted_twice(rig, backe
     assert [i for i in proxy.dropped if executed[i] != 1 or hits[i] < 1] == []
     assert result.duplicate_executions == 0, result.duplicate_ids
     assert result.lost == 0, result.lost_ids
-    assert result.success_pct >= 99.0, result.codes  # RELIABILITY.md I3
+    assert result.success_pct >= 99.0, result.codes

@@ -1,7 +1,7 @@
 """What the attack scenarios share: the policy, the cast, secured deployments, reports.
 
 Every coordinator here runs with keys on (`auth="on"` and an admin key) and an endpoint
-policy that allows only 127.77.0.0/16 (RELIABILITY.md C1), so 127.0.0.1 — the
+policy that allows only 127.77.0.0/16 so 127.0.0.1 — the
 coordinator itself, Redis, a guard listener — counts as internal.
 
 Imported by the scenarios and their conftest (pytest puts this directory on `sys.path`).

@@ -17,7 +17,7 @@ from agent_reach.model.agents import HealthStatus
 
 SUSPECT_AFTER = 3  # 3 consecutive failures -> suspect (original production setting)
 OFFLINE_AFTER = 5  # 2 more -> offline and out of the pool
-EJECTION_BASE_S = 2.0  # RELIABILITY.md: base ejection 2 s ...
+EJECTION_BASE_S = 2.0  # base ejection 2 s ...
 EJECTION_MAX_S = 60.0  # ... doubling with each failed re-probe, at most this
 # Doublings that reach EJECTION_MAX_S; more would only overflow the float (an instance
 # that fails its re-probes for days is ejected that many times).

@@ -81,7 +81,7 @@ class DeliveryPolicy(BaseModel):
         min_length=1,
     )
     jitter: float = Field(0.2, ge=0, le=1, description="each pause varies by up to this share")
-    retry_budget_ratio: float = Field(0.2, ge=0, le=10)  # RELIABILITY.md: 20 % of in-flight
+    retry_budget_ratio: float = Field(0.2, ge=0, le=10)  # 20 % of in-flight
     retry_budget_min: int = Field(3, ge=0, le=10_000)  # ... and at least 3 at any time
     suspend_s: float = Field(120.0, ge=0, le=86_400, description="how long suspended requests wait")
     idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # an hour

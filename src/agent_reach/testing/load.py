@@ -5,7 +5,7 @@ latency instead of slowing the sender down) from its own thread and event loop,
 over pooled keep-alive HTTP/1.1 (`HttpPool`), and keeps one `Record` per request.
 Faults injected meanwhile are written into the same `History` with `mark`.
 `check` joins the history with the agents' ledgers and a coordinator's health
-marks into a `Report` (RELIABILITY.md, C2): lost requests, duplicate executions,
+marks into a `Report`: lost requests, duplicate executions,
 success, latency percentiles, amplification, codes by count.
 """
 
@@ -27,8 +27,8 @@ from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.invoke.pool import HttpPool, PoolError, Response
 from agent_reach.testing.agent_process import HealthMark, LedgerRow
 
-GRACE_S = 1.0  # RELIABILITY.md: a request with no answer by its deadline + 1 s is lost
-LATE_S = 0.05  # RELIABILITY.md: every request should finish by its deadline + 50 ms
+GRACE_S = 1.0  # a request with no answer by its deadline + 1 s is lost
+LATE_S = 0.05  # every request should finish by its deadline + 50 ms
 FAILOVER_PAUSE_S = 0.1  # a client waits this long before sending the same request_id again
 TASK_POLL_S = 0.2  # accepted tasks are looked at this often until they finish
 TASK_POLLS_AT_ONCE = 32  # bounded, so polling does not become the load
@@ -441,7 +441,7 @@ def check(
 
 
 def _is_lost(record: Record, executed: Counter[str]) -> bool:
-    """RELIABILITY.md: no answer by deadline + 1 s (an accepted task that never finished
+    """No answer by deadline + 1 s (an accepted task that never finished
     included), or a success no agent's ledger shows."""
     latency_s = record.latency_s
     if latency_s is None or latency_s > record.deadline_s + GRACE_S:
