@@ -80,8 +80,8 @@ async def test_a_body_without_framing_ends_with_the_close_and_interim_answers_ar
 ) -> None:
     async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nall of it")
-        await writer.drain()
         writer.close()
+        await writer.wait_closed()  # all sent before the fixture aborts the connection
 
     response = await _open(await serve(peer))
     assert response.status == 200
@@ -135,7 +135,10 @@ async def test_reading_pauses_while_the_reader_does_not_read(serve) -> None:
                 blocked.set()  # the kernel's buffers are full: the reader is not reading
             await writer.drain()
             written.append(n)
+        # drain() leaves up to its high-water mark unsent: wait until close() has sent it
+        # all, for the fixture aborts the connection once the peer returns
         writer.close()
+        await writer.wait_closed()
 
     response = await _open(await serve(peer), HttpPool(max_response_bytes=blocks * len(block)))
     await asyncio.wait_for(blocked.wait(), TIMEOUT_S)
