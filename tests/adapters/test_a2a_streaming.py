@@ -18,7 +18,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_text_parts, new_data_part, new_text_part
 from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
 from peers.a2a_agents import StoryLedger, start_story_agent
-from peers.sse_agents import python_sse_agent
+from peers.sse_agents import python_sse_agent, sse_events
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
@@ -71,18 +71,6 @@ async def a2a(hub: str) -> AsyncIterator[Any]:
         await client.close()
 
 
-def _events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
-    event: dict[str, str] = {}
-    for line in lines:
-        if not line:
-            if event:
-                yield event
-            event = {}
-            continue
-        name, _, value = line.partition(":")
-        event[name] = value[1:] if value.startswith(" ") else value
-
-
 def _message(text: str, **metadata: str) -> Message:
     message = Message(message_id=secrets.token_hex(8), role=Role.ROLE_USER)
     message.parts.append(new_text_part(text))
@@ -97,7 +85,7 @@ def test_an_invoke_asking_for_a_stream_reaches_a_streaming_a2a_agent_by_its_stre
     body = {"capability": "story.tell", "text": words}
     with httpx.stream("POST", f"{hub}/v1/invoke", json=body, headers=STREAM, timeout=30) as r:
         assert r.status_code == 200
-        events = _events(r.iter_lines())
+        events = sse_events(r.iter_lines())
         # A blocking send could not answer before the agent finished: this is its stream.
         assert next(events) == {"event": "artifact", "data": "once"}
         story_agent.open(words)
@@ -191,7 +179,7 @@ def test_v03_message_stream_at_the_face(hub: str, sse_agent: str) -> None:
     }
     with httpx.stream("POST", f"{hub}/a2a", json=call, timeout=30) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        events = _events(response.iter_lines())
+        events = sse_events(response.iter_lines())
         kinds = [json.loads(next(events)["data"])["result"]["kind"] for _ in range(2)]
         assert kinds == ["task", "artifact-update"]
         request_id = httpx.get(f"{sse_agent}/ledger").json()["executions"][0]
@@ -240,7 +228,7 @@ def test_a_caller_leaving_the_face_mid_stream_closes_the_agents_stream(
         httpx.Client(timeout=30) as client,
         client.stream("POST", f"{hub}/a2a", json=call, headers=headers) as r,
     ):
-        events = _events(r.iter_lines())
+        events = sse_events(r.iter_lines())
         assert "artifactUpdate" in json.loads([next(events) for _ in range(2)][1]["data"])["result"]
     # the connection closed with the agent's gate still shut
     ledger = wait_until(

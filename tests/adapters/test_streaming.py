@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from peers.sse_agents import AGENTS
+from peers.sse_agents import AGENTS, sse_events
 
 from agent_reach.config import Settings
 from agent_reach.errors import NoCapability
@@ -63,20 +63,6 @@ def _open(agent: str, request_id: str) -> None:
     assert httpx.post(f"{agent}/gate/{request_id}").status_code == 200
 
 
-def _events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
-    """Events of an SSE body, one at a time as their blank line arrives."""
-    event: dict[str, Any] = {}
-    for line in lines:
-        if not line:
-            if event:
-                yield event
-            event = {}
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        event[name] = f"{event[name]}\n{value}" if name in event else value
-
-
 def _body(request_id: str, **payload: Any) -> dict[str, Any]:
     return {"capability": CAPABILITY, "request_id": request_id, "payload": payload or None}
 
@@ -95,7 +81,7 @@ def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["transfer-encoding"] == "chunked"
-        events = _events(response.iter_lines())
+        events = sse_events(response.iter_lines())
         first = next(events)
         assert first == {"event": "token", "id": "1", "data": "first"}
         assert request_id not in _ledger(agent)["disconnected"]
@@ -176,7 +162,7 @@ def test_an_agent_that_does_not_stream_is_one_last_event(
         headers=STREAM,
         timeout=30,
     ) as response:
-        events = list(_events(response.iter_lines()))
+        events = list(sse_events(response.iter_lines()))
     assert [e["event"] for e in events] == ["reach.end"]
     assert json.loads(events[0]["data"])["result"] == {"words": ["first", "second", "third"]}
 
@@ -213,7 +199,7 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
         headers={**STREAM, "x-reach-deadline-ms": "700"},
         timeout=30,
     ) as response:
-        events = list(_events(response.iter_lines()))  # the gate is never opened
+        events = list(sse_events(response.iter_lines()))  # the gate is never opened
     assert [e["event"] for e in events] == ["token", "reach.error"]
     error = json.loads(events[-1]["data"])["error"]
     assert error["code"] == "deadline_exceeded"
@@ -243,7 +229,7 @@ def test_a_stream_that_breaks_off_ends_with_an_error_event_and_is_not_resent(
         headers=STREAM,
         timeout=30,
     ) as response:
-        events = list(_events(response.iter_lines()))
+        events = list(sse_events(response.iter_lines()))
     assert [e["event"] for e in events] == ["token", "reach.error"]  # never half an event
     error = json.loads(events[-1]["data"])["error"]
     assert error["code"] == "agent_stream_broken"
@@ -263,7 +249,7 @@ def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
         ) as response,
     ):
         trace_id = response.headers["x-trace-id"]
-        assert next(_events(response.iter_lines()))["data"] == "first"
+        assert next(sse_events(response.iter_lines()))["data"] == "first"
         # leaving the block closed the connection mid-stream, the gate still shut
     wait_until(
         lambda: request_id in _ledger(agent)["disconnected"], "the agent saw its stream closed"
@@ -307,7 +293,7 @@ def test_a_duplicate_waits_for_the_stream_to_end_and_gets_its_answer(
         ) as response,
         ThreadPoolExecutor(1) as pool,
     ):
-        events = _events(response.iter_lines())
+        events = sse_events(response.iter_lines())
         assert next(events)["data"] == "first"
         duplicate = pool.submit(
             httpx.post, f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30
@@ -327,7 +313,7 @@ def test_a_stream_holds_its_admission_slot_until_it_ends(agent: str) -> None:
         with httpx.stream(
             "POST", f"{url}/v1/invoke", json=_body(request_id), headers=STREAM, timeout=30
         ) as response:
-            events = _events(response.iter_lines())
+            events = sse_events(response.iter_lines())
             assert next(events)["data"] == "first"
             refused = httpx.post(f"{url}/v1/invoke", json=_body(f"other-{request_id}"))
             assert refused.status_code == 503, refused.text

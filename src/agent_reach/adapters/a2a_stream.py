@@ -74,18 +74,22 @@ def whole_answer(answer: Any) -> dict[str, Any]:
     raise _final("the A2A agent's answer is neither a Message nor a Task", "agent_bad_answer")
 
 
+def refusal(error: dict[str, Any], **details: Any) -> AgentFailed:
+    """A JSON-RPC error answer of an A2A agent: never retried, the agent decided."""
+    failure = AgentFailed(
+        f"the A2A agent refused: {error.get('message', '')}",
+        code="a2a_error",
+        rpc_code=error.get("code"),
+        rpc_message=error.get("message"),
+        **details,
+    )
+    failure.retryable = False  # type: ignore[misc]
+    return failure
+
+
 def _split(answer: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
-        error = answer["error"]
-        failure = AgentFailed(
-            f"the A2A agent refused: {error.get('message', '')}",
-            code="a2a_error",
-            rpc_code=error.get("code"),
-            rpc_message=error.get("message"),
-            outcome_unknown=True,
-        )
-        failure.retryable = False  # type: ignore[misc]  # the agent decided
-        raise failure
+        raise refusal(answer["error"], outcome_unknown=True)
     result = answer.get("result") if isinstance(answer, dict) else None
     if not isinstance(result, dict):
         return "unknown", {}

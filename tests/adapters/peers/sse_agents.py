@@ -28,6 +28,21 @@ from agent_reach.testing.servers import ServerThread
 DEFAULT_WORDS = ["first", "second", "third"]
 
 
+def sse_events(lines: Iterator[str]) -> Iterator[dict[str, str]]:
+    """Events of an SSE body as its caller reads them, one at a time as their blank line
+    arrives: field -> value, a repeated field's values joined by newlines."""
+    event: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            if event:
+                yield event
+            event = {}
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        event[name] = f"{event[name]}\n{value}" if name in event else value
+
+
 def starlette_agent() -> Starlette:
     """The Python streaming agent as an app (its state lives in the app)."""
     ledger: dict[str, list[str]] = {"executions": [], "disconnected": []}

@@ -18,7 +18,7 @@ import orjson
 
 from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.adapters.a2a_cards import MAX_CARD_BYTES, AgentCard, card_urls, parse_card
-from agent_reach.adapters.a2a_stream import A2AEvents, whole_answer
+from agent_reach.adapters.a2a_stream import A2AEvents, refusal, whole_answer
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
@@ -289,15 +289,7 @@ class A2ATransport:
         except orjson.JSONDecodeError:
             raise _bad_answer("the A2A agent's answer is not JSON") from None
         if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
-            error = answer["error"]
-            failure = AgentFailed(
-                f"the A2A agent refused: {error.get('message', '')}",
-                code="a2a_error",
-                rpc_code=error.get("code"),
-                rpc_message=error.get("message"),
-            )
-            failure.retryable = False  # type: ignore[misc]  # the agent decided
-            raise failure
+            raise refusal(answer["error"])
         return answer.get("result") if isinstance(answer, dict) else None
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
