@@ -164,13 +164,19 @@ class PolicySource:
         return True
 
     def reload(self) -> RoutingPolicy | None:
-        """Re-read the file; the new, valid policy when its content changed, else None."""
+        """Re-read the file; the new, valid policy when its content changed, else None.
+
+        An empty file is an edit in progress (a write that truncated it first), not an
+        edit: it is read again at the next poll. Only the file at startup may be empty.
+        """
         if self.path is None:
             return None
         try:
             content = self.path.read_bytes()
         except OSError as exc:
             self._reject(f"cannot read the policy file: {exc.strerror}")
+            return None
+        if not content.strip():
             return None
         digest = hashlib.sha256(content).hexdigest()
         if digest == self._digest:
