@@ -1,7 +1,7 @@
 """Text routing out of the box: accuracy, refusals and speed on public intent corpora.
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
-        [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600]
+        [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
         [--scale 1000] [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
@@ -31,8 +31,9 @@ before any figure was seen:
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
   each split into N/150 siblings with their own training texts), registered at once: the
   seconds until every matcher is calibrated and the decision p50 on 300 test texts.
-- Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed,
-  twice, on two fresh coordinators. Corrections only: each text routed wrong (or refused)
+- Corrections (`--corrections N[,M...]`, CLINC150 at k=3): N other training texts are
+  routed, twice, on two fresh coordinators (for each N: 600 routed texts get ~140
+  corrections, 1,500 a few hundred). Corrections only: each text routed wrong (or refused)
   gets `POST /v1/feedback` with its right capability. All labelled: every text gets it,
   the ones routed right too (a reviewer who labels an hour of traffic labels every text;
   feedback naming the capability that served confirms it). The test split is routed
@@ -485,7 +486,9 @@ async def main() -> None:
         "--split", choices=["test", "dev"], default="test", help="dev: the development splits"
     )
     parser.add_argument("--policy", type=Path, help="a policy file (default: the defaults)")
-    parser.add_argument("--corrections", type=int, default=600, help="0: skip the experiment")
+    parser.add_argument(
+        "--corrections", default="600,1500", help="texts routed per run; 0: skip the experiment"
+    )
     parser.add_argument("--scale", type=int, default=1000, help="0: skip the scale check")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -498,10 +501,11 @@ async def main() -> None:
         await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
     ]
     taught: list[dict[str, Any]] = []
-    if args.corrections and "clinc150" in corpora:
-        for confirm in (False, True):
-            clinc = corpora["clinc150"]
-            taught.append(await corrections(clinc, args.corrections, args.policy, confirm=confirm))
+    if "clinc150" in corpora:
+        for n in (int(n) for n in args.corrections.split(",") if int(n) > 0):
+            for confirm in (False, True):
+                clinc = corpora["clinc150"]
+                taught.append(await corrections(clinc, n, args.policy, confirm=confirm))
     scaled = None
     if args.scale and "clinc150" in corpora:
         scaled = await scale(corpora["clinc150"], args.scale, args.policy)

@@ -7,6 +7,11 @@ into FOLDS groups and so are the examples of each; in fold f, the capabilities o
 f are left out entirely (their examples are then *out-of-scope* texts for the rest) and
 each remaining capability loses its examples of group f (*in-scope* texts, whose right
 answer is known). The matchers are fitted on what is left and score the held-out texts.
+Examples learned from corrections are held out as in-scope texts of their capability, but
+never stand in for out-of-scope traffic: a correction is a text the router took for
+*another* capability, chosen for looking like one, so as out-of-scope texts they would
+set the refusal threshold by the hardest texts there are (CLINC150 val, k=3: after 141
+corrections in-scope accuracy rose 4.7 points with them left out, 3.9 with them in).
 
 From those scores a calibration map is fitted, a logistic curve in the logit of the best
 capability's raw score. Its slope comes from a logistic regression of "routing to it is
@@ -77,14 +82,18 @@ def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[
         for tag in sorted(catalog):
             card = catalog[tag]
             if group_of[tag] == f:
-                held += [HeldOut(text, None) for text in card.examples]
+                learned = set(card.learned)
+                held += [HeldOut(text, None) for text in card.examples if text not in learned]
                 continue
             start = group_of[tag]  # rotate, so one-example capabilities are not all held at once
             keep = [e for i, e in enumerate(card.examples) if (i + start) % folds != f]
             held += [
                 HeldOut(e, tag) for i, e in enumerate(card.examples) if (i + start) % folds == f
             ]
-            kept[tag] = CapabilityCard(tag, card.descriptions, tuple(keep), card.input_schema)
+            taught = tuple(e for e in card.learned if e in keep)
+            kept[tag] = CapabilityCard(
+                tag, card.descriptions, tuple(keep), card.input_schema, taught
+            )
         if held:
             out.append(Fold(kept, held))
     return out
