@@ -53,9 +53,9 @@ def build_catalog(
     taught: dict[str, tuple[str, ...]] = {}
     for tag, texts in (learned or {}).items():
         if tag in descriptions:
-            said = examples.setdefault(tag, {})
-            taught[tag] = tuple(t for t in dict.fromkeys(texts) if t not in said)
-            said.update(dict.fromkeys(texts))
+            registered = examples.setdefault(tag, {})
+            taught[tag] = tuple(t for t in dict.fromkeys(texts) if t not in registered)
+            registered.update(dict.fromkeys(texts))
     return {
         tag: CapabilityCard(
             tag, tuple(texts), tuple(examples.get(tag, {})), schemas.get(tag), taught.get(tag, ())
