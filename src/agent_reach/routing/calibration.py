@@ -23,6 +23,15 @@ capabilities are near neighbours of the registered ones, so real out-of-scope tr
 tends to be refused more often than that. The router's `min_confidence` and `margin` apply
 to calibrated confidences, which is why one default holds on any catalog; the held-out
 scores are kept, so the calibration can say what any thresholds should give.
+
+One score, not several: a balanced logistic regression on the same held-out texts over
+the best capability's classifier probability, its margin to the second and its sentence
+and n-gram cosines to its nearest card text, centred the same way, moved in-scope
+accuracy by +0.1 to +4.1 points on the validation splits (CLINC150 val, SMP2017 develop;
+k = 3, 10, 30) but out-of-scope recall by -10.9 to +1.7, met no goal the one score
+misses and lost SMP2017 k=3 (61.8 % recall). Even at a threshold chosen on the develop
+split itself, eight such features reach 83.5 % in-scope accuracy at 80 % out-of-scope
+recall on SMP2017 k=30 (the one score: 81.4 %).
 """
 
 from __future__ import annotations
