@@ -1,7 +1,8 @@
 """Text routing out of the box: accuracy, refusals and speed on public intent corpora.
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
-        [--k 3,10,30] [--policy FILE] [--corrections 600] [--scale 1000] [--json out.json]
+        [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
+        [--scale 1000] [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -17,6 +18,10 @@ before any figure was seen:
   for an out-of-scope text and wrong for an in-scope one. Nothing is tuned on any corpus:
   the thresholds are the policy's defaults, applied to confidences the coordinator
   calibrated on the registered cards alone.
+- `--split dev` scores the development splits instead (CLINC150 `val` + `oos_val`,
+  SMP2017 `develop`, the same labels unregistered), with the same protocol: the split the
+  constants in `src/agent_reach/routing` are chosen on. Its throughput texts are the test
+  split's (their labels unread), since the scored texts are cached by then.
 - Speed: decision latency one text at a time (p50/p99, client-measured, HTTP included);
   texts/s at 32 concurrent requests on texts not seen before (uncached) and the same
   texts again (cached), and the uncached texts per CPU second of the coordinator (its
@@ -26,8 +31,9 @@ before any figure was seen:
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
   each split into N/150 siblings with their own training texts), registered at once: the
   seconds until every matcher is calibrated and the decision p50 on 300 test texts.
-- Corrections (`--corrections N`, CLINC150 at k=3): N other training texts are routed,
-  twice, on two fresh coordinators. Corrections only: each text routed wrong (or refused)
+- Corrections (`--corrections N[,M...]`, CLINC150 at k=3): N other training texts are
+  routed, twice, on two fresh coordinators (for each N: 600 routed texts get ~140
+  corrections, 1,500 a few hundred). Corrections only: each text routed wrong (or refused)
   gets `POST /v1/feedback` with its right capability. All labelled: every text gets it,
   the ones routed right too (a reviewer who labels an hour of traffic labels every text;
   feedback naming the capability that served confirms it). The test split is routed
@@ -97,14 +103,16 @@ class Result:
     expected: dict[str, Any]
 
 
-def load_clinc(data: Path) -> Corpus:
+def load_clinc(data: Path, split: str = "test") -> Corpus:
     full = json.loads((data / "clinc150" / "data_full.json").read_text(encoding="utf-8"))
     test = [(t, lab) for t, lab in full["test"]] + [(t, OOS) for t, _ in full["oos_test"]]
-    unseen = [t for t, _ in full["val"] + full["oos_val"]]
-    return Corpus("clinc150", [(t, lab) for t, lab in full["train"]], unseen, test)
+    dev = [(t, lab) for t, lab in full["val"]] + [(t, OOS) for t, _ in full["oos_val"]]
+    scored, unseen = (dev, test) if split == "dev" else (test, dev)
+    train = [(t, lab) for t, lab in full["train"]]
+    return Corpus("clinc150", train, [t for t, _ in unseen], scored)
 
 
-def load_smp(data: Path) -> Corpus:
+def load_smp(data: Path, split: str = "test") -> Corpus:
     root = data / "smp2017-ecdt-task1"
 
     def rows(split: str) -> list[tuple[str, str]]:
@@ -120,8 +128,10 @@ def load_smp(data: Path) -> Corpus:
     rng = random.Random(SEED)
     unregistered = set(rng.sample(labels, round(len(labels) * UNREGISTERED_SHARE)))
     test = [(t, OOS if lab in unregistered else lab) for t, lab in rows("test")]
+    dev = [(t, OOS if lab in unregistered else lab) for t, lab in rows("develop")]
+    scored, unseen = (dev, test) if split == "dev" else (test, dev)
     kept = [(t, lab) for t, lab in train if lab not in unregistered]
-    return Corpus("smp2017", kept, [t for t, _ in rows("develop")], test)
+    return Corpus("smp2017", kept, [t for t, _ in unseen], scored)
 
 
 def sample(train: list[tuple[str, str]], k: int) -> dict[str, list[str]]:
@@ -405,8 +415,10 @@ def show(
     taught: list[dict[str, Any]],
     scaled: dict[str, Any] | None,
     console: Console,
+    split: str = "test",
 ) -> None:
-    table = Table(title="Text routing with the default install and policy (test splits)")
+    title = f"Text routing with the default install and policy ({split} splits)"
+    table = Table(title=title)
     columns = (
         "corpus",
         "k",
@@ -470,28 +482,34 @@ async def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="folder of the corpora")
     parser.add_argument("--corpus", choices=["clinc150", "smp2017", "all"], default="all")
     parser.add_argument("--k", default=",".join(map(str, KS)), help="examples per capability")
+    parser.add_argument(
+        "--split", choices=["test", "dev"], default="test", help="dev: the development splits"
+    )
     parser.add_argument("--policy", type=Path, help="a policy file (default: the defaults)")
-    parser.add_argument("--corrections", type=int, default=600, help="0: skip the experiment")
+    parser.add_argument(
+        "--corrections", default="600,1500", help="texts routed per run; 0: skip the experiment"
+    )
     parser.add_argument("--scale", type=int, default=1000, help="0: skip the scale check")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     console = Console(width=200)
     loaders = {"clinc150": load_clinc, "smp2017": load_smp}
     names = list(loaders) if args.corpus == "all" else [args.corpus]
-    corpora = {name: loaders[name](args.data) for name in names}
+    corpora = {name: loaders[name](args.data, args.split) for name in names}
     ks = [int(k) for k in args.k.split(",") if int(k) > 0]  # --k 0: the corrections only
     results = [
         await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
     ]
     taught: list[dict[str, Any]] = []
-    if args.corrections and "clinc150" in corpora:
-        for confirm in (False, True):
-            clinc = corpora["clinc150"]
-            taught.append(await corrections(clinc, args.corrections, args.policy, confirm=confirm))
+    if "clinc150" in corpora:
+        for n in (int(n) for n in args.corrections.split(",") if int(n) > 0):
+            for confirm in (False, True):
+                clinc = corpora["clinc150"]
+                taught.append(await corrections(clinc, n, args.policy, confirm=confirm))
     scaled = None
     if args.scale and "clinc150" in corpora:
         scaled = await scale(corpora["clinc150"], args.scale, args.policy)
-    show(results, taught, scaled, console)
+    show(results, taught, scaled, console, args.split)
     if args.json:
         report = {"results": [asdict(r) for r in results], "corrections": taught, "scale": scaled}
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -41,6 +41,23 @@ def test_every_example_is_held_out_once_in_scope_and_once_out_of_scope():
     assert folds_of(CATALOG)[2].held_out == folds[2].held_out  # deterministic
 
 
+def test_learned_examples_are_held_out_in_scope_but_never_as_out_of_scope_texts():
+    catalog = {
+        tag: CapabilityCard(
+            tag, card.descriptions, (*card.examples, f"taught {tag}"), None, (f"taught {tag}",)
+        )
+        for tag, card in CATALOG.items()
+    }
+    folds = folds_of(catalog)
+    out_of_scope = {h.text for f in folds for h in f.held_out if h.capability is None}
+    in_scope = {(h.text, h.capability) for f in folds for h in f.held_out if h.capability}
+    assert out_of_scope == {e for card in CATALOG.values() for e in card.examples}
+    assert {(f"taught {tag}", tag) for tag in catalog} <= in_scope
+    for fold in folds:  # a kept card still says which of its examples were learned
+        for tag, card in fold.catalog.items():
+            assert card.learned == ((f"taught {tag}",) if f"taught {tag}" in card.examples else ())
+
+
 def test_the_map_is_monotone_and_half_where_it_refuses_the_target_share_out_of_scope():
     rng = np.random.default_rng(7)
     right = rng.uniform(0.5, 1.0, 200)  # in scope, the best capability is the right one

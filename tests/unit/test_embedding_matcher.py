@@ -85,7 +85,9 @@ async def test_refit_encodes_only_the_new_texts(matcher, encoder):
     assert max(scores, key=scores.__getitem__) == "refund.status"
 
 
-async def test_a_refit_of_the_same_capabilities_starts_from_the_last_fit(matcher, monkeypatch):
+async def test_a_trial_of_the_same_capabilities_starts_from_the_last_one_the_fit_never(
+    matcher, monkeypatch
+):
     starts: list[np.ndarray | None] = []
     fit_logistic = embedding._fit_logistic
 
@@ -94,15 +96,19 @@ async def test_a_refit_of_the_same_capabilities_starts_from_the_last_fit(matcher
         return fit_logistic(x, labels, n_classes, start)
 
     monkeypatch.setattr(embedding, "_fit_logistic", spy)
-    before = matcher._model.weights
     card = CATALOG["order.cancel"]
     learned = CapabilityCard(card.capability, card.descriptions, (*card.examples, "这单我不要了"))
-    matcher.fit({**CATALOG, "order.cancel": learned})
-    assert starts[-1] is before  # same capabilities: warm, from the fit in force
+    taught = {**CATALOG, "order.cancel": learned}
+    before = matcher.trial(CATALOG).model.weights
+    assert starts[-1] is None  # the first trial of these capabilities: cold
+    matcher.trial(taught)
+    assert starts[-1] is before  # same capabilities: warm, from the last trial
+    matcher.fit(taught)
+    assert starts[-1] is None  # the fit in force: always cold
     scores = await matcher.scores(normalize_text("这单我不要了"))
     assert max(scores, key=scores.__getitem__) == "order.cancel"
-    matcher.fit({**CATALOG, "refund.status": CapabilityCard("refund.status", ("退款进度",), ())})
-    assert starts[-1] is None  # another set of capabilities: a cold fit
+    matcher.trial({**CATALOG, "refund.status": CapabilityCard("refund.status", ("退款进度",), ())})
+    assert starts[-1] is None  # another set of capabilities: a cold trial
 
 
 async def test_concurrent_requests_are_encoded_in_one_micro_batch(matcher, encoder):

@@ -166,6 +166,18 @@ def test_catalog_uses_skills_where_given_and_skips_generic_agents():
     assert index.version == version + 1
 
 
+def test_catalog_marks_the_examples_learned_from_feedback():
+    from agent_reach.routing.catalog import build_catalog
+
+    index = RegistryIndex()
+    add(index, "shop", "product.query", description="商品问答", examples=["多少钱"])
+    learned = {"product.query": ("多少钱", "有优惠吗"), "gone.away": ("你好",)}
+    card = build_catalog(index, learned)["product.query"]
+    assert card.examples == ("多少钱", "有优惠吗")
+    assert card.learned == ("有优惠吗",), "a registered text stays registered"
+    assert build_catalog(index)["product.query"].learned == ()
+
+
 def text_matches(*pairs: tuple[str, float]) -> list[CapabilityMatch]:
     return [CapabilityMatch(tag, confidence, {"raw": confidence}) for tag, confidence in pairs]
 

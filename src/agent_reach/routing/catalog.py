@@ -16,12 +16,14 @@ class CapabilityCard:
     An instance's `skills` entry for the capability is used when it has one; otherwise
     the instance's own `description` and `examples` count for each of its capabilities.
     Generic (catch-all) instances are not in the catalog: they are the fallback.
+    `learned` are the examples that came from feedback (corrections), not registration.
     """
 
     capability: str
     descriptions: tuple[str, ...]
     examples: tuple[str, ...]
     input_schema: Mapping[str, Any] | None = None
+    learned: tuple[str, ...] = ()
 
 
 def build_catalog(
@@ -48,10 +50,15 @@ def build_catalog(
                 descriptions.setdefault(tag, {})[text] = None
             examples.setdefault(tag, {}).update(dict.fromkeys(said))
             descriptions.setdefault(tag, {})
+    taught: dict[str, tuple[str, ...]] = {}
     for tag, texts in (learned or {}).items():
         if tag in descriptions:
-            examples.setdefault(tag, {}).update(dict.fromkeys(texts))
+            registered = examples.setdefault(tag, {})
+            taught[tag] = tuple(t for t in dict.fromkeys(texts) if t not in registered)
+            registered.update(dict.fromkeys(texts))
     return {
-        tag: CapabilityCard(tag, tuple(texts), tuple(examples.get(tag, {})), schemas.get(tag))
+        tag: CapabilityCard(
+            tag, tuple(texts), tuple(examples.get(tag, {})), schemas.get(tag), taught.get(tag, ())
+        )
         for tag, texts in sorted(descriptions.items())
     }

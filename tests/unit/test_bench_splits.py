@@ -1,0 +1,65 @@
+"""bench/routing.py scores the test splits by default and the development splits on ask."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench" / "routing.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    spec = importlib.util.spec_from_file_location("bench_routing", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    full = {
+        "train": [["book a flight", "book_flight"], ["play a song", "play_music"]],
+        "val": [["fly me to rome", "book_flight"]],
+        "oos_val": [["what is love", "oos"]],
+        "test": [["a flight to oslo", "book_flight"]],
+        "oos_test": [["how tall am i", "oos"]],
+    }
+    (tmp_path / "clinc150").mkdir()
+    (tmp_path / "clinc150" / "data_full.json").write_text(json.dumps(full), encoding="utf-8")
+    root = tmp_path / "smp2017-ecdt-task1"
+    for split in ("train", "develop", "test"):
+        (root / split).mkdir(parents=True)
+        for n in range(5):  # five labels: one (a fifth) is left unregistered
+            text = f"{split} text of label {n}\n"
+            (root / split / f"{split}_label{n}.txt").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_dev_scores_the_development_splits_and_reads_no_test_label(bench, data):
+    test, dev = bench.load_clinc(data), bench.load_clinc(data, "dev")
+    assert test.test == [("a flight to oslo", "book_flight"), ("how tall am i", bench.OOS)]
+    assert dev.test == [("fly me to rome", "book_flight"), ("what is love", bench.OOS)]
+    assert dev.unseen == ["a flight to oslo", "how tall am i"]  # throughput only
+    assert test.unseen == ["fly me to rome", "what is love"]
+    assert dev.train == test.train
+
+
+def test_dev_leaves_the_same_smp2017_labels_unregistered(bench, data):
+    test, dev = bench.load_smp(data), bench.load_smp(data, "dev")
+    assert test.train == dev.train and len(test.train) == 4
+    unregistered = {f"label{t.split()[-1]}" for t, lab in test.test if lab == bench.OOS}
+    assert unregistered == {f"label{t.split()[-1]}" for t, lab in dev.test if lab == bench.OOS}
+    assert len(unregistered) == 1 and all(t.startswith("develop") for t, _ in dev.test)
+    assert unregistered.isdisjoint(lab for _, lab in test.train)
