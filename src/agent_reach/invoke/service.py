@@ -395,14 +395,24 @@ class InvokeService:
         changed), then the quota is taken for the delivery about to happen.
         """
         request = task.request
-        decision = await self.routing.route(
-            request,
-            request_id=task.task_id,
-            trace_id=trace.trace_id,
-            kind="invoke",
-            parent_span_id=trace.parent_span_id,
-            principal=task.principal.name,
-        )
+        if request.capability:  # named: nothing to wait for
+            decision = self.routing.route_named(
+                request,
+                request_id=task.task_id,
+                trace_id=trace.trace_id,
+                kind="invoke",
+                parent_span_id=trace.parent_span_id,
+                principal=task.principal.name,
+            )
+        else:
+            decision = await self.routing.route(
+                request,
+                request_id=task.task_id,
+                trace_id=trace.trace_id,
+                kind="invoke",
+                parent_span_id=trace.parent_span_id,
+                principal=task.principal.name,
+            )
         span.name = decision.capability or span.name
         try:
             self._check_routable(decision, request, task.task_id)
