@@ -626,4 +626,3 @@ def _check_name(name: str) -> None:
     if len(_checked_names) >= _NAME_CACHE_SIZE:
         _checked_names.clear()
     _checked_names.add(name)
-
