@@ -32,7 +32,7 @@ import select
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httptools
@@ -458,6 +458,19 @@ def _expire_waiter(waiter: asyncio.Future[_Connection | None]) -> None:
 class _Target:
     origin: _Origin
     head: str  # " /path?query HTTP/1.1\r\nHost: host:port\r\n", the method goes first
+    # method -> its request line and Host, encoded once (the standard methods only)
+    lines: dict[str, bytes] = field(default_factory=dict)
+
+    def encode(self, method: str, body: bytes, encoded: bytes) -> bytes:
+        """The whole request with no headers but the pool's and `encoded`: one step."""
+        line = self.lines.get(method)
+        if line is None:
+            if method not in _METHODS:
+                return _encode_head(method, self.head, (), body, encoded) + body
+            line = self.lines[method] = (method + self.head).encode("latin-1")
+        if body or method not in _NO_BODY_METHODS:
+            return b"%sContent-Length: %d\r\n%s\r\n%s" % (line, len(body), encoded, body)
+        return b"%s%s\r\n%s" % (line, encoded, body)
 
 
 class HttpPool:
@@ -506,7 +519,10 @@ class HttpPool:
         if self.closed:
             raise PoolError("the pool is closed")
         target = self._targets.get(url) or self._parse(url)
-        payload = _encode_head(method, target.head, headers, body, encoded) + body
+        if headers:
+            payload = _encode_head(method, target.head, headers, body, encoded) + body
+        else:
+            payload = target.encode(method, body, encoded)
         origin = target.origin
         now = origin.loop.time()
         deadline = now + timeout_s
