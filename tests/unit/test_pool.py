@@ -30,6 +30,7 @@ from agent_reach.invoke.pool import (
     Response,
     ResponseTooLarge,
     _Connection,
+    _encode_head,
 )
 
 TIMEOUT_S = 5.0
@@ -648,3 +649,23 @@ async def test_a_connect_that_gets_no_answer_is_a_connect_timeout(make_pool, ful
         await pool.request("GET", full_backlog.url, timeout_s=TIMEOUT_S)
     with pytest.raises(ConnectTimedOut):  # also when the request's own time is shorter
         await pool.request("GET", full_backlog.url, timeout_s=0.1)
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "encoded"),
+    [
+        ("POST", b'{"a":1}', b"x-request-id: r-1\r\n"),
+        ("POST", b"", b""),
+        ("GET", b"", b""),
+        ("GET", b"q", b"x-a: 1\r\n"),
+        ("PURGE", b"", b""),  # not a standard method: made the general way, not cached
+    ],
+)
+async def test_a_request_without_headers_is_made_as_the_general_encoder_makes_it(
+    make_pool, method: str, body: bytes, encoded: bytes
+) -> None:
+    pool = make_pool()
+    target = pool._parse("http://127.0.0.1:9/invoke?x=1")
+    general = _encode_head(method, target.head, (), body, encoded) + body
+    assert target.encode(method, body, encoded) == general
+    assert target.encode(method, body, encoded) == general  # the cached line, the same bytes

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from agent_reach.clock import Clock
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopLimit, NoInstance
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.idempotency import Owned
+from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.streaming import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.invoke.transports import Transports
 from agent_reach.invoke.transports.protocol import Normalization, Shaped
@@ -45,7 +45,6 @@ from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
-from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
 
 NOT_TAKEN = 503  # RFC 9110 §15.6.4: "currently unable to handle the request"
 
@@ -74,9 +73,6 @@ class _Chain:
     answered: AgentFailed | None = None  # the first 5xx answer: that agent may have acted too
 
 
-ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
-
-
 class AttemptLoop:
     """Runs the attempts of one request; stateless between requests."""
 
@@ -98,33 +94,19 @@ class AttemptLoop:
         self.metrics = metrics
         self.tracer = tracer
 
-    async def run(
-        self,
-        decision: RouteDecision,
-        delivery: Delivery,
-        trace: TraceContext,
-        *,
-        timeout_class: TimeoutClassPolicy,
-        deadline: float,
-        policy: DeliveryPolicy,
-        context_of: ContextOf | None = None,
-        owned: Owned | None = None,
-    ) -> Delivered:
+    async def run(self, plan: DeliveryPlan) -> Delivered:
         """Deliver to the first instance that succeeds; raise the failure that ended it.
-
-        `context_of`, for requests with a context, gives each instance its own context
-        block (a token scoped to that instance's `context_fields`). `owned`, for a
-        caller's request id: the instances it may already have reached go first, and
-        each instance is noted in the id's record before it is sent the request.
 
         `NoInstance` (with the attempts) when every instance failed definitely — nothing
         is known to have acted, so the caller may suspend the request; `AgentTimeout`
         when re-sends ran out; the agent's own error when it made the failure final.
         """
+        decision, owned = plan.decision, plan.owned
         chain = _Chain(
             order=_same_capability(decision, owned.sent_to if owned is not None else ()),
             generic=[] if decision.rule == "generic" else self._generic_ids(),
         )
+        deadline, policy, retries = plan.deadline, plan.policy, plan.timeout_class.retries
         last_error: AgentFailed | None = None
         while True:
             left_s = deadline - self.clock.monotonic()
@@ -141,9 +123,7 @@ class AttemptLoop:
                 kind = "resend" if instance.id in chain.tried else "next_instance"
                 self.metrics.retries.labels(kind).inc()
             try:
-                return await self._attempt(
-                    instance, delivery, trace, chain, left_s, timeout_class, context_of, owned
-                )
+                return await self._attempt(instance, plan, chain, left_s)
             except AgentFailed as exc:
                 last_error = exc
             finally:
@@ -158,7 +138,7 @@ class AttemptLoop:
             if _may_have_acted(last_error):
                 chain.unknown = chain.unknown or last_error
                 chain.resends += 1
-                if chain.resends > timeout_class.retries:
+                if chain.resends > retries:
                     raise _with_attempts(last_error, chain)
                 left_s = deadline - self.clock.monotonic()
                 await asyncio.sleep(backoff_pause(policy, chain.resends, left_s))
@@ -181,21 +161,13 @@ class AttemptLoop:
         return None
 
     async def _attempt(
-        self,
-        instance: Instance,
-        delivery: Delivery,
-        trace: TraceContext,
-        chain: _Chain,
-        left_s: float,
-        timeout_class: TimeoutClassPolicy,
-        context_of: ContextOf | None,
-        owned: Owned | None,
+        self, instance: Instance, plan: DeliveryPlan, chain: _Chain, left_s: float
     ) -> Delivered:
-        spec = instance.spec
-        if context_of is not None:
-            delivery = dataclasses.replace(delivery, context=await context_of(instance))
-        if owned is not None:
-            await owned.note_sent(instance.id)
+        spec, delivery, trace = instance.spec, plan.delivery, plan.trace
+        if plan.context_of is not None:
+            delivery = dataclasses.replace(delivery, context=await plan.context_of(instance))
+        if plan.owned is not None:
+            await plan.owned.note_sent(instance.id)
         transport = self.transports.get(spec.transport.type)
         span_id, traceparent = trace.child_traceparent()
         window = instance.stats
@@ -210,7 +182,7 @@ class AttemptLoop:
                 spec.transport,
                 delivery,
                 traceparent=traceparent,
-                timeout_s=min(timeout_class.timeout_s, left_s),
+                timeout_s=min(plan.timeout_class.timeout_s, left_s),
             )
         except (AgentFailed, HopLimit) as exc:
             # HopLimit: the agent's own onward call ran out of hops; it is final, as it is.

@@ -47,17 +47,19 @@ class Delivery:
             ("x-reach-deadline-ms", str(deadline_ms)),
         ]
 
-    def encoded_headers(self, traceparent: str, deadline_ms: int) -> bytes | None:
-        """`headers` as HTTP header lines, made in one step; None when the request id
-        (the one part that did not start here) is not a plain token, and then only the
-        checked `headers` may carry it."""
+    def encoded_headers(
+        self, traceparent: str, deadline_ms: int, more: bytes = b""
+    ) -> bytes | None:
+        """`headers` as HTTP header lines, then the lines `more`, made in one step; None
+        when the request id (the one part that did not start here) is not a plain token,
+        and then only the checked `headers` may carry it."""
         request_id = self.request_id
         if not (request_id.isascii() and request_id.isprintable()) or " " in request_id:
             return None
-        return _ENCODED % (request_id.encode(), traceparent.encode(), self.hop, deadline_ms)
+        return _ENCODED % (request_id.encode(), traceparent.encode(), self.hop, deadline_ms, more)
 
 
 _ENCODED = (
     b"content-type: application/json\r\nx-request-id: %s\r\ntraceparent: %s\r\n"
-    b"x-reach-hop: %d\r\nx-reach-deadline-ms: %d\r\n"
+    b"x-reach-hop: %d\r\nx-reach-deadline-ms: %d\r\n%s"
 )

@@ -32,7 +32,7 @@ import select
 import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httptools
@@ -123,7 +123,6 @@ class _Connection(asyncio.Protocol):
         "_body",
         "_body_size",
         "_closed",
-        "_fd",
         "_framed",
         "_fut",
         "_got_bytes",
@@ -133,6 +132,7 @@ class _Connection(asyncio.Protocol):
         "_keep_alive",
         "_origin",
         "_parser",
+        "_poller",
         "_timer",
         "_transport",
         "_unsent",
@@ -157,7 +157,7 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = False
         self._unsent = False
         self._closed = False
-        self._fd = -1
+        self._poller: select.poll | None = None  # None for TLS: it reads records on its own
         self.is_idle = False
         self.idle_since = 0.0
 
@@ -189,7 +189,7 @@ class _Connection(asyncio.Protocol):
         connection mean the stream is out of step: not usable either."""
         if self._closed or self._transport.is_closing():
             return False
-        return self._fd < 0 or not _readable(self._fd)
+        return self._poller is None or not self._poller.poll(0)
 
     def close(self) -> None:
         """Close at once, give the slot back; an exchange in flight is dropped unanswered."""
@@ -235,8 +235,12 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # always a Transport for TCP
-        if transport.get_extra_info("sslcontext") is None:  # TLS reads records on its own
-            self._fd = transport.get_extra_info("socket").fileno()
+        if transport.get_extra_info("sslcontext") is None:
+            # One poller per connection, made once: the idle check is then one poll(2).
+            # poll, not select: select refuses descriptors from FD_SETSIZE (1024) up,
+            # which a busy coordinator reaches.
+            self._poller = select.poll()
+            self._poller.register(transport.get_extra_info("socket").fileno(), select.POLLIN)
 
     def data_received(self, data: bytes) -> None:
         if self._fut is None:  # nothing was asked: the stream is out of step
@@ -454,6 +458,19 @@ def _expire_waiter(waiter: asyncio.Future[_Connection | None]) -> None:
 class _Target:
     origin: _Origin
     head: str  # " /path?query HTTP/1.1\r\nHost: host:port\r\n", the method goes first
+    # method -> its request line and Host, encoded once (the standard methods only)
+    lines: dict[str, bytes] = field(default_factory=dict)
+
+    def encode(self, method: str, body: bytes, encoded: bytes) -> bytes:
+        """The whole request with no headers but the pool's and `encoded`: one step."""
+        line = self.lines.get(method)
+        if line is None:
+            if method not in _METHODS:
+                return _encode_head(method, self.head, (), body, encoded) + body
+            line = self.lines[method] = (method + self.head).encode("latin-1")
+        if body or method not in _NO_BODY_METHODS:
+            return b"%sContent-Length: %d\r\n%s\r\n%s" % (line, len(body), encoded, body)
+        return b"%s%s\r\n%s" % (line, encoded, body)
 
 
 class HttpPool:
@@ -502,7 +519,10 @@ class HttpPool:
         if self.closed:
             raise PoolError("the pool is closed")
         target = self._targets.get(url) or self._parse(url)
-        payload = _encode_head(method, target.head, headers, body, encoded) + body
+        if headers:
+            payload = _encode_head(method, target.head, headers, body, encoded) + body
+        else:
+            payload = target.encode(method, body, encoded)
         origin = target.origin
         now = origin.loop.time()
         deadline = now + timeout_s
@@ -622,12 +642,3 @@ def _check_name(name: str) -> None:
     if len(_checked_names) >= _NAME_CACHE_SIZE:
         _checked_names.clear()
     _checked_names.add(name)
-
-
-def _readable(fd: int) -> bool:
-    """Whether `fd` has input (or a FIN/RST) waiting, without reading it. poll, not
-    select: select refuses descriptors from FD_SETSIZE (1024) up, which a busy
-    coordinator reaches."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))

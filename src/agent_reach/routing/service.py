@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from agent_reach.clock import Clock
-from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.decisions import RouteDecision, TextMatch
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
@@ -83,16 +83,21 @@ class RoutingService:
         `learning.correctable_s`, so that `principal` (and nobody else) may correct it
         by `POST /v1/feedback`.
         """
+        if request.capability:
+            return self.route_named(
+                request,
+                request_id=request_id,
+                trace_id=trace_id,
+                kind=kind,
+                parent_span_id=parent_span_id,
+                principal=principal,
+            )
         started = self.clock.monotonic()
         policy = self.policy()
-        text = None
-        if request.capability:
-            matches = self._exact_match(request.capability)
-        else:
-            matched = await self.matching.match(request.text or "", policy)
-            matches, text = matched.matches, matched.text
+        matched = await self.matching.match(request.text or "", policy)
+        matches, text = matched.matches, matched.text
         note = None
-        if self.intent is not None and request.capability is None:
+        if self.intent is not None:
             matches, note = await self.intent.refine(
                 request.text or "",
                 matches,
@@ -100,13 +105,55 @@ class RoutingService:
                 trace_id=trace_id,
                 parent_span_id=parent_span_id,
             )
+        decision = self._decide(request, matches, policy, text)
+        if note is not None:
+            decision.intent = note
+        if text is not None and request.text is not None:
+            if decision.capability is not None:
+                text.params = await self.params_of(decision.capability, request.text)
+            if self.record_text is not None and policy.learning.correctable_s > 0:
+                await self.record_text(
+                    request_id, principal or "", request.text, decision.capability
+                )
+        self._record(
+            decision, request, started, kind, request_id, trace_id, parent_span_id, principal
+        )
+        return decision
+
+    def route_named(
+        self,
+        request: RouteRequest,
+        *,
+        request_id: str,
+        trace_id: str,
+        kind: Literal["route", "invoke"] = "route",
+        parent_span_id: str | None = None,
+        principal: str | None = None,
+    ) -> RouteDecision:
+        """`route` for a request that names its capability: nothing to wait for."""
+        assert request.capability  # text goes through `route`
+        started = self.clock.monotonic()
+        matches = self._exact_match(request.capability)
+        decision = self._decide(request, matches, self.policy(), None)
+        self._record(
+            decision, request, started, kind, request_id, trace_id, parent_span_id, principal
+        )
+        return decision
+
+    def _decide(
+        self,
+        request: RouteRequest,
+        matches: list[CapabilityMatch],
+        policy: RoutingPolicy,
+        text: TextMatch | None,
+    ) -> RouteDecision:
         now = self.clock.monotonic()
         warm = (
             _COLD
             if request.context_id is None
             else self.affinity.warm_agents(request.context_id, now)
         )
-        decision = decide(
+        return decide(
             matches,
             self.index,
             policy,
@@ -120,15 +167,19 @@ class RoutingService:
                 else None
             ),
         )
-        if note is not None:
-            decision.intent = note
-        if text is not None and request.text is not None:
-            if decision.capability is not None:
-                text.params = await self.params_of(decision.capability, request.text)
-            if self.record_text is not None and policy.learning.correctable_s > 0:
-                await self.record_text(
-                    request_id, principal or "", request.text, decision.capability
-                )
+
+    def _record(
+        self,
+        decision: RouteDecision,
+        request: RouteRequest,
+        started: float,
+        kind: Literal["route", "invoke"],
+        request_id: str,
+        trace_id: str,
+        parent_span_id: str | None,
+        principal: str | None,
+    ) -> None:
+        """The decision logged, timed and traced."""
         self.decision_log.record(
             decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
         )
@@ -144,7 +195,6 @@ class RoutingService:
             note=decision.rule,
             principal=principal,
         )
-        return decision
 
     async def params_of(self, capability: str, text: str) -> dict[str, Any] | None:
         """What the capability's `input_schema` pulls out of the text (None without one);

@@ -83,17 +83,22 @@ class SecurityService:
         """The principal of a `Bearer` key; `Unauthorized` (the same answer) for any bad key."""
         if not self.enabled:
             return ANONYMOUS
-        scheme, _, key = (authorization or "").strip().partition(" ")
-        if scheme.lower() != "bearer" or not key.strip():
-            raise Unauthorized(_SAME_ANSWER)
-        key_id, secret = split_key(key.strip())
+        key_id, secret = _bearer(authorization)
         cached = self._cache.get(key_id)
         if cached is None or self.clock.monotonic() - cached[2] >= KEY_CACHE_S:
             cached = await self._fetch(key_id)
-        record, principal, _ = cached
-        if record is None or record.revoked or not matches(record, secret):
-            raise Unauthorized(_SAME_ANSWER)
-        return principal
+        return _verified(cached, secret)
+
+    def authenticate_cached(self, authorization: str | None) -> Principal | None:
+        """`authenticate` without waiting: None when the key's record must be read first
+        (then `authenticate` reads it); the same answers otherwise."""
+        if not self.enabled:
+            return ANONYMOUS
+        key_id, secret = _bearer(authorization)
+        cached = self._cache.get(key_id)
+        if cached is None or self.clock.monotonic() - cached[2] >= KEY_CACHE_S:
+            return None
+        return _verified(cached, secret)
 
     async def authorize_scrape(self, authorization: str | None) -> None:
         """`/metrics`: the `AR_METRICS_TOKEN` bearer (compared in constant time), else an
@@ -270,3 +275,19 @@ async def open_security(
         guard=EndpointGuard(settings.endpoint_allow),
         metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
     )
+
+
+def _bearer(authorization: str | None) -> tuple[str, str]:
+    """(key_id, secret) of a `Bearer` header; `Unauthorized` for anything else."""
+    scheme, _, key = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise Unauthorized(_SAME_ANSWER)
+    return split_key(key.strip())
+
+
+def _verified(cached: _Cached, secret: str) -> Principal:
+    """The cached record's principal when `secret` is its key's; `Unauthorized` otherwise."""
+    record, principal, _ = cached
+    if record is None or record.revoked or not matches(record, secret):
+        raise Unauthorized(_SAME_ANSWER)
+    return principal

@@ -583,15 +583,17 @@ class _Invoke:
         A stream being relayed stops: the agent's connection is closed."""
         abort_stream(self.stream)
 
-    async def _body(self, declared: int | None) -> bytes:
-        if self.error is not None:
-            raise self.error
-        chunks = self.chunks
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    async def _refused_body(self, declared: int | None) -> bytes:
+        assert self.error is not None  # only read when the body could not be
+        raise self.error
 
     async def _answer(self) -> None:
+        chunks = self.chunks
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         try:
-            answer, trace_id = await answer_invoke(self.service, self.headers, self._body)
+            answer, trace_id = await answer_invoke(
+                self.service, self.headers, body if self.error is None else self._refused_body
+            )
         except Exception:
             log.exception("request_failed", path=_INVOKE.decode())
             self.connection.answer_error(ReachError(INTERNAL_ERROR))

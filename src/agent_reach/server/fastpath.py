@@ -67,10 +67,11 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
 
 
 async def answer_invoke(
-    service: InvokeService, headers: Headers, body: BodyReader
+    service: InvokeService, headers: Headers, body: bytes | BodyReader
 ) -> tuple[Answer, str]:
     """Authenticate, validate, invoke: the answer and its trace id. Bad input becomes
-    its error answer; `headers` are (lower-case name, value) pairs."""
+    its error answer; `headers` are (lower-case name, value) pairs; `body` the whole
+    body when it has already been read, else how to read it."""
     authorization: list[str] = []
     traceparent: str | None = None
     hop_header: bytes | None = None
@@ -97,8 +98,11 @@ async def answer_invoke(
         check_headers(len(headers), header_bytes)
         if len(authorization) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
-        principal = await service.security.authenticate(authorization[0] if authorization else None)
-        raw = await body(declared)
+        security, presented = service.security, authorization[0] if authorization else None
+        principal = security.authenticate_cached(presented)
+        if principal is None:
+            principal = await security.authenticate(presented)
+        raw = body if isinstance(body, bytes) else await body(declared)
         try:
             request = InvokeRequest.model_validate_json(raw)
         except ValidationError as exc:

@@ -146,7 +146,11 @@ class HttpTransport:
         """The result; an `EventStream` when the delivery asks for a stream and the agent
         answers `text/event-stream` (then `timeout_s` covers the whole stream)."""
         deadline_ms = int(timeout_s * 1000)
-        encoded = None if delivery.stream else delivery.encoded_headers(traceparent, deadline_ms)
+        encoded = (
+            None
+            if delivery.stream
+            else delivery.encoded_headers(traceparent, deadline_ms, _ACCEPT_ENCODING_LINE)
+        )
         headers: list[tuple[str, str]] = []
         if encoded is None:  # checked by the pool, header by header
             headers = _headers(delivery, traceparent, deadline_ms)
@@ -159,7 +163,7 @@ class HttpTransport:
                 headers=headers,
                 body=delivery.body(),
                 timeout_s=timeout_s,
-                encoded=b"" if encoded is None else encoded + _ACCEPT_ENCODING_LINE,
+                encoded=b"" if encoded is None else encoded,
             )
         except pool.PoolError as exc:
             raise self._failure(exc, timeout_s) from None

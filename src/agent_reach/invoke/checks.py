@@ -1,0 +1,87 @@
+"""What a request must pass between routing and delivery, and the limits it runs under.
+
+Pure functions of the request, its decision, the registry index and the policy in
+force: none waits, none records anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_reach.errors import Ambiguous, NoCapability, NoInstance, NoMatch, ValidationFailed
+from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest
+from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
+
+
+def check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:
+    """Nothing to deliver to: the error that says why (no instance, ambiguous, no match)."""
+    if decision.agent_id is not None:
+        return
+    details: dict[str, Any] = {"request_id": request_id, "route": decision}
+    if decision.rule == "no_instance":
+        raise NoInstance(
+            "no live instance offers the capability right now", retry_after_s=1, **details
+        )
+    if decision.rule == "margin":
+        raise Ambiguous("the text fits several capabilities too equally to choose", **details)
+    if request.capability is None:
+        raise NoMatch("the text fits no registered capability well enough", **details)
+    raise NoCapability("no registered agent offers the capability", **details)
+
+
+def check_payload(
+    schemas: PayloadSchemas, index: RegistryIndex, decision: RouteDecision, request: InvokeRequest
+) -> None:
+    """422 before any delivery when the payload breaks the capability's `input_schema`.
+
+    A text request without a payload is not checked: its words are the input.
+    """
+    instance = index.by_id.get(decision.agent_id or "")
+    if instance is None or decision.capability is None:
+        return
+    if request.payload is None and request.capability is None:
+        return
+    schema = spec_schema(instance.spec, decision.capability)
+    if schema is not None:
+        schemas.check(schema, request.payload, decision.capability)
+
+
+def timeout_class_of(
+    policy: RoutingPolicy, request: InvokeRequest, decision: RouteDecision, index: RegistryIndex
+) -> TimeoutClassPolicy:
+    """The class the caller asked for, else the chosen instance's, else `query`."""
+    name = request.timeout_class
+    if name is None:
+        instance = index.by_id.get(decision.agent_id or "")
+        name = instance.spec.timeout_class if instance else "query"
+    timeout_class = policy.timeout_classes.get(name)
+    if timeout_class is None:
+        raise ValidationFailed(
+            f"unknown timeout class {name!r}: use one of {sorted(policy.timeout_classes)}",
+            field="timeout_class",
+        )
+    return timeout_class
+
+
+def deadline_s(
+    deadline_ms: int | None, policy: RoutingPolicy, timeout_class: TimeoutClassPolicy
+) -> float:
+    """The class's whole-request budget, shortened by the caller's own deadline."""
+    budget = policy.deadline_s(timeout_class)
+    return budget if deadline_ms is None else min(budget, deadline_ms / 1000)
+
+
+def wait_limit_s(deadline_ms: int | None, policy: RoutingPolicy) -> float:
+    """How long a duplicate waits for the first: the caller's deadline, else the longest class."""
+    longest = policy.longest_deadline_s
+    return longest if deadline_ms is None else deadline_ms / 1000
+
+
+def hop_budget(from_header: int | None, from_body: int | None) -> int:
+    """The smaller of the budget an agent passed on and the one the body asks for."""
+    if from_header is None:
+        return DEFAULT_MAX_HOP if from_body is None else from_body
+    return from_header if from_body is None else min(from_header, from_body)

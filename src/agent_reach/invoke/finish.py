@@ -1,0 +1,204 @@
+"""What a request leaves behind once it has its answer.
+
+A delivered answer teaches the router (factor weights, context affinity), is
+remembered for the degraded fallback, and becomes the caller's answer; then every
+request, answered or failed, releases its idempotency claim and is recorded: its
+latency, its invoke span and its journal entry.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from agent_reach.clock import Clock
+from agent_reach.errors import ReachError
+from agent_reach.invoke.answer import Answer
+from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.attempts import Delivered
+from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final
+from agent_reach.invoke.similar_answers import SimilarAnswers
+from agent_reach.invoke.streaming import EventStream, StreamEnd
+from agent_reach.invoke.tasks import TaskEntry
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import InvokeResult, Status
+from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.spans import Span
+from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.observability.tracing import Tracer
+from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.service import RoutingService
+from agent_reach.troubleshooting.journal import RequestJournal
+
+
+class Finisher:
+    """Turns a delivery into the caller's answer and records how each request ended."""
+
+    def __init__(
+        self,
+        *,
+        routing: RoutingService,
+        guard: IdempotencyGuard,
+        answers: AnswerMemory,
+        similar: SimilarAnswers | None,
+        clock: Clock,
+        metrics: Metrics,
+        tracer: Tracer,
+        journal: RequestJournal | None,
+    ) -> None:
+        self.routing = routing
+        self.guard = guard
+        self.answers = answers
+        self.similar = similar
+        self.clock = clock
+        self.metrics = metrics
+        self.tracer = tracer
+        self.journal = journal
+
+    def label(self, capability: str | None) -> str:
+        """A metric label: registered capabilities by name, anything else as one value
+        (callers' typos must not grow the metrics without bound)."""
+        return capability if capability in self.routing.index.by_capability else "(unknown)"
+
+    def succeeded(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        decision: RouteDecision,
+        delivered: Delivered,
+        policy: RoutingPolicy,
+        span: Span,
+    ) -> Answer:
+        """A delivered answer: what the router learns of it, and the caller's answer."""
+        request = task.request
+        self._learn_weights(decision, delivered, policy)
+        status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
+        if request.context_id:
+            self.routing.affinity.record(
+                request.context_id, delivered.instance.id, self.clock.monotonic()
+            )
+        if policy.delivery.degraded_answers and decision.capability:
+            self.answers.remember(
+                decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
+            )
+        if self.similar is not None and request.text and decision.capability:
+            self.similar.remember(decision.capability, request.text, task.task_id, delivered.result)
+        self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
+        span.status, span.agent_id = status, delivered.instance.id
+        result = InvokeResult(
+            request_id=task.task_id,
+            trace_id=trace.trace_id,
+            status=status,
+            agent_id=delivered.instance.id,
+            result=delivered.result,
+            route=decision,
+            attempts=delivered.attempts,
+            normalized=delivered.normalized,
+        )
+        return Answer.of(200, result)
+
+    def streamed(
+        self,
+        task: TaskEntry,
+        trace: TraceContext,
+        decision: RouteDecision,
+        delivered: Delivered,
+        policy: RoutingPolicy,
+        span: Span,
+    ) -> Answer:
+        """An answer being streamed: once it ends, its assembled events are the result
+        (learnt, remembered, stored for replays) and the last event carries the answer."""
+        stream: EventStream = delivered.result
+
+        async def ended(end: StreamEnd) -> None:
+            if end.error is None:
+                delivered.result = end.result
+                answer = self.succeeded(task, trace, decision, delivered, policy, span)
+                end.document = orjson.loads(answer.body)
+                return
+            error = end.error
+            error.details.setdefault("route", decision)
+            error.details["attempts"] = delivered.attempts
+            self.metrics.requests.labels(self.label(decision.capability), "error").inc()
+            span.status, span.agent_id = "error", delivered.instance.id
+            error.details.setdefault("request_id", task.task_id)
+            error.details.setdefault("trace_id", trace.trace_id)
+            end.document = error.to_body()
+
+        stream.on_end(ended)
+        return Answer(200, b"", stream=stream)
+
+    async def ended(
+        self,
+        answer: Answer,
+        error: ReachError | None,
+        task: TaskEntry,
+        span: Span,
+        policy: RoutingPolicy,
+        owned: Owned | None,
+        started: float,
+    ) -> None:
+        """A request has its answer: its claim released, then it is recorded."""
+        if owned is not None:
+            await self.release(answer, error, task, policy, owned)
+        self.recorded(answer, error, task, span, started)
+
+    async def release(
+        self,
+        answer: Answer,
+        error: ReachError | None,
+        task: TaskEntry,
+        policy: RoutingPolicy,
+        owned: Owned,
+    ) -> None:
+        """The caller's request id is done: its answer is kept for replays (or given up)."""
+        await self.guard.finish(
+            task.key,
+            owned.fence,
+            answer,
+            keep=is_final(error) or answer.status == 202,
+            ttl_s=policy.delivery.idempotency_ttl_s,
+        )
+
+    def recorded(
+        self, answer: Answer, error: ReachError | None, task: TaskEntry, span: Span, started: float
+    ) -> None:
+        """The request's latency, its invoke span and its journal entry."""
+        self.metrics.request_seconds_of(self.label(span.name)).observe(
+            self.clock.monotonic() - started
+        )
+        self.tracer.end(span, error.code if error is not None else None)
+        if self.journal is not None:
+            self.journal.record(
+                task.task_id,
+                task.principal,
+                task.trace_id,
+                task.request.context_id,
+                answer,
+                started,
+            )
+
+    def _learn_weights(
+        self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy
+    ) -> None:
+        """Each attempt's outcome teaches the factor weights (when they adapt)."""
+        if not policy.adaptation.enabled:
+            return
+        for attempt in delivered.attempts:
+            self.routing.adaptation.record(
+                decision, attempt.agent_id, ok=attempt.outcome == "ok", policy=policy
+            )
+
+
+def ended_answer(end: StreamEnd) -> Answer:
+    """A stream's answer as the idempotency store and the journal keep it."""
+    document = end.document or {}
+    if end.error is None:
+        return Answer.of(200, document)
+    return Answer(end.error.status, orjson.dumps(document))
+
+
+def error_answer(exc: ReachError, request_id: str, trace: TraceContext) -> Answer:
+    """The error's answer, naming the request and its trace."""
+    exc.details.setdefault("request_id", request_id)
+    exc.details.setdefault("trace_id", trace.trace_id)
+    return Answer.of_error(exc)
