@@ -170,3 +170,33 @@ async def test_the_first_admin_key_may_come_from_a_file(tmp_path):
     with pytest.raises(InvalidRequest, match="AR_ADMIN_KEY_FILE"):
         missing = Settings(auth="on", admin_key_file=tmp_path / "nope")
         await open_security(missing, backends, RoutingPolicy, ManualClock(), Metrics())
+
+
+async def test_a_cached_key_is_answered_without_waiting_and_as_authenticate_answers():
+    from agent_reach.backends.selection import open_backends
+    from agent_reach.clock import ManualClock
+    from agent_reach.config import Settings
+    from agent_reach.errors import Unauthorized
+    from agent_reach.observability.metrics import Metrics
+    from agent_reach.routing.policy import RoutingPolicy
+    from agent_reach.security.service import KEY_CACHE_S, open_security
+
+    clock = ManualClock()
+    settings = Settings(auth="on", admin_key="k" * 40)
+    backends = await open_backends(settings, clock)
+    security = await open_security(settings, backends, RoutingPolicy, clock, Metrics())
+    good, bad = "Bearer " + "k" * 40, "Bearer " + "k" * 39
+    assert security.authenticate_cached(good) is None  # never read: authenticate must
+    admin = await security.authenticate(good)
+    assert security.authenticate_cached(good) == admin
+    for refused in (bad, "Basic " + "k" * 40, "Bearer ", None):
+        with pytest.raises(Unauthorized):
+            await security.authenticate(refused)
+        if refused != bad:  # a malformed header needs no record to refuse
+            with pytest.raises(Unauthorized):
+                security.authenticate_cached(refused)
+    with pytest.raises(Unauthorized):  # the record is cached now: the wrong secret is refused
+        security.authenticate_cached(bad)
+    clock.advance(KEY_CACHE_S)
+    assert security.authenticate_cached(good) is None  # a revocation must be read again
+    assert await security.authenticate(good) == admin

@@ -81,13 +81,11 @@ class SecurityService:
 
     async def authenticate(self, authorization: str | None) -> Principal:
         """The principal of a `Bearer` key; `Unauthorized` (the same answer) for any bad key."""
-        if not self.enabled:
-            return ANONYMOUS
+        principal = self.authenticate_cached(authorization)
+        if principal is not None:
+            return principal
         key_id, secret = _bearer(authorization)
-        cached = self._cache.get(key_id)
-        if cached is None or self.clock.monotonic() - cached[2] >= KEY_CACHE_S:
-            cached = await self._fetch(key_id)
-        return _verified(cached, secret)
+        return _verified(await self._fetch(key_id), secret)
 
     def authenticate_cached(self, authorization: str | None) -> Principal | None:
         """`authenticate` without waiting: None when the key's record must be read first
