@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
         [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
-        [--scale 1000] [--json out.json]
+        [--scale 1000] [--refits 3] [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -38,6 +38,9 @@ before any figure was seen:
   the ones routed right too (a reviewer who labels an hour of traffic labels every text;
   feedback naming the capability that served confirms it). The test split is routed
   before and again once the router has refitted.
+- Refits (`--refits N`, CLINC150 at each k): N corrections one at a time, each waited on
+  until every matcher is calibrated again: the coordinator's CPU seconds and the wall
+  seconds a correction costs (medians).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import json
 import os
 import random
 import re
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -70,6 +74,7 @@ UNREGISTERED_SHARE = 0.2  # SMP2017: a fifth of the labels has no agent
 CONCURRENCY = 32
 READY_TIMEOUT_S = 900.0  # fitting and calibrating 4,500 examples on a busy core
 PROBE_TEXT = "hello"
+STALE_WAIT_S = 3.0  # --refits: a correction makes the fit stale within this long
 SCALE_EXAMPLES = 10  # --scale: examples per capability
 SCALE_TEXTS = 300  # --scale: test texts routed one at a time
 GOALS = {30: (0.85, 0.80), 3: (0.70, 0.70)}  # k -> in-scope accuracy, out-of-scope recall
@@ -199,6 +204,23 @@ class Coordinator:
                 return time.perf_counter() - self.started
             await asyncio.sleep(0.2)
         raise TimeoutError("the coordinator did not finish calibrating")
+
+    async def refitted(self) -> None:
+        """Wait until the catalog a correction changed is fitted and calibrated again (the
+        fit goes stale within STALE_WAIT_S of the correction, then current again)."""
+        started = time.perf_counter()
+        stale = False
+        while time.perf_counter() - started < READY_TIMEOUT_S:
+            current = await self._current()
+            if current and (stale or time.perf_counter() - started > STALE_WAIT_S):
+                return
+            stale = stale or not current
+            await asyncio.sleep(0.05)
+        raise TimeoutError("the coordinator did not refit after a correction")
+
+    async def _current(self) -> bool:
+        matching = (await self.http.get("/v1/policy")).json()["matching"]
+        return bool(matching["current"])
 
     async def route(self, text: str, request_id: str | None = None) -> dict[str, Any]:
         body = {"text": text} | ({"request_id": request_id} if request_id else {})
@@ -407,6 +429,39 @@ async def corrections(
     }
 
 
+async def refit_cost(corpus: Corpus, k: int, n: int, policy: Path | None) -> dict[str, Any]:
+    """What one correction costs the coordinator: the refit and recalibration it causes,
+    CPU and wall seconds (medians of N corrections made one at a time)."""
+    examples = sample(corpus.train, k)
+    used = {t for said in examples.values() for t in said}
+    others = [(t, lab) for t, lab in corpus.train if t not in used]
+    taught = random.Random(SEED).sample(others, n)
+    cpu: list[float] = []
+    wall: list[float] = []
+    with tempfile.TemporaryDirectory() as directory:
+        coordinator = Coordinator(Path(directory), policy)
+        try:
+            await coordinator.register(examples)
+            await coordinator.ready_s()
+            for i, (text, label) in enumerate(taught):
+                await coordinator.route(text, request_id=f"refit-{i}")
+                cpu_before, started = coordinator.cpu_s(), time.perf_counter()
+                body = {"request_id": f"refit-{i}", "capability": tag_of(label)}
+                (await coordinator.http.post("/v1/feedback", json=body)).raise_for_status()
+                await coordinator.refitted()
+                cpu.append(coordinator.cpu_s() - cpu_before)
+                wall.append(time.perf_counter() - started)
+        finally:
+            await coordinator.aclose()
+    return {
+        "corpus": corpus.name,
+        "k": k,
+        "corrections": n,
+        "cpu_s": statistics.median(cpu),
+        "wall_s": statistics.median(wall),
+    }
+
+
 # -- output -------------------------------------------------------------------------------
 
 
@@ -414,6 +469,7 @@ def show(
     results: list[Result],
     taught: list[dict[str, Any]],
     scaled: dict[str, Any] | None,
+    refits: list[dict[str, Any]],
     console: Console,
     split: str = "test",
 ) -> None:
@@ -475,6 +531,11 @@ def show(
             f" ({(a['in_scope_accuracy'] - b['in_scope_accuracy']) * 100:+.1f} points),"
             f" out-of-scope recall {b['oos_recall']:.1%} -> {a['oos_recall']:.1%}"
         )
+    for cost in refits:
+        console.print(
+            f"a correction ({cost['corpus']}, k={cost['k']}, median of {cost['corrections']}):"
+            f" refit and recalibrated in {cost['wall_s']:.1f} s, {cost['cpu_s']:.1f} CPU s"
+        )
 
 
 async def main() -> None:
@@ -490,6 +551,7 @@ async def main() -> None:
         "--corrections", default="600,1500", help="texts routed per run; 0: skip the experiment"
     )
     parser.add_argument("--scale", type=int, default=1000, help="0: skip the scale check")
+    parser.add_argument("--refits", type=int, default=3, help="corrections timed per k; 0: skip")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     console = Console(width=200)
@@ -509,9 +571,17 @@ async def main() -> None:
     scaled = None
     if args.scale and "clinc150" in corpora:
         scaled = await scale(corpora["clinc150"], args.scale, args.policy)
-    show(results, taught, scaled, console, args.split)
+    refits = []
+    if args.refits and "clinc150" in corpora:
+        refits = [await refit_cost(corpora["clinc150"], k, args.refits, args.policy) for k in ks]
+    show(results, taught, scaled, refits, console, args.split)
     if args.json:
-        report = {"results": [asdict(r) for r in results], "corrections": taught, "scale": scaled}
+        report = {
+            "results": [asdict(r) for r in results],
+            "corrections": taught,
+            "scale": scaled,
+            "refits": refits,
+        }
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
         console.print(f"wrote {args.json}")
 
