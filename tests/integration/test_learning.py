@@ -241,11 +241,17 @@ def test_adaptive_weights_move_with_outcomes_and_show_in_each_decision(tmp_path,
         run_coordinator(Settings(decision_log="off", policy_file=policy)) as (url, _),
         httpx.Client(base_url=url) as http,
     ):
-        for agent_id, endpoint in (("flaky-1", failing_url), ("steady-1", steady_url)):
+        # flaky ranks first by its instance weight until its failures mark it down, so they
+        # are among the outcomes whatever way exact ties would be shared (they were, 1 in 64).
+        for agent_id, endpoint, weight in (
+            ("flaky-1", failing_url, 1.5),
+            ("steady-1", steady_url, 1.0),
+        ):
             body = {
                 "id": agent_id,
                 "capabilities": ["stock.check"],
                 "transport": {"endpoint": endpoint},
+                "weight": weight,
             }
             assert http.post("/v1/agents", json=body).status_code == 201
         base = http.post("/v1/route", json={"capability": "stock.check"}).json()["weights"]
