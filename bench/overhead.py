@@ -15,9 +15,13 @@ wrk runs on CPU 0, every server on CPU 1. With `--workers N` the coordinator run
 `serve --workers N` on the Redis backend (a private redis-server) and nginx with
 `worker_processes N`; nothing is pinned then, so on a 2-core machine wrk shares the
 cores with the servers.
-Prints a table with req/s, p50/p99 and server CPU per request, the ratios
-c/a and c/b, the p50 the coordinator adds, and the goals (+0.3 ms p50 at c=1;
->= 20% of nginx's req/s with p99 < 20 ms at c=64); `--json` writes it all.
+Each repeat runs every target once, one after the other, so each repeat's ratios
+come from runs seconds apart: on a shared machine the coordinator's cost drifts by
+tens of per cent within minutes while nginx's barely moves. Prints a table with the
+medians of req/s, p50/p99 and server CPU per request, the ratios c/a and c/b (medians
+of each repeat's own ratio; c/b of every repeat too), the p50 the coordinator adds,
+and the goals (+0.3 ms p50 at c=1; >= 20% of nginx's req/s with p99 < 20 ms at c=64);
+`--json` writes it all, every run included.
 Needs Debian's nginx and wrk: `apt-get install -y nginx wrk`.
 """
 
@@ -155,6 +159,7 @@ class Result:
     errors: int
     bad_status: int
     cpu_us_per_req: float
+    repeat: int = 0
 
 
 @dataclass
@@ -167,6 +172,7 @@ class Ratio:
     added_p50_ms: float
     coordinator_p99_ms: float
     goal_met: bool | None  # None where no goal is set for this concurrency
+    nginx_share_runs: list[float]  # c/b of each repeat, in order
 
 
 @dataclass
@@ -183,10 +189,11 @@ def main() -> None:
             sys.exit(f"{tool} is missing; install it with: {INSTALL_HINT}")
     console = Console()
     try:
-        results = run(args, console)
+        runs = run(args, console)
     except BenchError as exc:
         sys.exit(f"error: {exc}")
-    summary = summarize(results)
+    results = medians(runs)
+    summary = summarize(runs)
     render(console, results, summary, args.workers)
     if args.json:
         report = {
@@ -202,12 +209,14 @@ def main() -> None:
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "results": [asdict(r) for r in results],
             "summary": [asdict(s) for s in summary],
+            "runs": [asdict(r) for r in runs],
         }
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         console.print(f"wrote {args.json}")
 
 
 def run(args: argparse.Namespace, console: Console) -> list[Result]:
+    """Every run of every target, each with its repeat number."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ar-bench-")))
         targets, script = stack.enter_context(servers(args, tmp))
@@ -417,24 +426,26 @@ def measure(
     for target in targets:
         if args.warmup > 0:
             run_wrk(target, top, args.warmup, script, args.workers)
-    results = []
+    runs = []
     for concurrency in args.concurrency:
-        for target in targets:
-            profiling = args.profile and target.name == "coordinator" and concurrency == top
-            sampler = start_sampler(target.pid, args.duration, args.profile) if profiling else None
-            runs = [
-                run_wrk(target, concurrency, args.duration, script, args.workers)
-                for _ in range(args.repeat)
-            ]
-            if sampler is not None:
-                sampler.wait()
-            result = median_result(runs)
-            console.print(
-                f"c={concurrency:<3} {target.name:<12} {result.rps:>10,.0f} req/s  "
-                f"p50 {result.p50_ms:.3f} ms  p99 {result.p99_ms:.3f} ms"
-            )
-            results.append(result)
-    return results
+        for repeat in range(args.repeat):
+            for target in targets:
+                profiling = (
+                    args.profile and target.name == "coordinator" and concurrency == top
+                ) and repeat == 0
+                sampler = (
+                    start_sampler(target.pid, args.duration, args.profile) if profiling else None
+                )
+                result = run_wrk(target, concurrency, args.duration, script, args.workers)
+                if sampler is not None:
+                    sampler.wait()
+                result.repeat = repeat
+                console.print(
+                    f"c={concurrency:<3} #{repeat + 1} {target.name:<12} {result.rps:>10,.0f} "
+                    f"req/s  p50 {result.p50_ms:.3f} ms  p99 {result.p99_ms:.3f} ms"
+                )
+                runs.append(result)
+    return runs
 
 
 def start_sampler(pid: int, duration_s: int, out: str) -> Process:
@@ -475,6 +486,14 @@ def run_wrk(
         bad_status=data["bad_status"],
         cpu_us_per_req=cpu_used * 1e6 / requests,
     )
+
+
+def medians(runs: list[Result]) -> list[Result]:
+    """One result per target and concurrency: the medians of its repeats."""
+    grouped: dict[tuple[int, str], list[Result]] = {}
+    for run in runs:
+        grouped.setdefault((run.concurrency, run.target), []).append(run)
+    return [median_result(group) for group in grouped.values()]
 
 
 def median_result(runs: list[Result]) -> Result:
@@ -518,23 +537,39 @@ def tree_cpu_s(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def summarize(results: list[Result]) -> list[Ratio]:
-    """Per concurrency: c/a and c/b throughput, added p50, and the goals that apply."""
-    by_key = {(r.target, r.concurrency): r for r in results}
+def paired_ratios(runs: list[Result], concurrency: int, base: str) -> list[float]:
+    """The coordinator's req/s over `base`'s, repeat by repeat."""
+    by_run = {(r.target, r.repeat): r for r in runs if r.concurrency == concurrency}
+    repeats = sorted({repeat for _, repeat in by_run})
+    return [by_run[("coordinator", n)].rps / by_run[(base, n)].rps for n in repeats]
+
+
+def summarize(runs: list[Result]) -> list[Ratio]:
+    """Per concurrency: c/a and c/b throughput (medians of each repeat's ratio), added
+    p50, and the goals that apply."""
+    by_key = {(r.target, r.concurrency): r for r in medians(runs)}
     rows = []
-    for concurrency in sorted({r.concurrency for r in results}):
+    for concurrency in sorted({r.concurrency for r in runs}):
         direct = by_key[("direct", concurrency)]
-        nginx = by_key[("nginx", concurrency)]
         coord = by_key[("coordinator", concurrency)]
+        shares = paired_ratios(runs, concurrency, "nginx")
         added_p50 = coord.p50_ms - direct.p50_ms
-        share = coord.rps / nginx.rps
+        share = statistics.median(shares)
         goal: bool | None = None
         if concurrency == 1:
             goal = added_p50 <= GOAL_ADDED_P50_MS_AT_C1
         elif concurrency == 64:
             goal = share >= GOAL_NGINX_SHARE_AT_C64 and coord.p99_ms < GOAL_P99_MS_AT_C64
         rows.append(
-            Ratio(concurrency, coord.rps / direct.rps, share, added_p50, coord.p99_ms, goal)
+            Ratio(
+                concurrency,
+                statistics.median(paired_ratios(runs, concurrency, "direct")),
+                share,
+                added_p50,
+                coord.p99_ms,
+                goal,
+                [round(x, 4) for x in shares],
+            )
         )
     return rows
 
@@ -561,13 +596,15 @@ def render(console: Console, results: list[Result], summary: list[Ratio], worker
         )
     console.print(table)
     ratios = Table(title="coordinator (c) against direct (a) and nginx (b)")
-    for column in ("c", "c/a req/s", "c/b req/s", "added p50 ms (c-a)", "c p99 ms", "goal"):
+    columns = ("c", "c/a req/s", "c/b req/s", "c/b each repeat", "added p50 ms (c-a)")
+    for column in (*columns, "c p99 ms", "goal"):
         ratios.add_column(column, justify="right")
     for row in summary:
         ratios.add_row(
             str(row.concurrency),
             f"{row.coordinator_over_direct:.2f}",
             f"{row.coordinator_over_nginx:.2f}",
+            " ".join(f"{x:.2f}" for x in row.nginx_share_runs),
             f"{row.added_p50_ms:+.3f}",
             f"{row.coordinator_p99_ms:.2f}",
             {None: "-", True: "met", False: "MISSED"}[row.goal_met],
