@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from agent_reach.config import Settings
-from agent_reach.testing.fake_agent import FakeAgent, Scope
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 POLICY = """
@@ -27,7 +24,6 @@ timeout_s = 0.3
 backoff_s = [0.05]
 suspend_s = 1.5
 """
-GATE_S = 10.0  # a gate the test never opens ends the agent's wait, failing the test
 
 
 @pytest.fixture
@@ -119,46 +115,25 @@ def test_a_repeated_request_id_executes_once_and_replays_the_same_bytes(
     assert len(agent.received) == 1
 
 
-class GatedAgent(FakeAgent):
-    """A FakeAgent whose answers wait until the test opens `gate` (at most GATE_S)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        async def gated(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and scope.get("method") == "POST":
-                await asyncio.to_thread(self.gate.wait, GATE_S)
-            await send(message)
-
-        await FakeAgent.__call__(self, scope, receive, gated)
-
-
-def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register):
+def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register, gated_agents):
     # The first delivery holds its answer until the 409 is in: with a fixed 0.4 s delay,
     # a 0.4 s stall before the rejecting call made it a replayed 200.
-    agent = GatedAgent()
-    server = ServerThread(agent).start()
-    try:
-        register("a-1", f"{server.url}/invoke", "echo")
-        answers: list[httpx.Response] = []
+    agent, endpoint = gated_agents()
+    register("a-1", endpoint, "echo")
+    answers: list[httpx.Response] = []
 
-        def call() -> None:
-            with httpx.Client(base_url=str(http.base_url), timeout=10) as own:
-                answers.append(invoke(own, request_id="dup-1", payload={"n": 1}))
+    def call() -> None:
+        with httpx.Client(base_url=str(http.base_url), timeout=10) as own:
+            answers.append(invoke(own, request_id="dup-1", payload={"n": 1}))
 
-        threads = [threading.Thread(target=call) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        wait_until(lambda: agent.received, "the first delivery")
-        rejected = invoke(http, request_id="dup-1", payload={"n": 1}, on_duplicate="reject")
-        agent.gate.set()
-        for thread in threads:
-            thread.join()
-    finally:
-        agent.gate.set()
-        server.stop()
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    wait_until(lambda: agent.received, "the first delivery")
+    rejected = invoke(http, request_id="dup-1", payload={"n": 1}, on_duplicate="reject")
+    agent.gate.set()
+    for thread in threads:
+        thread.join()
     assert rejected.status_code == 409
     assert rejected.json()["error"]["code"] == "in_progress"
     assert [a.status_code for a in answers] == [200] * 8
