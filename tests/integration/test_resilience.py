@@ -232,8 +232,14 @@ def test_probes_take_an_unhealthy_instance_offline_and_bring_it_back(http, regis
     def status() -> str:
         return http.get("/v1/agents/a-1").json()["status"]
 
+    def marked(state: str) -> bool:
+        line = f'agent_reach_health_transitions_total{{state="{state}"}} 1.0'
+        return line in http.get("/metrics").text.splitlines()
+
     agent.healthy = False
-    wait_until(lambda: status() == "suspect", "3 failed probes to mark it suspect")
+    # suspect lasts 2 probes (a few tenths of a second): counted, not caught, so a slow
+    # poll cannot miss it (an 0.8 s poll did: the wait for "suspect" saw only "offline")
+    wait_until(lambda: marked("suspect"), "3 failed probes to mark it suspect")
     wait_until(lambda: status() == "offline", "2 more failed probes to take it offline")
     response = invoke(http, suspend=False)
     assert response.status_code == 503
