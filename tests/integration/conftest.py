@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from agent_reach.clock import ManualClock
-from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.fake_agent import FakeAgent, Scope
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
 
@@ -34,6 +37,47 @@ def fake_agents() -> Iterator[AgentFactory]:
 
     yield start
     for server in servers:
+        server.stop()
+
+
+GATE_S = 10.0  # a gate the test never opens ends the agent's wait, failing the test
+
+
+class GatedAgent(FakeAgent):
+    """A FakeAgent whose answers wait until the test opens `gate` (at most GATE_S): a
+    request is held exactly as long as the test needs it in flight, not a guessed delay."""
+
+    def __init__(self, **knobs: Any) -> None:
+        super().__init__(**knobs)
+        self.gate = threading.Event()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        async def gated(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and scope.get("method") == "POST":
+                await asyncio.to_thread(self.gate.wait, GATE_S)
+            await send(message)
+
+        await FakeAgent.__call__(self, scope, receive, gated)
+
+
+GatedFactory = Callable[..., tuple[GatedAgent, str]]
+
+
+@pytest.fixture
+def gated_agents() -> Iterator[GatedFactory]:
+    """Start GatedAgents, gate closed: `agent, endpoint = gated_agents()`; `agent.gate.set()`
+    lets its answers go (every gate is opened at teardown, so no server waits on one)."""
+    started: list[tuple[GatedAgent, ServerThread]] = []
+
+    def start(**knobs: object) -> tuple[GatedAgent, str]:
+        agent = GatedAgent(**knobs)
+        server = ServerThread(agent).start()
+        started.append((agent, server))
+        return agent, f"{server.url}/invoke"
+
+    yield start
+    for agent, server in started:
+        agent.gate.set()
         server.stop()
 
 

@@ -1,6 +1,7 @@
 """Admission control against real agents: beyond the limits, an answer at once.
 
-A slow FakeAgent holds the admitted requests; the tests count what reached the agent
+A gated FakeAgent holds the admitted requests until the refused one is answered (a fixed
+1.2 s hold let a stall longer than that admit it); the tests count what reached the agent
 and what `/metrics` says was shed — no timing is asserted.
 """
 
@@ -20,7 +21,6 @@ from agent_reach.server.app import CoordinatorApp, create_app
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
 
-HOLD_S = 1.2  # how long the slow agent keeps each admitted request
 POLICY = """
 [admission]
 retry_after_s = 2
@@ -59,8 +59,8 @@ def hold(pool: ThreadPoolExecutor, http: httpx.Client, body: dict[str, Any]) -> 
     return pool.submit(http.post, "/v1/invoke", json=body)
 
 
-def test_beyond_max_in_flight_a_request_gets_503_overloaded_at_once(http, fake_agents, register):
-    agent, endpoint = fake_agents(delay_s=HOLD_S)
+def test_beyond_max_in_flight_a_request_gets_503_overloaded_at_once(http, gated_agents, register):
+    agent, endpoint = gated_agents()
     assert register("slow-1", endpoint, "echo").status_code == 201
     with ThreadPoolExecutor(2) as pool:
         held = [hold(pool, http, {"capability": "echo", "payload": {"n": n}}) for n in range(2)]
@@ -68,6 +68,7 @@ def test_beyond_max_in_flight_a_request_gets_503_overloaded_at_once(http, fake_a
 
         refused = http.post("/v1/invoke", json={"capability": "echo", "request_id": "over-1"})
 
+        agent.gate.set()
         assert [f.result().status_code for f in held] == [200, 200]
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "overloaded"
@@ -81,8 +82,10 @@ def test_beyond_max_in_flight_a_request_gets_503_overloaded_at_once(http, fake_a
     assert len(agent.received) == 3
 
 
-def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(http, fake_agents, register):
-    slow, slow_endpoint = fake_agents(delay_s=HOLD_S)
+def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(
+    http, fake_agents, gated_agents, register
+):
+    slow, slow_endpoint = gated_agents()
     fast, fast_endpoint = fake_agents()
     assert register("slow-1", slow_endpoint, "slow.cap").status_code == 201
     assert register("fast-1", fast_endpoint, "fast.cap").status_code == 201
@@ -93,6 +96,7 @@ def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(http, fak
         refused = http.post("/v1/invoke", json={"capability": "slow.cap", "request_id": "cap-1"})
         other = http.post("/v1/invoke", json={"capability": "fast.cap"})
 
+        slow.gate.set()
         assert held.result().status_code == 200
     assert refused.status_code == 503
     assert refused.json()["error"]["limit"] == "capability"
@@ -105,9 +109,10 @@ def test_a_capability_at_its_policy_limit_is_refused_while_others_pass(http, fak
 
 
 def test_a_refused_request_with_a_remembered_answer_gets_it_marked_degraded(
-    coordinator: ServerThread, http, fake_agents, register
+    coordinator: ServerThread, http, gated_agents, register
 ):
-    agent, endpoint = fake_agents(answer={"stock": 7})
+    agent, endpoint = gated_agents(answer={"stock": 7})
+    agent.gate.set()  # the first answer goes at once, to be remembered
     assert register("slow-1", endpoint, "slow.cap").status_code == 201
     payload = {"sku": "A-1"}
     assert http.post("/v1/invoke", json={"capability": "slow.cap", "payload": payload}).is_success
@@ -121,13 +126,14 @@ def test_a_refused_request_with_a_remembered_answer_gets_it_marked_degraded(
         ).result(),
         "the answer to be remembered",
     )
-    agent.delay_s = HOLD_S
+    agent.gate.clear()  # the next one is held until the degraded answer is in
     with ThreadPoolExecutor(1) as pool:
         held = hold(pool, http, {"capability": "slow.cap", "payload": {"sku": "B-2"}})
         wait_until(lambda: len(agent.received) == 2, "the holding request to reach the agent")
 
         degraded = http.post("/v1/invoke", json={"capability": "slow.cap", "payload": payload})
 
+        agent.gate.set()
         assert held.result().status_code == 200
     assert degraded.status_code == 200, degraded.text
     body = degraded.json()

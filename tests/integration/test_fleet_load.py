@@ -1,8 +1,10 @@
 """Fleet-wide load on Redis: two coordinators, a slow instance, traffic diverted.
 
-Coordinator A holds three requests at the slow instance; coordinator B, which holds
-none, must see them (published every 200 ms through Redis) and send its own traffic to
-the other instance, although the slow one weighs more. Counted at the agents.
+Coordinator A holds three requests at the slow instance (its answers wait behind a gate
+until B's traffic has gone: a fixed 2.5 s hold failed when the setup took longer);
+coordinator B, which holds none, must see them (published every 200 ms through Redis)
+and send its own traffic to the other instance, although the slow one weighs more.
+Counted at the agents.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
-HOLD_S = 2.5  # the slow instance holds A's requests this long (`reasoning`: 5 s timeout)
 POLICY = "[admission]\nmax_queue = 2\n"
 
 
@@ -31,7 +32,7 @@ def registration(agent_id: str, endpoint: str, weight: float) -> dict[str, objec
 
 
 def test_a_second_coordinator_diverts_from_an_instance_the_first_one_loads(
-    redis_url: str, redis_prefix: str, tmp_path: Path, fake_agents
+    redis_url: str, redis_prefix: str, tmp_path: Path, fake_agents, gated_agents
 ) -> None:
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY, encoding="utf-8")
@@ -42,7 +43,7 @@ def test_a_second_coordinator_diverts_from_an_instance_the_first_one_loads(
         redis_prefix=redis_prefix,
         policy_file=policy,
     )
-    slow, slow_endpoint = fake_agents(name="slow", delay_s=HOLD_S)
+    slow, slow_endpoint = gated_agents(name="slow")  # holds A's requests (`reasoning`: 5 s)
     fast, fast_endpoint = fake_agents(name="fast")
     with (
         run_coordinator(settings) as (url_a, _),
@@ -65,6 +66,7 @@ def test_a_second_coordinator_diverts_from_an_instance_the_first_one_loads(
 
         answers = [b.post("/v1/invoke", json={"capability": "order.check"}) for _ in range(5)]
 
+        slow.gate.set()
         assert all(f.result().status_code == 200 for f in held)
     assert [r.json()["agent_id"] for r in answers] == ["fast-1"] * 5
     assert (len(slow.received), len(fast.received)) == (3, 5)

@@ -115,8 +115,10 @@ def test_a_repeated_request_id_executes_once_and_replays_the_same_bytes(
     assert len(agent.received) == 1
 
 
-def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register, fake_agents):
-    agent, endpoint = fake_agents(delay_s=0.4)
+def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register, gated_agents):
+    # The first delivery holds its answer until the 409 is in: with a fixed 0.4 s delay,
+    # a 0.4 s stall before the rejecting call made it a replayed 200.
+    agent, endpoint = gated_agents()
     register("a-1", endpoint, "echo")
     answers: list[httpx.Response] = []
 
@@ -129,6 +131,7 @@ def test_concurrent_duplicates_wait_for_the_first_or_get_409(http, register, fak
         thread.start()
     wait_until(lambda: agent.received, "the first delivery")
     rejected = invoke(http, request_id="dup-1", payload={"n": 1}, on_duplicate="reject")
+    agent.gate.set()
     for thread in threads:
         thread.join()
     assert rejected.status_code == 409
@@ -229,8 +232,14 @@ def test_probes_take_an_unhealthy_instance_offline_and_bring_it_back(http, regis
     def status() -> str:
         return http.get("/v1/agents/a-1").json()["status"]
 
+    def marked(state: str) -> bool:
+        line = f'agent_reach_health_transitions_total{{state="{state}"}} 1.0'
+        return line in http.get("/metrics").text.splitlines()
+
     agent.healthy = False
-    wait_until(lambda: status() == "suspect", "3 failed probes to mark it suspect")
+    # suspect lasts 2 probes (a few tenths of a second): counted, not caught, so a slow
+    # poll cannot miss it (an 0.8 s poll did: the wait for "suspect" saw only "offline")
+    wait_until(lambda: marked("suspect"), "3 failed probes to mark it suspect")
     wait_until(lambda: status() == "offline", "2 more failed probes to take it offline")
     response = invoke(http, suspend=False)
     assert response.status_code == 503

@@ -13,7 +13,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_reach import Agent, AgentRequest
+from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
+from agent_reach.testing.fake_agent import FakeAgent, Scope
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -159,29 +161,57 @@ def test_a_nested_call_made_by_an_agent_joins_the_same_trace(
     )
 
 
-def test_the_trace_list_filters_by_capability_outcome_agent_and_duration(
-    http, register, fake_agents
-):
+class TakesManualTime(FakeAgent):
+    """A FakeAgent that moves its coordinator's manual clock on by `seconds` per request:
+    the request lasts exactly that long to the coordinator, however fast the machine."""
+
+    def __init__(self, clock: ManualClock, seconds: float) -> None:
+        super().__init__()
+        self.clock, self.seconds = clock, seconds
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            self.clock.advance(self.seconds)
+        await FakeAgent.__call__(self, scope, receive, send)
+
+
+def test_the_trace_list_filters_by_capability_outcome_agent_and_duration(settings, fake_agents):
+    # On a manual clock the fast requests take 0 ms and the slow one 150: on the real clock
+    # a fast request slower than 100 ms (a loaded machine) was listed as slow too.
+    clock = ManualClock()
     _, fast_endpoint = fake_agents()
-    _, slow_endpoint = fake_agents(delay_s=0.15)
-    register("fast-1", fast_endpoint, "fast")
-    register("slow-1", slow_endpoint, "slow")
-    fast = invoke(http, "fast").json()["trace_id"]
-    slow = invoke(http, "slow").json()["trace_id"]
-    missing = invoke(http, "nobody.offers").json()["error"]["trace_id"]
+    with (
+        run_coordinator(settings, clock) as (url, _),
+        httpx.Client(base_url=url) as http,
+        ServerThread(TakesManualTime(clock, 0.15)) as slow_server,
+    ):
+        for agent_id, endpoint, capability in (
+            ("fast-1", fast_endpoint, "fast"),
+            ("slow-1", f"{slow_server.url}/invoke", "slow"),
+        ):
+            body = {
+                "id": agent_id,
+                "capabilities": [capability],
+                "transport": {"endpoint": endpoint},
+            }
+            assert http.post("/v1/agents", json=body).status_code == 201
+        fast = invoke(http, "fast").json()["trace_id"]
+        slow = invoke(http, "slow").json()["trace_id"]
+        missing = invoke(http, "nobody.offers").json()["error"]["trace_id"]
 
-    def listed(**params: Any) -> list[str]:
-        return [t["trace_id"] for t in http.get("/v1/traces", params=params).json()["traces"]]
+        def listed(**params: Any) -> list[str]:
+            traces = http.get("/v1/traces", params=params).json()["traces"]
+            return [t["trace_id"] for t in traces]
 
-    assert listed() == [missing, slow, fast]  # newest first
-    assert listed(capability="fast") == [fast]
-    assert listed(agent_id="slow-1") == [slow]
-    assert listed(status="error") == [missing]
-    assert listed(status="no_capability") == [missing]
-    assert listed(status="ok") == [slow, fast]
-    assert listed(min_ms=100) == [slow]
-    assert listed(limit=1) == [missing]
-    assert http.get("/v1/traces", params={"min_ms": -1}).status_code == 422
+        assert listed() == [missing, slow, fast]  # newest first
+        assert listed(capability="fast") == [fast]
+        assert listed(agent_id="slow-1") == [slow]
+        assert listed(status="error") == [missing]
+        assert listed(status="no_capability") == [missing]
+        assert listed(status="ok") == [slow, fast]
+        assert listed(min_ms=100) == [slow]
+        assert listed(limit=1) == [missing]
+        assert http.get("/v1/traces", params={"min_ms": -1}).status_code == 422
 
 
 def test_unknown_traces_are_404_and_the_oldest_are_evicted(settings, fake_agents):

@@ -15,16 +15,24 @@ from typer.testing import CliRunner
 
 from agent_reach import Agent, AgentRequest
 from agent_reach.cli import app
+from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
+# The probe interval of `probed_by_hand`, in its manual clock's seconds: small next to
+# the 60 s lease, so however many times a test moves the clock on, no lease runs out.
+PROBE_S = 0.01
+
 
 @pytest.fixture
-def fast_probes(settings: Settings) -> Iterator[str]:
-    """A coordinator probing every 50 ms, so a broken health endpoint shows quickly."""
-    with run_coordinator(settings.model_copy(update={"probe_interval_s": 0.05})) as (url, _):
-        yield url
+def probed_by_hand(settings: Settings) -> Iterator[tuple[str, ManualClock]]:
+    """A coordinator on a manual clock: an instance is probed only when the test moves the
+    clock on by a probe interval, so its health stays where the test left it."""
+    clock = ManualClock()
+    probed = settings.model_copy(update={"probe_interval_s": PROBE_S})
+    with run_coordinator(probed, clock) as (url, _):
+        yield url, clock
 
 
 def why(http: httpx.Client, request_id: str) -> dict[str, Any]:
@@ -134,20 +142,29 @@ def test_an_agent_that_ignores_its_context_is_named_at_the_context_step(
 
 
 def test_a_suspect_instance_is_named_at_the_registry_step_with_its_state_then(
-    fast_probes: str, fake_agents
+    probed_by_hand: tuple[str, ManualClock], fake_agents
 ) -> None:
+    url, clock = probed_by_hand
     agent, endpoint = fake_agents(healthy=False)
-    with httpx.Client(base_url=fast_probes, timeout=10) as http:
+    with httpx.Client(base_url=url, timeout=10) as http:
         body = {
             "id": "sick-01",
             "capabilities": ["stock.check"],
             "transport": {"endpoint": endpoint},
         }
         assert http.post("/v1/agents", json=body).status_code == 201
-        wait_until(
-            lambda: http.get("/v1/agents/sick-01").json()["status"] == "suspect",
-            "probes to make the instance suspect",
-        )
+
+        def suspect_or_probe_again() -> bool:
+            if http.get("/v1/agents/sick-01").json()["status"] == "suspect":
+                return True
+            clock.advance(PROBE_S)  # one probe due; more advances before it runs add none
+            return False
+
+        # 3 failed probes make it suspect and 5 take it offline. The clock stops once it
+        # is suspect, so at most one more probe (one already due) fails before the request
+        # is routed, however slow the machine: probing every 50 ms of real time, 2 more
+        # could fail in the ~100 ms before the request was routed, and it went offline.
+        wait_until(suspect_or_probe_again, "probes to make the instance suspect")
         answer = http.post(
             "/v1/invoke", json={"capability": "stock.check", "request_id": "why-sick"}
         )
