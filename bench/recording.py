@@ -37,6 +37,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
+from agent_reach.cli import GC_THRESHOLDS
 from agent_reach.config import Settings
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.service import InvokeService
@@ -112,7 +113,7 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
 
             gc.collect()
             gc.freeze()
-            gc.set_threshold(50_000, 50, 100)  # as `agent-reach serve`
+            gc.set_threshold(*GC_THRESHOLDS)  # as `agent-reach serve`
             for _ in range(WARMUP_RUNS):
                 timed()
             results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in RECORDERS}
