@@ -348,7 +348,9 @@ class InvokeService:
         changed), then the quota is taken for the delivery about to happen.
         """
         request = task.request
-        if request.capability:  # named: nothing to wait for
+        if request.capability:  # named: nothing to wait for, unless unknown here
+            if self.routing.catch_up is not None:
+                await self.routing.caught_up(request.capability)
             decision = self.routing.route_named(
                 request,
                 request_id=task.task_id,

@@ -46,6 +46,7 @@ class Registry:
         self.index = RegistryIndex()
         self.changed = asyncio.Event()  # set when an instance may have become available
         self._tasks: list[asyncio.Task[None]] = []
+        self._catching: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         """Load the stored registry and start following changes."""
@@ -110,6 +111,22 @@ class Registry:
             self.index.upsert(item.record, now + item.lease_left_s)
         for agent_id in [i for i in self.index.by_id if i not in seen]:
             self.index.remove(agent_id)
+
+    async def catch_up(self) -> None:
+        """Re-read the store now: on a shared store, an instance another coordinator has
+        just stored may not have reached this index yet (its event is on the way), and a
+        caller that registered through one coordinator must find it through any other.
+        Callers arriving while a read runs share it."""
+        if self._catching is None:
+            self._catching = asyncio.ensure_future(self._catch_up())
+        await asyncio.shield(self._catching)
+
+    async def _catch_up(self) -> None:
+        try:
+            with contextlib.suppress(StoreUnavailable):
+                await self.resync()
+        finally:
+            self._catching = None
 
     async def _restore(self, now: float) -> list[LeasedRecord]:
         live = [i for i in self.index.by_id.values() if i.lease_until > now]

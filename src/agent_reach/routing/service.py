@@ -42,6 +42,7 @@ class RoutingService:
         tracer: Tracer,
         metrics: Metrics,
         record_text: TextRecorder | None = None,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.index = index
         self.policy = policy
@@ -52,6 +53,7 @@ class RoutingService:
         self.tracer = tracer
         self.metrics = metrics
         self.record_text = record_text
+        self.catch_up = catch_up  # on a shared store: re-read the registry (Registry.catch_up)
         self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
         self._route_seconds = metrics.route_seconds.labels()  # the histogram has no labels
@@ -84,6 +86,7 @@ class RoutingService:
         by `POST /v1/feedback`.
         """
         if request.capability:
+            await self.caught_up(request.capability)
             return self.route_named(
                 request,
                 request_id=request_id,
@@ -119,6 +122,12 @@ class RoutingService:
             decision, request, started, kind, request_id, trace_id, parent_span_id, principal
         )
         return decision
+
+    async def caught_up(self, capability: str) -> None:
+        """Before a named capability is refused here for want of instances: on a shared
+        store, the registry read again (another coordinator may have just stored one)."""
+        if self.catch_up is not None and not self.index.by_capability.get(capability):
+            await self.catch_up()
 
     def route_named(
         self,

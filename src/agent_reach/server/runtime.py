@@ -127,6 +127,7 @@ async def open_runtime(
         tracer=tracer,
         metrics=metrics,
         record_text=learning.record_text,
+        catch_up=registry.catch_up if backends.is_shared else None,
     )
     budget = RetryBudget()
     tasks = TaskBoard(
