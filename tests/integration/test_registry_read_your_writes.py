@@ -114,3 +114,15 @@ def test_a_capability_nobody_registered_is_still_refused_after_the_re_read(
     routed = b.post("/v1/route", json={"capability": "ryw.nobody"})
     assert routed.status_code == 404
     assert routed.json()["error"]["code"] == "no_capability"
+
+
+def test_an_agent_registered_at_one_coordinator_is_listed_at_once_by_another(
+    two: tuple[httpx.Client, httpx.Client, CoordinatorApp],
+) -> None:
+    a, b, _ = two
+    assert b.get("/v1/agents/ryw-2").status_code == 404
+    registration = _registration("http://127.0.0.1:9/invoke") | {"id": "ryw-2"}
+    assert a.post("/v1/agents", json=registration).status_code == 201
+    found = b.get("/v1/agents/ryw-2")
+    assert found.status_code == 200, found.text
+    assert found.json()["id"] == "ryw-2"

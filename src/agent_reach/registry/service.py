@@ -38,8 +38,10 @@ class Registry:
         *,
         node_id: str,
         resync_s: float = DEFAULT_RESYNC_S,
+        shared: bool = False,
     ) -> None:
         self.store = store
+        self.shared = shared  # other coordinators write to the store too
         self.clock = clock
         self.node_id = node_id
         self.resync_s = resync_s
@@ -116,7 +118,9 @@ class Registry:
         """Re-read the store now: on a shared store, an instance another coordinator has
         just stored may not have reached this index yet (its event is on the way), and a
         caller that registered through one coordinator must find it through any other.
-        Callers arriving while a read runs share it."""
+        Callers arriving while a read runs share it; alone on its store, nothing to do."""
+        if not self.shared:
+            return
         if self._catching is None:
             self._catching = asyncio.ensure_future(self._catch_up())
         await asyncio.shield(self._catching)

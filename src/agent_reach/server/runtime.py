@@ -108,7 +108,11 @@ async def open_runtime(
     transports = open_transports(security.guard.dial_address)
     decision_log = DecisionLog(settings.decision_log, clock)
     registry = Registry(
-        backends.registry, clock, node_id=node_id, resync_s=settings.registry_resync_s
+        backends.registry,
+        clock,
+        node_id=node_id,
+        resync_s=settings.registry_resync_s,
+        shared=backends.is_shared,
     )
 
     async def probe(instance: Instance) -> bool:
@@ -127,7 +131,7 @@ async def open_runtime(
         tracer=tracer,
         metrics=metrics,
         record_text=learning.record_text,
-        catch_up=registry.catch_up if backends.is_shared else None,
+        catch_up=registry.catch_up if registry.shared else None,
     )
     budget = RetryBudget()
     tasks = TaskBoard(

@@ -102,6 +102,8 @@ async def get_agent(agent_id: AgentIdPath, request: Request, principal: Caller) 
     """One instance; 404 as for an unknown one when the key may not see it."""
     runtime = runtime_of(request)
     registry = runtime.registry
+    if agent_id not in registry.index.by_id:  # registered through another coordinator?
+        await registry.catch_up()
     view = visible_view(
         registry.get(agent_id), registry.owner_of(agent_id), principal, runtime.security.may_use
     )
