@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from agent_reach.clock import ManualClock
+from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent, Scope
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
@@ -110,3 +111,27 @@ def matching_ready(http: httpx.Client) -> Callable[[], dict[str, object]]:
         return wait_until(current, "the text matchers to fit the catalog", timeout_s=30)
 
     return wait
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
+    ]
+)
+def shared(request: pytest.FixtureRequest) -> Settings:
+    """Settings of coordinators sharing one store: a standalone Redis, then a Cluster."""
+    if request.param == "redis-cluster":
+        return Settings(
+            decision_log="off",
+            registry_backend="redis",
+            redis_cluster=True,
+            redis_url=request.getfixturevalue("redis_cluster").url,
+            redis_prefix=request.getfixturevalue("redis_cluster_prefix"),
+        )
+    return Settings(
+        decision_log="off",
+        registry_backend="redis",
+        redis_url=request.getfixturevalue("redis_url"),
+        redis_prefix=request.getfixturevalue("redis_prefix"),
+    )

@@ -25,29 +25,6 @@ from agent_reach.testing.servers import ServerThread
 FOLLOWERS = ("registry-watch", "registry-resync")
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("redis", marks=pytest.mark.redis),
-        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
-    ]
-)
-def shared(request: pytest.FixtureRequest) -> Settings:
-    if request.param == "redis-cluster":
-        return Settings(
-            decision_log="off",
-            registry_backend="redis",
-            redis_cluster=True,
-            redis_url=request.getfixturevalue("redis_cluster").url,
-            redis_prefix=request.getfixturevalue("redis_cluster_prefix"),
-        )
-    return Settings(
-        decision_log="off",
-        registry_backend="redis",
-        redis_url=request.getfixturevalue("redis_url"),
-        redis_prefix=request.getfixturevalue("redis_prefix"),
-    )
-
-
 def _stop_following(server: ServerThread) -> None:
     """Cancel the coordinator's registry event follower and periodic resync."""
     assert server.loop is not None

@@ -22,29 +22,6 @@ from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("redis", marks=pytest.mark.redis),
-        pytest.param("redis-cluster", marks=[pytest.mark.redis, pytest.mark.redis_cluster]),
-    ]
-)
-def shared(request: pytest.FixtureRequest) -> Settings:
-    if request.param == "redis-cluster":
-        return Settings(
-            decision_log="off",
-            registry_backend="redis",
-            redis_cluster=True,
-            redis_url=request.getfixturevalue("redis_cluster").url,
-            redis_prefix=request.getfixturevalue("redis_cluster_prefix"),
-        )
-    return Settings(
-        decision_log="off",
-        registry_backend="redis",
-        redis_url=request.getfixturevalue("redis_url"),
-        redis_prefix=request.getfixturevalue("redis_prefix"),
-    )
-
-
 @pytest.fixture
 def two(shared: Settings) -> Iterator[tuple[httpx.Client, httpx.Client]]:
     """A and B; A's deliveries name B as the context's URL, as a balancer in front
