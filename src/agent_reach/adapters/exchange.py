@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from agent_reach.adapters.translation import CompiledTranslation
@@ -40,7 +42,7 @@ async def call_service(
     5xx and 429), a SOAP fault (`soap_fault`, never retried) or an unreadable answer.
     """
     request = translation.request(endpoint, variables)
-    try:
+    with agent_errors(timeout_s):
         response = await client.request(
             request.method,
             request.url,
@@ -48,6 +50,15 @@ async def call_service(
             body=request.body,
             timeout_s=timeout_s,
         )
+    return mapped_answer(translation, response.status, response.body)
+
+
+@contextlib.contextmanager
+def agent_errors(timeout_s: float) -> Iterator[None]:
+    """The pool's failures of a service call as the agent errors the Transport protocol
+    names (whether the service may have acted is kept in each)."""
+    try:
+        yield
     except pool.ConnectFailed as exc:
         raise AgentUnreachable(f"could not connect to the service: {exc}") from None
     except pool.RequestTimeout as exc:
@@ -64,13 +75,17 @@ async def call_service(
         ) from None
     except pool.InvalidResponse as exc:
         raise AgentFailed(f"the service's answer is not valid HTTP: {exc}") from None
-    translation.raise_fault(response.body)
-    if not 200 <= response.status < 300:
+
+
+def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) -> Any:
+    """A whole answer's result, mapped; a fault or a non-2xx status as `AgentFailed`."""
+    translation.raise_fault(body)
+    if not 200 <= status < 300:
         failure = AgentFailed(
-            f"the service answered HTTP {response.status}",
-            http_status=response.status,
-            agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
+            f"the service answered HTTP {status}",
+            http_status=status,
+            agent_answer=body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
         )
-        failure.retryable = response.status >= 500 or response.status == 429  # type: ignore[misc]
+        failure.retryable = status >= 500 or status == 429  # type: ignore[misc]
         raise failure
-    return translation.answer(response.body)
+    return translation.answer(body)

@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_reach.adapters.exchange import call_service, variables_of
+from agent_reach.adapters.sidecar_stream import stream_service
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest
 from agent_reach.invoke import pool
@@ -49,6 +50,7 @@ class CapabilityConfig(BaseModel):
     examples: list[Example] = []
     input_schema: dict[str, Any] | None = None
     kind: Kind = "json"
+    stream: bool = False  # the service answers server-sent events: relayed as they come
 
 
 class AgentConfig(BaseModel):
@@ -93,6 +95,7 @@ class Sidecar:
         self.config = config
         self.client = pool.HttpPool()
         self.translations: dict[str, CompiledTranslation] = {}
+        self.streaming = {c.capability for c in config.capabilities if c.stream}
         for item in config.capabilities:
             where = f"capabilities.{item.capability}"
             translation = parse_translation(item.model_extra or {}, item.kind, where)
@@ -126,7 +129,8 @@ class Sidecar:
         self.app = _CloseOnShutdown(self.agent.app, self.client)
 
     async def handle(self, request: AgentRequest) -> Any:
-        """One delivery: translated, sent once, the answer mapped back."""
+        """One delivery: translated, sent once, the answer mapped back (a streaming
+        service's events relayed as they arrive, `adapters.sidecar_stream`)."""
         translation = self.translations[request.capability]
         context = await request.context_data() if "context" in translation.names else None
         delivery = Delivery(
@@ -137,8 +141,9 @@ class Sidecar:
             hop=request.hop,
             text=request.text,
         )
+        call = stream_service if request.capability in self.streaming else call_service
         try:
-            return await call_service(
+            return await call(
                 self.client,
                 translation,
                 self.config.service.url,

@@ -1,0 +1,76 @@
+"""A service that answers server-sent events, relayed by its sidecar as they arrive.
+
+A capability configured with `stream: true` is called on a connection of its own
+(`Accept: text/event-stream`). Once the answer's head is in: an event stream becomes
+the handler's events, each yielded as soon as its blank line has come, unchanged (the
+answer mapping does not apply to events); any other answer is read whole and mapped as
+a plain call's. Failures keep `call_service`'s meaning: before the first event they are
+the handler's failure; after it the stream ends unfinished, which the coordinator
+reports as broken and never re-sends. When the caller leaves, the connection to the
+service is closed, so the service learns it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agent_reach.adapters.exchange import agent_errors, mapped_answer
+from agent_reach.adapters.translation import CompiledTranslation
+from agent_reach.errors import AgentFailed
+from agent_reach.invoke import pool
+from agent_reach.invoke.pool_stream import StreamResponse, open_stream
+from agent_reach.invoke.sse import MEDIA_TYPE, SseFramer, is_event_stream
+from agent_reach.sdk.streams import StreamEvent
+
+
+async def stream_service(
+    client: pool.HttpPool,
+    translation: CompiledTranslation,
+    endpoint: str,
+    variables: dict[str, Any],
+    *,
+    headers: list[tuple[str, str]],
+    timeout_s: float,
+) -> Any:
+    """Send the translated request once: its events as an async iterator when the
+    service streams, else its mapped result. `timeout_s` covers the whole stream."""
+    request = translation.request(endpoint, variables)
+    with agent_errors(timeout_s):
+        response = await open_stream(
+            client,
+            request.method,
+            request.url,
+            headers=[*request.headers, ("accept", MEDIA_TYPE), *headers],
+            body=request.body,
+            timeout_s=timeout_s,
+        )
+    content_type = next((v for k, v in response.headers if k == b"content-type"), None)
+    if 200 <= response.status < 300 and is_event_stream(content_type):
+        return _events(response, timeout_s)
+    try:
+        with agent_errors(timeout_s):
+            body = await response.read_all()
+    finally:
+        response.close()
+    return mapped_answer(translation, response.status, body)
+
+
+async def _events(response: StreamResponse, timeout_s: float) -> AsyncIterator[StreamEvent]:
+    framer = SseFramer()
+    try:
+        while True:
+            with agent_errors(timeout_s):
+                chunk = await response.next_chunk()
+            if chunk is None:
+                break
+            framer.feed(chunk)
+            for event in framer.events:
+                yield StreamEvent(event["event"], event["data"], event.get("id"))
+            framer.events.clear()
+        if framer.finish():
+            raise AgentFailed(
+                "the service's stream ended in the middle of an event", outcome_unknown=True
+            )
+    finally:
+        response.close()
