@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from peers.sse_agents import AGENTS, sse_events
+from peers.sse_agents import invoke_stream, ledger_of, open_gate, sse_events
 from sidecar_kit import running_sidecar
 
 from agent_reach.config import Settings
@@ -24,23 +24,16 @@ from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 CAPABILITY = "chat.sidecar"
-STREAM = {"accept": "text/event-stream"}
-
-
-@pytest.fixture(scope="module", params=sorted(AGENTS))
-def service(request: pytest.FixtureRequest) -> Iterator[str]:
-    with AGENTS[request.param]() as url:
-        yield url
 
 
 @pytest.fixture
-def coordinator(service: str) -> Iterator[str]:
+def coordinator(sse_agent: str) -> Iterator[str]:
     """A coordinator with the service's sidecar registered."""
     with run_coordinator(Settings(decision_log="off")) as (url, _):
         config = {
             "coordinator": url,
             "agent": {"id": "sse-sidecar"},
-            "service": {"url": service, "health_url": f"{service}/health"},
+            "service": {"url": sse_agent, "health_url": f"{sse_agent}/health"},
             "capabilities": [
                 {
                     "capability": CAPABILITY,
@@ -55,31 +48,21 @@ def coordinator(service: str) -> Iterator[str]:
             yield url
 
 
-def _ledger(service: str) -> dict[str, list[str]]:
-    ledger: dict[str, list[str]] = httpx.get(f"{service}/ledger").json()
-    return ledger
-
-
 def _body(request_id: str, **payload: Any) -> dict[str, Any]:
     return {"capability": CAPABILITY, "request_id": request_id, "payload": payload or None}
 
 
 def test_each_event_reaches_the_caller_as_the_service_sends_it(
-    coordinator: str, service: str
+    coordinator: str, sse_agent: str
 ) -> None:
     request_id = f"sc-{uuid.uuid4().hex}"
-    with (
-        httpx.Client(timeout=30) as client,
-        client.stream(
-            "POST", f"{coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
-        ) as response,
-    ):
+    with invoke_stream(coordinator, _body(request_id)) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = sse_events(response.iter_lines())
         assert next(events) == {"event": "token", "id": "1", "data": "first"}
         # the service is still waiting at its gate: the event came before the end
-        assert httpx.post(f"{service}/gate/{request_id}").status_code == 200
+        open_gate(sse_agent, request_id)
         rest = list(events)
     assert [(e["event"], e["data"], e.get("id")) for e in rest[:2]] == [
         ("token", "second", "2"),
@@ -89,64 +72,53 @@ def test_each_event_reaches_the_caller_as_the_service_sends_it(
     assert rest[-1]["event"] == "reach.end" and answer["status"] == "ok"
     assert answer["agent_id"] == "sse-sidecar"
     assert answer["result"]["text"] == "firstsecondthird"
-    assert _ledger(service)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_a_caller_that_does_not_ask_for_a_stream_gets_the_events_whole(
-    coordinator: str, service: str
+    coordinator: str, sse_agent: str
 ) -> None:
     request_id = f"sc-whole-{uuid.uuid4().hex}"
-    assert httpx.post(f"{service}/gate/{request_id}").status_code == 200  # nobody waits
+    open_gate(sse_agent, request_id)  # nobody waits
     answer = httpx.post(f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["text"] == "firstsecondthird"
     assert [e["data"] for e in answer.json()["result"]["events"]] == ["first", "second", "third"]
-    assert _ledger(service)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
-def test_a_service_answering_json_is_mapped_as_a_plain_call(coordinator: str, service: str) -> None:
+def test_a_service_answering_json_is_mapped_as_a_plain_call(
+    coordinator: str, sse_agent: str
+) -> None:
     request_id = f"sc-plain-{uuid.uuid4().hex}"
     answer = httpx.post(
         f"{coordinator}/v1/invoke", json=_body(request_id, plain=True, words=["a"]), timeout=30
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"] == {"words": ["a"]}
-    assert _ledger(service)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_a_stream_that_breaks_off_ends_as_broken_and_is_not_resent(
-    coordinator: str, service: str
+    coordinator: str, sse_agent: str
 ) -> None:
     request_id = f"sc-break-{uuid.uuid4().hex}"
-    with (
-        httpx.Client(timeout=30) as client,
-        client.stream(
-            "POST",
-            f"{coordinator}/v1/invoke",
-            json=_body(request_id, **{"break": True}),
-            headers=STREAM,
-        ) as response,
-    ):
+    with invoke_stream(coordinator, _body(request_id, **{"break": True})) as response:
         events = list(sse_events(response.iter_lines()))
     assert events[0]["data"] == "first"
     assert events[-1]["event"] == "reach.error"
     assert json.loads(events[-1]["data"])["error"]["code"] == "agent_stream_broken"
-    assert _ledger(service)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_a_caller_leaving_mid_stream_closes_the_services_stream(
-    coordinator: str, service: str
+    coordinator: str, sse_agent: str
 ) -> None:
     request_id = f"sc-gone-{uuid.uuid4().hex}"
-    with (
-        httpx.Client(timeout=30) as client,
-        client.stream(
-            "POST", f"{coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
-        ) as response,
-    ):
+    with invoke_stream(coordinator, _body(request_id)) as response:
         assert next(sse_events(response.iter_lines()))["data"] == "first"
     wait_until(
-        lambda: request_id in _ledger(service)["disconnected"],
+        lambda: request_id in ledger_of(sse_agent)["disconnected"],
         "the service saw its stream closed",
     )
-    assert _ledger(service)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1

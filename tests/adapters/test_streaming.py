@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from peers.sse_agents import AGENTS, sse_events
+from peers.sse_agents import invoke_stream, ledger_of, open_gate, sse_events
 
 from agent_reach.config import Settings
 from agent_reach.errors import NoCapability
@@ -29,38 +29,23 @@ CAPABILITY = "chat.stream"
 STREAM = {"accept": "text/event-stream"}
 
 
-@pytest.fixture(scope="module", params=sorted(AGENTS))
-def agent(request: pytest.FixtureRequest) -> Iterator[str]:
-    with AGENTS[request.param]() as url:
-        yield url
-
-
 @pytest.fixture
 def memory_coordinator() -> Iterator[str]:
     with run_coordinator(Settings(decision_log="off")) as (url, _):
         yield url
 
 
-def _register(base: str, agent: str) -> None:
+def _register(base: str, sse_agent: str) -> None:
     answer = httpx.post(
         f"{base}/v1/agents",
         json={
             "id": "streamer",
             "capabilities": [CAPABILITY],
             "description": "streams its answer token by token",
-            "transport": {"type": "http", "endpoint": f"{agent}/invoke"},
+            "transport": {"type": "http", "endpoint": f"{sse_agent}/invoke"},
         },
     )
     assert answer.status_code == 201, answer.text
-
-
-def _ledger(agent: str) -> dict[str, list[str]]:
-    ledger: dict[str, list[str]] = httpx.get(f"{agent}/ledger").json()
-    return ledger
-
-
-def _open(agent: str, request_id: str) -> None:
-    assert httpx.post(f"{agent}/gate/{request_id}").status_code == 200
 
 
 def _body(request_id: str, **payload: Any) -> dict[str, Any]:
@@ -68,24 +53,19 @@ def _body(request_id: str, **payload: Any) -> dict[str, Any]:
 
 
 def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
-    coordinator: str, agent: str
+    coordinator: str, sse_agent: str
 ) -> None:
-    _register(coordinator, agent)
+    _register(coordinator, sse_agent)
     request_id = f"stream-{uuid.uuid4().hex}"
-    with (
-        httpx.Client(timeout=30) as client,
-        client.stream(
-            "POST", f"{coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
-        ) as response,
-    ):
+    with invoke_stream(coordinator, _body(request_id)) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["transfer-encoding"] == "chunked"
         events = sse_events(response.iter_lines())
         first = next(events)
         assert first == {"event": "token", "id": "1", "data": "first"}
-        assert request_id not in _ledger(agent)["disconnected"]
-        _open(agent, request_id)  # only now may the agent send the rest
+        assert request_id not in ledger_of(sse_agent)["disconnected"]
+        open_gate(sse_agent, request_id)  # only now may the agent send the rest
         rest = list(events)
     assert [e["data"] for e in rest[:2]] == ["second", "third"]
     last = rest[-1]
@@ -96,7 +76,7 @@ def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
     assert answer["normalized"] == "sse"
     assert answer["result"]["text"] == "firstsecondthird"
     assert [a["outcome"] for a in answer["attempts"]] == ["ok"]
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
     trace = httpx.get(f"{coordinator}/v1/traces/{answer['trace_id']}").json()
     assert [s["status"] for s in trace["spans"] if s["kind"] == "attempt"] == ["ok"]
     stats = httpx.get(f"{coordinator}/v1/agents").json()["agents"][0]["stats"]
@@ -104,13 +84,13 @@ def test_first_event_reaches_an_httpx_caller_before_the_stream_ends(
     # the stored answer replays the assembled stream; the agent is not called again
     replay = httpx.post(f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30)
     assert replay.json()["result"]["text"] == "firstsecondthird"
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_first_event_reaches_a_urllib_caller_reading_chunks(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"stream-{uuid.uuid4().hex}"
     request = urllib.request.Request(  # noqa: S310 - a loopback http URL
         f"{memory_coordinator}/v1/invoke",
@@ -124,18 +104,18 @@ def test_first_event_reaches_a_urllib_caller_reading_chunks(
             seen += response.read1(65536)
         assert b"data: first\n\n" in seen
         assert b"second" not in seen
-        _open(agent, request_id)
+        open_gate(sse_agent, request_id)
         seen += response.read()
     assert seen.index(b"data: second") < seen.index(b"event: reach.end")
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_a_caller_that_does_not_ask_gets_the_assembled_answer(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"whole-{uuid.uuid4().hex}"
-    _open(agent, request_id)  # the agent streams without waiting
+    open_gate(sse_agent, request_id)  # the agent streams without waiting
     answer = httpx.post(f"{memory_coordinator}/v1/invoke", json=_body(request_id), timeout=30)
     assert answer.status_code == 200, answer.text
     document = answer.json()
@@ -151,9 +131,9 @@ def test_a_caller_that_does_not_ask_gets_the_assembled_answer(
 
 
 def test_an_agent_that_does_not_stream_is_one_last_event(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"plain-{uuid.uuid4().hex}"
     with httpx.stream(
         "POST",
@@ -168,9 +148,9 @@ def test_an_agent_that_does_not_stream_is_one_last_event(
 
 
 def test_an_http10_caller_gets_the_stream_delimited_by_the_close(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     body = json.dumps(_body(f"old-{uuid.uuid4().hex}", plain=True)).encode()
     host, port = memory_coordinator.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
@@ -188,9 +168,9 @@ def test_an_http10_caller_gets_the_stream_delimited_by_the_close(
 
 
 def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
-    coordinator: str, agent: str
+    coordinator: str, sse_agent: str
 ) -> None:
-    _register(coordinator, agent)
+    _register(coordinator, sse_agent)
     request_id = f"late-{uuid.uuid4().hex}"
     with httpx.stream(
         "POST",
@@ -205,8 +185,8 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
     assert error["code"] == "deadline_exceeded"
     assert error["outcome_unknown"] is True
     assert [a["outcome"] for a in error["attempts"]] == ["deadline_exceeded"]
-    wait_until(lambda: request_id in _ledger(agent)["disconnected"], "the agent saw the cut")
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    wait_until(lambda: request_id in ledger_of(sse_agent)["disconnected"], "the agent saw the cut")
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
     trace = httpx.get(f"{coordinator}/v1/traces/{error['trace_id']}").json()
     statuses = {s["kind"]: s["status"] for s in trace["spans"]}
     assert statuses["attempt"] == "deadline_exceeded"
@@ -218,9 +198,9 @@ def test_the_deadline_cuts_the_stream_with_a_last_error_event_and_no_resend(
 
 
 def test_a_stream_that_breaks_off_ends_with_an_error_event_and_is_not_resent(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"broken-{uuid.uuid4().hex}"
     with httpx.stream(
         "POST",
@@ -234,27 +214,23 @@ def test_a_stream_that_breaks_off_ends_with_an_error_event_and_is_not_resent(
     error = json.loads(events[-1]["data"])["error"]
     assert error["code"] == "agent_stream_broken"
     assert [a["outcome"] for a in error["attempts"]] == ["agent_stream_broken"]
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
 def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"gone-{uuid.uuid4().hex}"
-    with (
-        httpx.Client(timeout=30) as client,
-        client.stream(
-            "POST", f"{memory_coordinator}/v1/invoke", json=_body(request_id), headers=STREAM
-        ) as response,
-    ):
+    with invoke_stream(memory_coordinator, _body(request_id)) as response:
         trace_id = response.headers["x-trace-id"]
         assert next(sse_events(response.iter_lines()))["data"] == "first"
         # leaving the block closed the connection mid-stream, the gate still shut
     wait_until(
-        lambda: request_id in _ledger(agent)["disconnected"], "the agent saw its stream closed"
+        lambda: request_id in ledger_of(sse_agent)["disconnected"],
+        "the agent saw its stream closed",
     )
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
     def attempts() -> list[str]:
         trace = httpx.get(f"{memory_coordinator}/v1/traces/{trace_id}").json()
@@ -264,16 +240,16 @@ def test_a_caller_leaving_mid_stream_closes_the_agents_stream(
 
 
 async def test_the_sdk_streams_events_then_the_whole_answer(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"sdk-{uuid.uuid4().hex}"
     async with ReachClient(memory_coordinator) as client:
         events = client.invoke_stream(CAPABILITY, request_id=request_id)
         first = await anext(events)
         assert (first.event, first.data, first.id) == ("token", "first", "1")
         async with httpx.AsyncClient() as http:
-            assert (await http.post(f"{agent}/gate/{request_id}")).status_code == 200
+            assert (await http.post(f"{sse_agent}/gate/{request_id}")).status_code == 200
         rest = [event async for event in events]
         assert [e.data for e in rest[:-1]] == ["second", "third"]
         answer = rest[-1].answer
@@ -282,9 +258,9 @@ async def test_the_sdk_streams_events_then_the_whole_answer(
 
 
 def test_a_duplicate_waits_for_the_stream_to_end_and_gets_its_answer(
-    coordinator: str, agent: str
+    coordinator: str, sse_agent: str
 ) -> None:
-    _register(coordinator, agent)
+    _register(coordinator, sse_agent)
     request_id = f"twice-{uuid.uuid4().hex}"
     with (
         httpx.Client(timeout=30) as client,
@@ -298,17 +274,17 @@ def test_a_duplicate_waits_for_the_stream_to_end_and_gets_its_answer(
         duplicate = pool.submit(
             httpx.post, f"{coordinator}/v1/invoke", json=_body(request_id), timeout=30
         )
-        _open(agent, request_id)
+        open_gate(sse_agent, request_id)
         assert json.loads(list(events)[-1]["data"])["status"] == "ok"
         again = duplicate.result()
     assert again.status_code == 200, again.text
     assert again.json()["result"]["text"] == "firstsecondthird"
-    assert _ledger(agent)["executions"].count(request_id) == 1
+    assert ledger_of(sse_agent)["executions"].count(request_id) == 1
 
 
-def test_a_stream_holds_its_admission_slot_until_it_ends(agent: str) -> None:
+def test_a_stream_holds_its_admission_slot_until_it_ends(sse_agent: str) -> None:
     with run_coordinator(Settings(decision_log="off", max_in_flight=1)) as (url, _):
-        _register(url, agent)
+        _register(url, sse_agent)
         request_id = f"slot-{uuid.uuid4().hex}"
         with httpx.stream(
             "POST", f"{url}/v1/invoke", json=_body(request_id), headers=STREAM, timeout=30
@@ -318,22 +294,22 @@ def test_a_stream_holds_its_admission_slot_until_it_ends(agent: str) -> None:
             refused = httpx.post(f"{url}/v1/invoke", json=_body(f"other-{request_id}"))
             assert refused.status_code == 503, refused.text
             assert refused.json()["error"]["code"] == "overloaded"
-            _open(agent, request_id)
+            open_gate(sse_agent, request_id)
             list(events)
         other = f"after-{request_id}"
-        _open(agent, other)
+        open_gate(sse_agent, other)
         assert httpx.post(f"{url}/v1/invoke", json=_body(other), timeout=30).status_code == 200
 
 
 def test_the_blocking_sdk_streams_too_and_raises_refusals_by_class(
-    memory_coordinator: str, agent: str
+    memory_coordinator: str, sse_agent: str
 ) -> None:
-    _register(memory_coordinator, agent)
+    _register(memory_coordinator, sse_agent)
     request_id = f"sync-{uuid.uuid4().hex}"
     with SyncReachClient(memory_coordinator) as client:
         events = client.invoke_stream(CAPABILITY, request_id=request_id)
         assert next(events).data == "first"
-        _open(agent, request_id)
+        open_gate(sse_agent, request_id)
         rest = list(events)
         assert [e.event for e in rest] == ["token", "token", "reach.end"]
         assert rest[-1].answer is not None and rest[-1].answer.agent_id == "streamer"

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 from peers.foreign import HERE, _need, _serve
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -111,3 +112,26 @@ def node_sse_agent() -> Iterator[str]:
 
 
 AGENTS: dict[str, Any] = {"starlette": python_sse_agent, "node": node_sse_agent}
+
+
+def ledger_of(url: str) -> dict[str, list[str]]:
+    """A streaming agent's ledger: deliveries run, streams closed before their end."""
+    ledger: dict[str, list[str]] = httpx.get(f"{url}/ledger").json()
+    return ledger
+
+
+def open_gate(url: str, request_id: str) -> None:
+    """Let the agent send the rest of `request_id`'s stream."""
+    assert httpx.post(f"{url}/gate/{request_id}").status_code == 200
+
+
+@contextmanager
+def invoke_stream(coordinator: str, body: dict[str, Any]) -> Iterator[httpx.Response]:
+    """`POST /v1/invoke` asking for a stream: the response, open to be read as it comes."""
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{coordinator}/v1/invoke", json=body, headers={"accept": "text/event-stream"}
+        ) as response,
+    ):
+        yield response
