@@ -88,7 +88,13 @@ def test_a_frozen_instance_loses_its_traffic_and_regains_it_only_after_a_probe(
     # An attempt happened between its request's sending and final answer (client clock).
     first = [r for r, a in to_frozen if a.number == 1 and r.complete_t < back_t]
     after_fifth_failure = [r for r in first if r.invoke_t > cutoff_t]
-    ok_before_probe = [r for r, a in to_frozen if a.outcome == "ok" and r.complete_t < back_t]
+    # Sent after the pause: one sent before may have been answered by the agent before
+    # SIGSTOP and reached the client after the mark (the coordinator's own time between).
+    ok_before_probe = [
+        r
+        for r, a in to_frozen
+        if a.outcome == "ok" and r.invoke_t > paused.t and r.complete_t < back_t
+    ]
     readmitted = [r for r, a in to_frozen if a.number == 1 and r.invoke_t > back_t]
     result = report(
         check(

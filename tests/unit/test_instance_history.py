@@ -43,6 +43,19 @@ def test_the_state_at_a_time_before_any_sample_is_the_first_one():
     assert history.at("never-seen", clock.wall()) is None
 
 
+def test_an_instance_not_sampled_yet_is_sampled_when_asked_for():
+    # registered less than a sampling interval before a request: `why` still shows it
+    clock = ManualClock()
+    index, history = indexed(clock)
+    index.by_id["a-1"].stats.in_flight = 2
+    asked = history.at("a-1", clock.wall() - 0.1)
+    assert asked is not None and asked.registered and asked.in_flight == 2
+    assert asked.context_fields == () and asked.time == clock.wall()
+    clock.advance(1)
+    history.sample()  # unchanged since: no second snapshot
+    assert history.at("a-1", clock.wall()) == asked
+
+
 def test_the_history_keeps_the_last_snapshots_only_and_remembers_a_deregistration():
     clock = ManualClock()
     index, history = indexed(clock)

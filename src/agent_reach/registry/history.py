@@ -13,7 +13,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from agent_reach.clock import Clock
-from agent_reach.registry.index import RegistryIndex
+from agent_reach.registry.index import Instance, RegistryIndex
 
 SAMPLE_S = 0.5  # snapshots are at most this old: finer than any probe interval worth having
 HISTORY_LENGTH = 32  # per instance: 16 s under steady traffic, far longer when idle
@@ -66,33 +66,26 @@ class InstanceHistory:
     def sample(self) -> None:
         """Append a snapshot of every instance whose state changed since its last one."""
         now, wall = self.clock.monotonic(), self.clock.wall()
-        offset = wall - now
         for agent_id, instance in self.index.by_id.items():
-            window = instance.stats
-            self._append(
-                agent_id,
-                InstanceSnapshot(
-                    time=wall,
-                    registered=True,
-                    health=instance.status(now),
-                    lease_until=round(instance.lease_until + offset, 1),
-                    in_flight=window.in_flight,
-                    calls=window.calls,
-                    success_rate=window.success_rate,
-                    latency_ms_p50=window.latency_ms(0.5),
-                    context_fields=tuple(instance.spec.context_fields),
-                ),
-            )
+            self._append(agent_id, _snapshot(instance, now, wall))
         for agent_id, snapshots in self._history.items():
             last = snapshots[-1]
             if last.registered and agent_id not in self.index.by_id:
                 snapshots.append(_gone(last, wall))
 
     def at(self, agent_id: str, wall_time: float) -> InstanceSnapshot | None:
-        """The snapshot in force at `wall_time`: the last one taken before it, else the first."""
+        """The snapshot in force at `wall_time`: the last one taken before it, else the first.
+
+        An instance this coordinator knows but has not sampled yet (it came less than a
+        sampling interval ago) is sampled now: its first snapshot is its state then."""
         snapshots = self._history.get(agent_id)
         if not snapshots:
-            return None
+            instance = self.index.by_id.get(agent_id)
+            if instance is None:
+                return None
+            snapshot = _snapshot(instance, self.clock.monotonic(), self.clock.wall())
+            self._append(agent_id, snapshot)
+            return snapshot
         found = snapshots[0]
         for snapshot in snapshots:
             if snapshot.time > wall_time:
@@ -115,6 +108,21 @@ class InstanceHistory:
         elif snapshots[-1].same_state(snapshot):
             return
         snapshots.append(snapshot)
+
+
+def _snapshot(instance: Instance, now: float, wall: float) -> InstanceSnapshot:
+    window = instance.stats
+    return InstanceSnapshot(
+        time=wall,
+        registered=True,
+        health=instance.status(now),
+        lease_until=round(instance.lease_until + wall - now, 1),
+        in_flight=window.in_flight,
+        calls=window.calls,
+        success_rate=window.success_rate,
+        latency_ms_p50=window.latency_ms(0.5),
+        context_fields=tuple(instance.spec.context_fields),
+    )
 
 
 def _gone(last: InstanceSnapshot, wall: float) -> InstanceSnapshot:
