@@ -45,8 +45,7 @@ async def stream_service(
             body=request.body,
             timeout_s=timeout_s,
         )
-    content_type = next((v for k, v in response.headers if k == b"content-type"), None)
-    if 200 <= response.status < 300 and is_event_stream(content_type):
+    if 200 <= response.status < 300 and is_event_stream(response.header(b"content-type")):
         return _events(response, timeout_s)
     try:
         with agent_errors(timeout_s):

@@ -76,6 +76,13 @@ class StreamResponse(asyncio.Protocol):
             self.transport.resume_reading()
         return chunk
 
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of header `name` (lower case), None when absent."""
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
     async def read_all(self) -> bytes:
         """The rest of the body, whole (within the same timer and limit)."""
         parts: list[bytes] = []

@@ -167,7 +167,7 @@ class A2ATransport:
                 body=body,
                 timeout_s=timeout_s,
             )
-            content_type = dict(streamed.headers).get(b"content-type")
+            content_type = streamed.header(b"content-type")
             if 200 <= streamed.status < 300 and is_event_stream(content_type):
                 return EventStream(streamed, timeout_s, translate=A2AEvents().translate)
             raw = await streamed.read_all()

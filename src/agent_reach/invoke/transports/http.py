@@ -96,13 +96,6 @@ def _headers(delivery: Delivery, traceparent: str, deadline_ms: int) -> list[tup
     return headers
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key == name:
-            return value
-    return None
-
-
 def _check_status(response: pool.Response) -> None:
     """A non-2xx answer is a failed attempt (508 from down the line is the hop limit)."""
     if response.status == HopLimit.status:
@@ -188,9 +181,9 @@ class HttpTransport:
                 body=delivery.body(),
                 timeout_s=timeout_s,
             )
-            content_type = _header(streamed.headers, b"content-type")
+            content_type = streamed.header(b"content-type")
             if 200 <= streamed.status < 300 and is_event_stream(content_type):
-                if _header(streamed.headers, b"content-encoding") not in (None, b"identity"):
+                if streamed.header(b"content-encoding") not in (None, b"identity"):
                     streamed.close()
                     raise _acted("the agent's event stream is compressed", BAD_ANSWER)
                 return EventStream(streamed, timeout_s)
