@@ -31,7 +31,7 @@ before any figure was seen:
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
   each split into N/150 siblings with their own training texts), registered at once: the
   seconds until every matcher is calibrated and the decision p50 on 300 test texts.
-- Corrections (`--corrections N[,M...]`, CLINC150 at k=3): N other training texts are
+- Corrections (`--corrections N[,M...]`, each corpus at k=3): N other training texts are
   routed, twice, on two fresh coordinators (for each N: 600 routed texts get ~140
   corrections, 1,500 a few hundred). Corrections only: each text routed wrong (or refused)
   gets `POST /v1/feedback` with its right capability. All labelled: every text gets it,
@@ -563,11 +563,10 @@ async def main() -> None:
         await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
     ]
     taught: list[dict[str, Any]] = []
-    if "clinc150" in corpora:
+    for corpus in corpora.values():
         for n in (int(n) for n in args.corrections.split(",") if int(n) > 0):
             for confirm in (False, True):
-                clinc = corpora["clinc150"]
-                taught.append(await corrections(clinc, n, args.policy, confirm=confirm))
+                taught.append(await corrections(corpus, n, args.policy, confirm=confirm))
     scaled = None
     if args.scale and "clinc150" in corpora:
         scaled = await scale(corpora["clinc150"], args.scale, args.policy)
