@@ -2,8 +2,8 @@
 key cache's 1 s (issue 6), even when the other had just verified and cached it.
 
 Polled every 20 ms with a 1.5 s deadline; the report carries the measured
-latency. Every request the revoked key gets accepted more than 1 s after the revocation
-was acknowledged counts as got through.
+latency. Every request the revoked key gets accepted that was sent more than 1 s after
+the revocation was acknowledged counts as got through.
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ def test_a_revoked_key_is_refused_everywhere_within_a_second(
     accepted_late: list[float] = []
 
     def refused_by_the_other() -> bool:
+        # Timed when sent: the other cached the key before the revocation, so a request
+        # sent more than KEY_CACHE_S after it reaches an expired entry, however slowly
+        # its answer comes back.
+        sent = time.monotonic() - revoked_at
         status = status_at_the_other()
-        elapsed = time.monotonic() - revoked_at
-        if status == 200 and elapsed > KEY_CACHE_S:
-            accepted_late.append(round(elapsed, 3))
+        if status == 200 and sent > KEY_CACHE_S:
+            accepted_late.append(round(sent, 3))
         return status == 401
 
     wait_until(refused_by_the_other, "the revoked key to be refused", DEADLINE_S)
