@@ -171,6 +171,29 @@ async def test_load_after_remove_lacks_the_record_and_renew_finds_nothing(
     assert await store.renew(removed.spec.id, "node-a") is None
 
 
+async def test_version_changes_when_a_record_is_stored_or_removed_and_only_then(
+    store: RegistryStore,
+) -> None:
+    assert await store.version() == 0  # a store with nothing stored yet
+    record = make_record("versioned-01")
+    seen = [await store.version()]
+
+    await store.put(record, "node-a")
+    seen.append(await store.version())
+    await store.put(record, "node-a")  # stored again: news too (the spec may differ)
+    seen.append(await store.version())
+    assert len(set(seen)) == 3
+
+    await store.renew(record.spec.id, "node-a")
+    await store.load()
+    await store.get(record.spec.id)
+    assert await store.remove("nobody-01", "node-a") is False
+    assert await store.version() == seen[-1]  # nothing stored or removed
+
+    assert await store.remove(record.spec.id, "node-a") is True
+    assert await store.version() not in seen
+
+
 async def test_load_lists_many_records(store: RegistryStore) -> None:
     records = [make_record(f"agent-{n:03d}") for n in range(500)]
     await asyncio.gather(*(store.put(r, "node-a") for r in records))

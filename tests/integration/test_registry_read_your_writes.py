@@ -103,3 +103,30 @@ def test_an_agent_registered_at_one_coordinator_is_listed_at_once_by_another(
     found = b.get("/v1/agents/ryw-2")
     assert found.status_code == 200, found.text
     assert found.json()["id"] == "ryw-2"
+
+
+def test_requests_naming_capabilities_nobody_registered_do_not_re_read_the_registry(
+    two: tuple[httpx.Client, httpx.Client, CoordinatorApp],
+) -> None:
+    a, b, b_app = two
+    assert b_app.runtime is not None
+    store = b_app.runtime.registry.store
+    loads: list[int] = []
+    load = store.load
+
+    async def counted() -> Any:
+        loads.append(1)
+        return await load()
+
+    store.load = counted  # type: ignore[method-assign]
+    for n in range(40):  # a caller guessing names: each one unknown everywhere
+        answer = b.post("/v1/invoke", json={"capability": f"ryw.guess-{n}"})
+        assert answer.status_code == 404, answer.text
+    assert loads == []  # one version read each, never the whole registry
+
+    registration = _registration("http://127.0.0.1:9/invoke") | {"id": "ryw-3"}
+    assert a.post("/v1/agents", json=registration).status_code == 201
+    routed = b.post("/v1/route", json={"capability": "ryw.echo"})
+    assert routed.status_code == 200, routed.text
+    assert routed.json()["agent_id"] == "ryw-3"
+    assert len(loads) == 1  # the registration was news: read once

@@ -79,6 +79,11 @@ class RegistryStore(Protocol):
     async def load(self) -> list[LeasedRecord]:
         """Every retained record with what is left of its lease, in one consistent read."""
 
+    async def version(self) -> int:
+        """A number that changes whenever a record is stored or removed (0 for a store
+        that has none yet): one cheap read tells whether a `load` would find news.
+        Leases renewed or run out do not change it."""
+
     async def get(self, agent_id: str) -> InstanceRecord | None:
         """One retained record (lease live or not), read from the store itself."""
 

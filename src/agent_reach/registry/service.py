@@ -49,6 +49,8 @@ class Registry:
         self.changed = asyncio.Event()  # set when an instance may have become available
         self._tasks: list[asyncio.Task[None]] = []
         self._catching: asyncio.Future[None] | None = None
+        self._reads = 0  # catch-up reads begun: the running one is number `_reads`
+        self._loaded_version: int | None = None  # the store's version the index last read
 
     async def start(self) -> None:
         """Load the stored registry and start following changes."""
@@ -103,6 +105,7 @@ class Registry:
         routing goes on and their agents' next heartbeats find them, rather than 404s
         and a re-registration of every agent at its next heartbeat.
         """
+        version = await self.store.version()  # before the read: a write between them is news
         now = self.clock.monotonic()
         leased = await self.store.load()
         if not leased:
@@ -113,22 +116,36 @@ class Registry:
             self.index.upsert(item.record, now + item.lease_left_s)
         for agent_id in [i for i in self.index.by_id if i not in seen]:
             self.index.remove(agent_id)
+        self._loaded_version = version
 
     async def catch_up(self) -> None:
         """Re-read the store now: on a shared store, an instance another coordinator has
         just stored may not have reached this index yet (its event is on the way), and a
         caller that registered through one coordinator must find it through any other.
-        Callers arriving while a read runs share it; alone on its store, nothing to do."""
+        The read must begin after the call: a read already running when it came may
+        have missed a write acknowledged just before, so the caller waits for it and
+        then shares the next one with everyone else who came meanwhile. The store's
+        version is read first: when nothing was stored or removed since the index last
+        read it, there is nothing to re-read, so requests naming capabilities nobody
+        registered cost one small read each, not the whole registry. Alone on its
+        store, nothing to do."""
         if not self.shared:
             return
-        if self._catching is None:
-            self._catching = asyncio.ensure_future(self._catch_up())
-        await asyncio.shield(self._catching)
+        arrived = self._reads
+        while True:
+            if self._catching is None:
+                self._reads += 1
+                self._catching = asyncio.ensure_future(self._catch_up())
+            began_after = self._reads > arrived
+            await asyncio.shield(self._catching)
+            if began_after:
+                return
 
     async def _catch_up(self) -> None:
         try:
             with contextlib.suppress(StoreUnavailable):
-                await self.resync()
+                if await self.store.version() != self._loaded_version:
+                    await self.resync()
         finally:
             self._catching = None
 

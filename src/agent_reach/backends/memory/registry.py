@@ -26,9 +26,11 @@ class MemoryRegistryStore:
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
+        self._version = 0
 
     async def put(self, record: InstanceRecord, origin: str) -> None:
         self._entries[record.spec.id] = _Entry(record, self._clock.monotonic() + record.spec.ttl)
+        self._version += 1
 
     async def renew(self, agent_id: str, origin: str) -> float | None:
         entry = self._entries.get(agent_id)
@@ -39,7 +41,12 @@ class MemoryRegistryStore:
         return entry.record.spec.ttl
 
     async def remove(self, agent_id: str, origin: str) -> bool:
-        return self._entries.pop(agent_id, None) is not None
+        removed = self._entries.pop(agent_id, None) is not None
+        self._version += removed
+        return removed
+
+    async def version(self) -> int:
+        return self._version
 
     async def get(self, agent_id: str) -> InstanceRecord | None:
         entry = self._entries.get(agent_id)

@@ -3,9 +3,10 @@
 Keys under ``<prefix>:{<prefix>:registry}:`` (one cluster slot, see `keys`):
 ``agent:<id>`` holds the record as JSON and outlives the lease by `OFFLINE_RETENTION_S`;
 ``lease:<id>`` holds the ttl in ms and expires with the lease; ``agents`` is the set of
-ids, pruned when a record is gone. The script that makes a change also publishes it on
-``events``, where health announcements (which store nothing) go too: PUBLISH on a single
-Redis, SPUBLISH (sharded pub/sub, served by the slot's own shard) on a Redis Cluster.
+ids, pruned when a record is gone; ``version`` counts the records stored and removed.
+The script that makes a change also publishes it on ``events``, where health
+announcements (which store nothing) go too: PUBLISH on a single Redis, SPUBLISH
+(sharded pub/sub, served by the slot's own shard) on a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class RedisRegistryStore:
         self._client = client
         self._prefix = registry_key(prefix, "")
         self._listing = registry_key(prefix, "agents")
+        self._version = registry_key(prefix, "version")
         self._channel = registry_key(prefix, "events")
         self._publish = "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"
         self._timeout_s = timeout_s
@@ -76,7 +78,12 @@ class RedisRegistryStore:
             "record": document,
         }
         await self._put(
-            keys=[self._key("agent", agent_id), self._key("lease", agent_id), self._listing],
+            keys=[
+                self._key("agent", agent_id),
+                self._key("lease", agent_id),
+                self._listing,
+                self._version,
+            ],
             args=[
                 agent_id,
                 orjson.dumps(document),
@@ -99,10 +106,20 @@ class RedisRegistryStore:
     @translate_errors
     async def remove(self, agent_id: str, origin: str) -> bool:
         deleted = await self._remove(
-            keys=[self._key("agent", agent_id), self._key("lease", agent_id), self._listing],
+            keys=[
+                self._key("agent", agent_id),
+                self._key("lease", agent_id),
+                self._listing,
+                self._version,
+            ],
             args=[agent_id, origin, self._channel, self._publish],
         )
         return bool(deleted)
+
+    @translate_errors
+    async def version(self) -> int:
+        raw = await self._client.get(self._version)
+        return 0 if raw is None else int(raw)
 
     @translate_errors
     async def get(self, agent_id: str) -> InstanceRecord | None:
