@@ -41,9 +41,10 @@ class MemoryRegistryStore:
         return entry.record.spec.ttl
 
     async def remove(self, agent_id: str, origin: str) -> bool:
-        removed = self._entries.pop(agent_id, None) is not None
-        self._version += removed
-        return removed
+        if self._entries.pop(agent_id, None) is None:
+            return False
+        self._version += 1
+        return True
 
     async def version(self) -> int:
         return self._version
