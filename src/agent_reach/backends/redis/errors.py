@@ -28,14 +28,21 @@ T = TypeVar("T")
 DriverError = (RedisError, RedisClusterException)
 
 
-def store_unavailable(exc: RedisError | RedisClusterException) -> StoreUnavailable:
-    """The one error callers see, whatever redis-py raised."""
+def lost_transport(exc: BaseException) -> bool:
+    """uvloop's RuntimeError for a write on a transport that closed under redis-py (a node
+    killed while a connection to it was being set up, seen in a Cluster failover): a lost
+    connection that redis-py does not wrap, not a bug."""
+    return isinstance(exc, RuntimeError) and "the handler is closed" in str(exc)
+
+
+def store_unavailable(exc: Exception) -> StoreUnavailable:
+    """The one error callers see, whatever redis-py raised (or `lost_transport`)."""
     # BusyLoadingError is a ConnectionError: test it first.
     if isinstance(exc, BusyLoadingError):
         return StoreUnavailable("redis is loading its data set")
     if isinstance(exc, RedisTimeoutError):
         return StoreUnavailable("redis did not answer in time")
-    if isinstance(exc, RedisConnectionError):
+    if isinstance(exc, RedisConnectionError) or lost_transport(exc):
         return StoreUnavailable("redis is unreachable")
     if isinstance(exc, ClusterDownError | TryAgainError | SlotNotCoveredError):
         # During a failover, until a replica has taken over the lost master's slots.
@@ -53,6 +60,10 @@ def translate_errors(
         try:
             return await operation(*args, **kwargs)
         except DriverError as exc:
+            raise store_unavailable(exc) from exc
+        except RuntimeError as exc:
+            if not lost_transport(exc):
+                raise
             raise store_unavailable(exc) from exc
 
     return guarded

@@ -31,7 +31,7 @@ from agent_reach.backends.protocols import (
     RegistryEvent,
     RegistryListener,
 )
-from agent_reach.backends.redis.errors import DriverError, translate_errors
+from agent_reach.backends.redis.errors import DriverError, lost_transport, translate_errors
 from agent_reach.backends.redis.keys import registry_key
 from agent_reach.backends.redis.scripts import register_script
 from agent_reach.model.agents import AgentSpec, HealthStatus
@@ -154,7 +154,9 @@ class RedisRegistryStore:
                     delay_s = WATCH_BACKOFF_FIRST_S
                     await _call(listener, RegistryEvent(op="resync", agent_id="", origin=""))
                     await self._follow(pubsub, listener)
-            except (*DriverError, TimeoutError) as exc:
+            except (*DriverError, TimeoutError, RuntimeError) as exc:
+                if isinstance(exc, RuntimeError) and not lost_transport(exc):
+                    raise
                 log.warning("registry_watch_lost", error=type(exc).__name__, retry_in_s=delay_s)
             await asyncio.sleep(delay_s * _rng.uniform(0.5, 1.0))
             delay_s = min(delay_s * 2, WATCH_BACKOFF_CAP_S)
