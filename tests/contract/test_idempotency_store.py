@@ -9,6 +9,7 @@ from contract_kit import Timeline
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import Claim, IdempotencyStore
+from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 
 LEASE_S = 0.3  # short, so a real Redis lease runs out within the test
 TTL_S = 0.3  # likewise for a completed record
@@ -218,3 +219,20 @@ async def test_nothing_is_noted_on_a_completed_key(store: IdempotencyStore) -> N
     assert await store.claim("req-1", FINGERPRINT, LONG_S) == Claim(
         "completed", owner.fence, 200, BODY
     )
+
+
+async def test_a_claim_sent_again_by_the_redis_client_is_still_its_own(
+    backends: Backends,
+) -> None:
+    """The client re-sends a script when a dropped connection lost its answer: the same
+    claim, run twice, owns the key both times, and any other claimer still finds it taken."""
+    store = backends.idempotency
+    if not isinstance(store, RedisIdempotencyStore):
+        pytest.skip("the memory store's calls have no connection to lose")
+    call = store.claim_call("req-resent", FINGERPRINT, LONG_S)
+
+    first, again = await call(), await call()
+
+    assert first.state == "claimed"
+    assert again == Claim("claimed", first.fence)
+    assert await store.claim("req-resent", FINGERPRINT, LONG_S) == Claim("in_progress", first.fence)

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
+import redis.asyncio.connection
 from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
@@ -26,13 +27,22 @@ T = TypeVar("T")
 # What redis-py raises: RedisError, and on a cluster also RedisClusterException (a slot no
 # node serves yet, a topology it cannot read), which does not derive from RedisError.
 DriverError = (RedisError, RedisClusterException)
+_DRIVER_CONNECTION = redis.asyncio.connection.__file__
 
 
 def lost_transport(exc: BaseException) -> bool:
-    """uvloop's RuntimeError for a write on a transport that closed under redis-py (a node
-    killed while a connection to it was being set up, seen in a Cluster failover): a lost
-    connection that redis-py does not wrap, not a bug."""
-    return isinstance(exc, RuntimeError) and "the handler is closed" in str(exc)
+    """An error that is not redis-py's own but came out of its connection code: a node
+    killed while a connection to it was being set up (seen in Cluster failovers) leaves
+    uvloop's RuntimeError for a write on a closed transport, or an AttributeError on the
+    writer another task's disconnect cleared. A lost connection, not a bug of ours."""
+    if not isinstance(exc, RuntimeError | AttributeError):
+        return False
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == _DRIVER_CONNECTION:
+            return True
+        trace = trace.tb_next
+    return False
 
 
 def store_unavailable(exc: Exception) -> StoreUnavailable:
@@ -61,7 +71,7 @@ def translate_errors(
             return await operation(*args, **kwargs)
         except DriverError as exc:
             raise store_unavailable(exc) from exc
-        except RuntimeError as exc:
+        except (RuntimeError, AttributeError) as exc:
             if not lost_transport(exc):
                 raise
             raise store_unavailable(exc) from exc

@@ -9,6 +9,8 @@ fence is never handed out twice for a key, even after its record was released or
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis, RedisCluster
@@ -29,6 +31,9 @@ from agent_reach.backends.redis.scripts import register_script
 # An in-progress record's key outlives its lease by this much, so a late owner's
 # `complete` is refused by fence, not by absence (the memory backend's grace, too).
 TAKEOVER_GRACE_S = 3600.0
+# Claim calls that failed, remembered by key (oldest forgotten first): enough for a store
+# outage's worth of callers re-sending, bounded so an outage cannot grow memory.
+MAX_UNANSWERED = 4096
 
 ClaimState = Literal["claimed", "completed", "in_progress", "mismatch"]
 
@@ -46,21 +51,45 @@ class RedisIdempotencyStore:
         self._release = register_script(client, "idempotency_release")
         self._sent = register_script(client, "idempotency_sent")
         self._peek = register_script(client, "idempotency_peek")
+        self._unanswered: dict[str, str] = {}  # request key -> token of a claim call that failed
 
     @translate_errors
     async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
-        reply = await self._write(
-            self._claim,
-            [self._record(key), self._fences(key)],
-            [
-                fingerprint,
-                to_ms(lease_s),
-                to_ms(lease_s + TAKEOVER_GRACE_S),
-                IDEMPOTENCY_SHARDS,
-                idempotency_shard(key),
-            ],
-        )
-        return decode_claim(reply)
+        return await self.claim_call(key, fingerprint, lease_s)()
+
+    def claim_call(
+        self, key: str, fingerprint: str, lease_s: float
+    ) -> Callable[[], Awaitable[Claim]]:
+        """One claim as a call that can be sent again, as the client re-sends a script
+        whose answer a dropped connection lost: its token lets the script know its own
+        claim, which it answers `claimed` again rather than `in_progress` to itself.
+
+        A call that fails may still have claimed the key, and nothing was delivered
+        under a claim its caller never got: the next claim of the key through this
+        store sends the same token, so it takes that claim over at once instead of
+        waiting out its lease (a caller's re-send after a 503 is not refused 409)."""
+        token = self._unanswered.pop(key, None) or secrets.token_hex(16)
+        keys = [self._record(key), self._fences(key)]
+        args = [
+            fingerprint,
+            to_ms(lease_s),
+            to_ms(lease_s + TAKEOVER_GRACE_S),
+            IDEMPOTENCY_SHARDS,
+            idempotency_shard(key),
+            token,
+        ]
+
+        async def call() -> Claim:
+            try:
+                reply = await self._write(self._claim, keys, args)
+            except BaseException:
+                self._unanswered[key] = token
+                if len(self._unanswered) > MAX_UNANSWERED:
+                    del self._unanswered[next(iter(self._unanswered))]
+                raise
+            return decode_claim(reply)
+
+        return call
 
     @translate_errors
     async def complete(self, key: str, fence: int, status: int, body: bytes, ttl_s: float) -> bool:

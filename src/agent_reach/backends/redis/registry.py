@@ -154,8 +154,8 @@ class RedisRegistryStore:
                     delay_s = WATCH_BACKOFF_FIRST_S
                     await _call(listener, RegistryEvent(op="resync", agent_id="", origin=""))
                     await self._follow(pubsub, listener)
-            except (*DriverError, TimeoutError, RuntimeError) as exc:
-                if isinstance(exc, RuntimeError) and not lost_transport(exc):
+            except (*DriverError, TimeoutError, RuntimeError, AttributeError) as exc:
+                if isinstance(exc, RuntimeError | AttributeError) and not lost_transport(exc):
                     raise
                 log.warning("registry_watch_lost", error=type(exc).__name__, retry_in_s=delay_s)
             await asyncio.sleep(delay_s * _rng.uniform(0.5, 1.0))

@@ -1,14 +1,16 @@
 -- Decide who executes a key, in one step (see `IdempotencyStore.claim`).
 -- The record is a hash: fingerprint, fence, lease_until (ms on Redis's own clock),
--- sent_to (the agent ids it was delivered to, one per line), and status and body once
--- completed. Leases are compared with Redis TIME, never a caller's clock.
+-- sent_to (the agent ids it was delivered to, one per line), owner (the claim call's token),
+-- and status and body once completed. Leases are compared with Redis TIME, never a
+-- caller's clock. The client re-sends a script whose answer a dropped connection lost;
+-- a claim that finds its own token in progress made that record: it is claimed, again.
 -- KEYS: record, the fence counter of the record's shard
 -- ARGV: fingerprint, lease ms, key ttl ms of an in-progress record (well past the lease),
---       number of shards, this record's shard
+--       number of shards, this record's shard, the claim call's token
 -- A fence is counter * shards + shard: rising for each key, and never the same for two keys.
 -- Returns {state, fence[, status, body]}; a claim returns {'claimed', fence, sent_to}.
 local record = redis.call('HMGET', KEYS[1], 'fingerprint', 'fence', 'lease_until', 'status', 'body',
-  'sent_to')
+  'sent_to', 'owner')
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if record[1] then
@@ -19,6 +21,9 @@ if record[1] then
     return {'completed', tonumber(record[2]), tonumber(record[4]), record[5]}
   end
   if tonumber(record[3]) > now_ms then
+    if record[7] == ARGV[6] then
+      return {'claimed', tonumber(record[2]), record[6] or ''}
+    end
     return {'in_progress', tonumber(record[2])}
   end
 end
@@ -28,6 +33,6 @@ local sent_to = record[6] or ''
 local fence = redis.call('INCR', KEYS[2]) * tonumber(ARGV[4]) + tonumber(ARGV[5])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1], 'fence', fence,
-  'lease_until', now_ms + tonumber(ARGV[2]), 'sent_to', sent_to)
+  'lease_until', now_ms + tonumber(ARGV[2]), 'sent_to', sent_to, 'owner', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {'claimed', fence, sent_to}
