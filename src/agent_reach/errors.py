@@ -27,6 +27,7 @@ ReachError
     AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
   HopLimit                 508 hop_limit: the request went through too many agents
   StoreUnavailable         503 store_unavailable: the backend did not answer
+    StoreFull                507 store_full: the backend is out of memory; nothing was written
   Overloaded               503 overloaded: beyond the admission limits; retry after `retry_after_s`
 
 The server renders every one of them as ``{"error": {"code", "message", ...}}``
@@ -234,6 +235,15 @@ class StoreUnavailable(ReachError):
     retryable = True
 
 
+class StoreFull(StoreUnavailable):
+    """The state backend refused a write for want of memory (Redis at its `maxmemory`
+    with `noeviction`); nothing was written. Reads still work; writes work again once
+    expiries or deletions free room."""
+
+    status = 507
+    code = "store_full"
+
+
 class Overloaded(ReachError):
     """The coordinator (or the capability) holds as many requests as it may: refused at
     once, before anything ran; retry after `retry_after_s`, with the same request_id."""
@@ -272,6 +282,7 @@ _BY_CODE: dict[str, type[ReachError]] = {
         AgentTimeout,
         HopLimit,
         StoreUnavailable,
+        StoreFull,
         Overloaded,
     )
 }

@@ -10,6 +10,7 @@ import redis.asyncio.connection
 from redis.exceptions import (
     BusyLoadingError,
     ClusterDownError,
+    OutOfMemoryError,
     RedisClusterException,
     RedisError,
     SlotNotCoveredError,
@@ -18,7 +19,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from agent_reach.errors import StoreUnavailable
+from agent_reach.errors import StoreFull, StoreUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,6 +55,9 @@ def store_unavailable(exc: Exception) -> StoreUnavailable:
         return StoreUnavailable("redis did not answer in time")
     if isinstance(exc, RedisConnectionError) or lost_transport(exc):
         return StoreUnavailable("redis is unreachable")
+    if isinstance(exc, OutOfMemoryError):
+        # maxmemory with noeviction: a script or MULTI refused at its first write.
+        return StoreFull("redis is out of memory (maxmemory): nothing was written")
     if isinstance(exc, ClusterDownError | TryAgainError | SlotNotCoveredError):
         # During a failover, until a replica has taken over the lost master's slots.
         return StoreUnavailable("redis cluster is failing over")
