@@ -1,5 +1,5 @@
 """HealthTracker on plain data: the ejection pause doubles per ejection (not per failure)
-up to its maximum, and stays there."""
+up to its maximum, and stays there; a passing probe readmits, a served delivery proves."""
 
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ def test_deliveries_failing_after_the_ejection_do_not_lengthen_the_pause() -> No
     assert tracker.reprobe_at == 10.0 + EJECTION_BASE_S
 
 
+@given(st.booleans())
+def test_a_probe_sent_before_the_ejection_neither_readmits_nor_doubles(ok: bool) -> None:
+    # Probed every interval while it was in: the answer to a probe sent just before five
+    # deliveries failed says nothing about the instance they took out.
+    tracker = ejected(now=10.0)
+    assert tracker.record(ok=ok, source="probe", now=10.2, sent_at=9.9) == "offline"
+    assert (tracker.ejections, tracker.reprobe_at) == (1, 10.0 + EJECTION_BASE_S)
+    assert tracker.record(ok=ok, source="probe", now=12.1, sent_at=12.0) == (
+        "healthy" if ok else "offline"
+    )
+
+
 def test_each_failed_re_probe_doubles_the_pause_up_to_the_maximum() -> None:
     tracker = ejected()
     pauses = []
@@ -48,13 +60,38 @@ def test_each_failed_re_probe_doubles_the_pause_up_to_the_maximum() -> None:
     assert pauses == expected
 
 
-def test_a_passing_probe_readmits_and_the_next_ejection_starts_over() -> None:
+def readmitted_then_ejected(*successes: tuple[str, float]) -> HealthTracker:
+    """Ejected at 0, a failed re-probe at 2 (4 s pause), readmitted by a probe at 6, the
+    given successes, then 5 failed deliveries at 7 + the last success's time."""
     tracker = ejected()
     tracker.record(ok=False, source="probe", now=2.0)
     assert tracker.record(ok=True, source="probe", now=6.0) == "healthy"
+    now = 6.0
+    for source, now in successes:
+        tracker.record(ok=True, source=source, now=now)  # type: ignore[arg-type]
     for _ in range(OFFLINE_AFTER):
-        tracker.record(ok=False, source="delivery", now=7.0)
-    assert (tracker.ejections, tracker.reprobe_at) == (1, 7.0 + EJECTION_BASE_S)
+        tracker.record(ok=False, source="delivery", now=now + 1.0)
+    assert tracker.state == "offline"
+    return tracker
+
+
+def test_a_readmitted_instance_that_fails_every_delivery_is_ejected_for_longer() -> None:
+    # A fast-failing instance whose health endpoint passes: each readmission ends in
+    # 5 failed deliveries, and each ejection doubles the pause.
+    tracker = readmitted_then_ejected()
+    assert (tracker.ejections, tracker.reprobe_at) == (3, 7.0 + 4 * EJECTION_BASE_S)
+
+
+def test_a_readmitted_instance_that_serves_once_starts_the_count_over() -> None:
+    tracker = readmitted_then_ejected(("delivery", 6.5))
+    assert (tracker.ejections, tracker.reprobe_at) == (1, 7.5 + EJECTION_BASE_S)
+
+
+def test_passing_probes_prove_nothing_until_it_has_stayed_in_for_the_maximum_pause() -> None:
+    soon = readmitted_then_ejected(("probe", 6.0 + EJECTION_MAX_S / 2))
+    assert soon.ejections == 3
+    later = readmitted_then_ejected(("probe", 6.0 + EJECTION_MAX_S))
+    assert (later.ejections, later.reprobe_at) == (1, 7.0 + EJECTION_MAX_S + EJECTION_BASE_S)
 
 
 @given(st.lists(st.sampled_from(["delivery", "probe"]), max_size=40))

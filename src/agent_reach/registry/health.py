@@ -2,10 +2,16 @@
 
 Probes and deliveries feed the same counter of consecutive failures (active and
 passive detection). An offline instance gets no traffic; only a successful probe
-brings it back, and while it stays offline it is re-probed after a pause that
-doubles with each ejection (Envoy-style): going offline is one, every failed
-re-probe another; failures of deliveries still in flight when it went out are
-not. So recovery does not wait a whole probe interval.
+sent after it went out brings it back, and while it stays offline it is re-probed
+after a pause that doubles with each ejection (Envoy-style): going offline is one,
+every failed re-probe another; the deliveries and probes still in flight when it
+went out count for nothing. So recovery does not wait a whole probe interval.
+
+A passing probe readmits an instance but does not prove it: one whose health
+endpoint passes while it fails every delivery (a fast-failing "black hole") is
+ejected again at once, and each such ejection doubles the pause too. The count
+starts over once a delivery succeeds, or once the instance has stayed in for
+EJECTION_MAX_S since its readmission.
 """
 
 from __future__ import annotations
@@ -34,31 +40,47 @@ class HealthTracker:
     failures: int = 0
     ejections: int = 0
     reprobe_at: float | None = None
+    ejected_at: float | None = None
+    readmitted_at: float | None = None
 
-    def record(self, *, ok: bool, source: Source, now: float) -> HealthStatus:
-        """Apply one probe or delivery outcome and return the (possibly new) state."""
+    def record(
+        self, *, ok: bool, source: Source, now: float, sent_at: float | None = None
+    ) -> HealthStatus:
+        """Apply one probe or delivery outcome and return the (possibly new) state;
+        `sent_at` is when a probe was sent (default: `now`)."""
+        if self.state == "offline":
+            return self._while_out(ok, source, now, now if sent_at is None else sent_at)
         if ok:
-            if self.state == "offline" and source != "probe":
-                return self.state  # an offline instance comes back through a probe only
-            self.state, self.failures, self.reprobe_at = "healthy", 0, None
-            if source == "probe":
-                self.ejections = 0
+            if source == "delivery" or self._stayed_in(now):
+                self.ejections, self.readmitted_at = 0, None
+            self.state, self.failures = "healthy", 0
             return self.state
         self.failures += 1
-        if self.state == "offline":
-            # Out already: only a failed re-probe is a new ejection (and doubles the pause);
-            # the deliveries still in flight when it went out add nothing.
-            if source == "probe":
-                self._eject(now)
-        elif self.failures >= OFFLINE_AFTER:
+        if self.failures >= OFFLINE_AFTER:
             self._eject(now)
         elif self.failures >= SUSPECT_AFTER:
             self.state = "suspect"
         return self.state
 
+    def _while_out(self, ok: bool, source: Source, now: float, sent_at: float) -> HealthStatus:
+        """Out of the pool, only a probe sent since it went out counts: its pass readmits
+        the instance, its failure is another ejection (the pause doubles). Deliveries
+        still in flight when it went out add nothing, nor does a probe sent before."""
+        if source != "probe" or (self.ejected_at is not None and sent_at < self.ejected_at):
+            return self.state
+        if ok:
+            self.state, self.failures, self.reprobe_at = "healthy", 0, None
+            self.readmitted_at = now
+        else:
+            self._eject(now)
+        return self.state
+
+    def _stayed_in(self, now: float) -> bool:
+        return self.readmitted_at is not None and now - self.readmitted_at >= EJECTION_MAX_S
+
     def _eject(self, now: float) -> None:
         self.ejections += 1
-        self.state = "offline"
+        self.state, self.ejected_at = "offline", now
         doublings = min(self.ejections - 1, _MAX_DOUBLINGS)
         pause = min(EJECTION_MAX_S, EJECTION_BASE_S * 2**doublings)
         self.reprobe_at = now + pause
@@ -74,4 +96,4 @@ class HealthTracker:
             self.failures = max(self.failures, SUSPECT_AFTER)
         else:
             self.failures = max(self.failures, OFFLINE_AFTER)
-            self.reprobe_at = now + EJECTION_BASE_S
+            self.reprobe_at, self.ejected_at = now + EJECTION_BASE_S, now

@@ -106,6 +106,7 @@ class HealthMonitor:
     async def _probe(self, instance: Instance) -> None:
         try:
             async with self._slots:
+                sent_at = self.clock.monotonic()
                 ok = await self.probe(instance)
         finally:
             self._probing.discard(instance.id)
@@ -113,7 +114,7 @@ class HealthMonitor:
         self._next_probe[instance.id] = now + self.interval_s
         self.metrics.probes.labels("pass" if ok else "fail").inc()
         before = instance.tracker.state
-        after = instance.tracker.record(ok=ok, source="probe", now=now)
+        after = instance.tracker.record(ok=ok, source="probe", now=now, sent_at=sent_at)
         if after != before:
             self._changed(instance, before, after, "probe")
 
