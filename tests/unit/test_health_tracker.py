@@ -10,6 +10,7 @@ from agent_reach.registry.health import (
     EJECTION_BASE_S,
     EJECTION_MAX_S,
     OFFLINE_AFTER,
+    SUSPECT_AFTER,
     HealthTracker,
 )
 
@@ -118,3 +119,25 @@ def test_the_reprobe_pause_doubles_then_stays_at_the_maximum_however_many_failur
     assert pauses[:3] == [EJECTION_BASE_S, 2 * EJECTION_BASE_S, 4 * EJECTION_BASE_S]
     assert pauses[-1] == EJECTION_MAX_S
     assert tracker.record(ok=True, source="probe", now=200.0) == "healthy"
+
+
+@given(st.lists(st.booleans(), max_size=200))
+def test_a_flapping_health_check_changes_the_state_no_faster_than_the_thresholds(
+    outcomes: list[bool],
+) -> None:
+    # R8: whatever a health endpoint answers, an instance leaves "healthy" only after
+    # SUSPECT_AFTER failed probes in a row, and passing and failing in turn never moves it.
+    tracker = HealthTracker()
+    changes, run, runs_long_enough = 0, 0, 0
+    state = tracker.state
+    for n, ok in enumerate(outcomes):
+        run = 0 if ok else run + 1
+        runs_long_enough += run == SUSPECT_AFTER
+        # re-probe when due, the way the monitor does while it is out
+        now = tracker.reprobe_at if tracker.state == "offline" else float(n)
+        assert now is not None
+        after = tracker.record(ok=ok, source="probe", now=now)
+        if state == "healthy" and after != "healthy":
+            changes += 1
+        state = after
+    assert changes <= runs_long_enough
