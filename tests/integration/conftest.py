@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent, Scope
-from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.redis_server import RedisServer
+from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 
@@ -135,3 +137,19 @@ def shared(request: pytest.FixtureRequest) -> Settings:
         redis_url=request.getfixturevalue("redis_url"),
         redis_prefix=request.getfixturevalue("redis_prefix"),
     )
+
+
+@contextlib.contextmanager
+def _coordinator_on(server: RedisServer, **settings: Any) -> Iterator[httpx.Client]:
+    on_redis = Settings(
+        decision_log="off", registry_backend="redis", redis_url=server.url, **settings
+    )
+    with run_coordinator(on_redis) as (url, _), httpx.Client(base_url=url, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture
+def coordinator_on() -> Callable[..., contextlib.AbstractContextManager[httpx.Client]]:
+    """A coordinator on a test's own redis-server (one it may fill or stall), as a client:
+    `with coordinator_on(server, redis_prefix="p") as http: ...`."""
+    return _coordinator_on

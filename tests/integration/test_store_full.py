@@ -22,10 +22,8 @@ import httpx
 import pytest
 import redis
 
-from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.redis_server import RedisServer
-from agent_reach.testing.servers import run_coordinator
 
 pytestmark = pytest.mark.redis
 
@@ -42,14 +40,8 @@ def full_store() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def http(full_store: RedisServer) -> Iterator[httpx.Client]:
-    settings = Settings(
-        decision_log="off",
-        registry_backend="redis",
-        redis_url=full_store.url,
-        redis_prefix="full",
-    )
-    with run_coordinator(settings) as (url, _), httpx.Client(base_url=url, timeout=10) as client:
+def http(full_store: RedisServer, coordinator_on) -> Iterator[httpx.Client]:
+    with coordinator_on(full_store, redis_prefix="full") as client:
         yield client
 
 

@@ -19,10 +19,8 @@ import httpx
 import pytest
 import redis
 
-from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.redis_server import RedisServer
-from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -38,15 +36,8 @@ def store() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def http(store: RedisServer) -> Iterator[httpx.Client]:
-    settings = Settings(
-        decision_log="off",
-        registry_backend="redis",
-        redis_url=store.url,
-        redis_prefix="stall",
-        redis_timeout_s=TIMEOUT_S,
-    )
-    with run_coordinator(settings) as (url, _), httpx.Client(base_url=url, timeout=10) as client:
+def http(store: RedisServer, coordinator_on) -> Iterator[httpx.Client]:
+    with coordinator_on(store, redis_prefix="stall", redis_timeout_s=TIMEOUT_S) as client:
         yield client
 
 
