@@ -51,9 +51,9 @@ class HealthTracker:
         if self.state == "offline":
             return self._while_out(ok, source, now, now if sent_at is None else sent_at)
         if ok:
-            if source == "delivery" or self._stayed_in(now):
+            if self.ejections and (source == "delivery" or self._stayed_in(now)):
                 self.ejections, self.readmitted_at = 0, None
-            self.state, self.failures = "healthy", 0
+            self.state, self.failures, self.reprobe_at = "healthy", 0, None
             return self.state
         self.failures += 1
         if self.failures >= OFFLINE_AFTER:
