@@ -163,3 +163,34 @@ async def test_two_consumers_pulling_at_once_never_get_the_same_new_entry(
         pulled += [entry for batch in batches for entry in batch]
 
     assert sorted(pulled) == sorted(pushed)
+
+
+ONCE_TTL_S = 1.0
+
+
+async def test_push_once_appends_one_entry_per_id_until_its_ttl_runs_out(
+    queues: QueueStore, timeline: Timeline
+) -> None:
+    first = await queues.push_once("runs", b"run-1", once="run-1", ttl_s=ONCE_TTL_S)
+    again = await queues.push_once("runs", b"run-1", once="run-1", ttl_s=ONCE_TTL_S)
+    other_id = await queues.push_once("runs", b"run-2", once="run-2", ttl_s=ONCE_TTL_S)
+    other_queue = await queues.push_once("suspended", b"run-1", once="run-1", ttl_s=ONCE_TTL_S)
+
+    assert (first, again, other_id, other_queue) == (True, False, True, True)
+    pulled = await queues.pull("runs", "a", count=10, block_s=0, stale_s=LONG_S)
+    assert [payload for _, payload in pulled] == [b"run-1", b"run-2"]
+
+    async def pushes_again() -> bool:
+        return await queues.push_once("runs", b"run-1", once="run-1", ttl_s=LONG_S)
+
+    await timeline.wait_out(ONCE_TTL_S, pushes_again, failure="the push-once marker never expired")
+    assert await queues.depth("runs") == 3
+
+
+async def test_push_once_racing_itself_appends_exactly_once(queues: QueueStore) -> None:
+    pushed = await asyncio.gather(
+        *(queues.push_once("runs", b"run-x", once="run-x", ttl_s=LONG_S) for _ in range(20))
+    )
+
+    assert pushed.count(True) == 1
+    assert await queues.depth("runs") == 1

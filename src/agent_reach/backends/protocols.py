@@ -171,6 +171,11 @@ class QueueStore(Protocol):
     async def push(self, queue: str, payload: bytes) -> str:
         """Append an entry; returns its id."""
 
+    async def push_once(self, queue: str, payload: bytes, once: str, ttl_s: float) -> bool:
+        """Append an entry unless one was pushed under the same `once` within `ttl_s`;
+        True when this call appended it. One atomic step: of calls racing (or re-sent
+        after a lost reply), exactly one appends."""
+
     async def pull(
         self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float
     ) -> list[tuple[str, bytes]]:

@@ -1,6 +1,7 @@
 """The run board: where runs live, who runs them, and how parked runs resume.
 
-A run is a record in the run store plus an entry in the durable `runs` queue. Some
+A run is a record in the run store plus an entry in the durable `runs` queue, pushed
+at most once per run (a resend re-queues a run whose queuing failed). Some
 coordinator pulls the entry and advances the run; while it holds the entry it
 touches it, and when it dies the entry goes stale and another coordinator takes it
 over (the task queues' rules, `invoke/tasks.py`), continuing from the stored record.
@@ -86,8 +87,14 @@ class RunBoard:
         self._fresh[key] = (record, dag)
         while len(self._fresh) > MAX_FRESH:  # another coordinator pulled the oldest ones
             self._fresh.popitem(last=False)
-        await self.queues.push(RUNS, key.encode())
+        await self.enqueue(key)
         return True
+
+    async def enqueue(self, key: str) -> None:
+        """Queue the stored run `key` unless it was queued already. `submit` does it; a
+        resend does it again for a run still pending, whose queuing may have failed after
+        its record was stored (the caller got 503): queued twice, it would run twice."""
+        await self.queues.push_once(RUNS, key.encode(), once=key, ttl_s=self.ttl_s)
 
     async def load(self, key: str) -> RunRecord | None:
         raw = await self.store.get(key)

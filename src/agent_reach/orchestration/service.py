@@ -125,6 +125,8 @@ class Orchestrator:
                     "this request_id was used with a different workflow", request_id=run_id
                 )
             record = existing
+            if record.status == "pending":  # its queuing may have failed: queue it now
+                await self.board.enqueue(key)
         if options.mode == "sync" and record.status not in FINAL_RUNS:
             left_s = max(0.0, record.deadline_at - self.clock.wall())
             waited = await self.board.wait(key, left_s + SETTLE_GRACE_S, is_new=is_new)

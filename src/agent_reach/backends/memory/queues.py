@@ -6,6 +6,7 @@ import asyncio
 import itertools
 from dataclasses import dataclass
 
+from agent_reach.backends.memory.expiring import ExpiringDict
 from agent_reach.clock import Clock
 
 
@@ -30,6 +31,7 @@ class MemoryQueueStore:
         self._clock = clock
         self._queues: dict[str, _Queue] = {}
         self._ids = itertools.count(1)
+        self._pushed_once: ExpiringDict[bool] = ExpiringDict(clock.monotonic)  # "queue\0once"
 
     def _queue(self, name: str) -> _Queue:
         queue = self._queues.get(name)
@@ -43,6 +45,14 @@ class MemoryQueueStore:
         q.new[entry_id] = payload
         q.arrived.set()
         return entry_id
+
+    async def push_once(self, queue: str, payload: bytes, once: str, ttl_s: float) -> bool:
+        marker = f"{queue}\0{once}"
+        if self._pushed_once.get(marker) is not None:
+            return False
+        self._pushed_once.set(marker, True, ttl_s)
+        await self.push(queue, payload)
+        return True
 
     async def pull(
         self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float

@@ -24,6 +24,8 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
   (per caller-capability pair), ``fleet:load``, ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
   ``answer:<key>``, ``why:<request id>``, ``context-secret``.
+- a queue's push-once markers: ``<p>:{<p>:queue:<name>}:once:<id>``, tagged with the
+  stream's whole name, so a marker and its stream share the stream's slot.
 
 A new store with a multi-key script adds its tag helper here, next to these.
 """
@@ -64,6 +66,11 @@ def apikey_key(prefix: str, *parts: str) -> str:
 def learning_key(prefix: str, *parts: str) -> str:
     """A key of the learned-examples store, all in one slot."""
     return join_key(prefix, hash_tag(prefix, "learned"), *parts)
+
+
+def queue_once_key(prefix: str, stream: str, once: str) -> str:
+    """The marker that `once` was pushed to `stream`, in the stream's slot."""
+    return join_key(prefix, f"{{{stream}}}", "once", once)
 
 
 def idempotency_shard(request_key: str) -> int:

@@ -1,9 +1,11 @@
 """Work queues in Redis Streams: one stream and one consumer group per queue.
 
 Keys under ``<prefix>:``: ``queue:<name>``, a stream whose entries hold the payload in
-field ``p``, read through the group ``agent-reach``. An entry stays in the group's pending
-list, owned by the consumer it was handed to, until `ack` removes it from the list and
-the stream together; `depth` is therefore the stream's length.
+field ``p``, read through the group ``agent-reach``; and for `push_once`, a marker per
+`once` id tagged with the stream's name, so marker and stream share a cluster slot. An
+entry stays in the group's pending list, owned by the consumer it was handed to, until
+`ack` removes it from the list and the stream together; `depth` is therefore the
+stream's length.
 
 A blocking read runs on its own client, whose socket timeout exceeds the longest block
 (`MAX_BLOCK_S`), so waiting for entries never trips the normal store timeout.
@@ -18,7 +20,13 @@ from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent_reach.backends.redis.errors import store_unavailable, translate_errors
-from agent_reach.backends.redis.keys import PAYLOAD_FIELD, StreamEntries, join_key, to_ms
+from agent_reach.backends.redis.keys import (
+    PAYLOAD_FIELD,
+    StreamEntries,
+    join_key,
+    queue_once_key,
+    to_ms,
+)
 from agent_reach.backends.redis.scripts import register_script
 
 GROUP = "agent-reach"  # every coordinator reads a queue through this one consumer group
@@ -43,11 +51,21 @@ class RedisQueueStore:
         self._pull = register_script(client, "queue_pull")
         self._touch = register_script(client, "queue_touch")
         self._ack = register_script(client, "queue_ack")
+        self._push_once = register_script(client, "queue_push_once")
 
     @translate_errors
     async def push(self, queue: str, payload: bytes) -> str:
         entry_id = await self._client.xadd(self._stream(queue), {PAYLOAD_FIELD: payload})
         return cast(bytes, entry_id).decode()
+
+    @translate_errors
+    async def push_once(self, queue: str, payload: bytes, once: str, ttl_s: float) -> bool:
+        stream = self._stream(queue)
+        marker = queue_once_key(self._prefix, stream, once)
+        pushed = await self._push_once(
+            keys=[stream, marker], args=[PAYLOAD_FIELD, payload, to_ms(ttl_s)]
+        )
+        return bool(pushed)
 
     @translate_errors
     async def pull(
