@@ -906,6 +906,18 @@ def show_workflow(
     Console().print(workflow_tree(view))
 
 
+@workflow_app.command("cancel")
+@reporting_errors
+def cancel_workflow(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Cancel one of your runs: no step starts after this; steps in flight finish."""
+    view = orjson.loads(_call(coordinator, api_key, "POST", f"/v1/workflows/{run_id}/cancel"))
+    Console().print(f"run {view['run_id']} cancelled (it was {view['status']})")
+
+
 def workflow_tree(view: dict[str, Any]) -> Tree:
     """A run's steps under the run, each under the last of its dependencies to end."""
     steps = view["steps"]

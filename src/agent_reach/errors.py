@@ -144,6 +144,12 @@ class InProgress(Conflict):
     code = "in_progress"
 
 
+class RunEnded(Conflict):
+    """The workflow run has already ended: there is nothing left to cancel."""
+
+    code = "run_ended"
+
+
 class KeyReused(ValidationFailed):
     """The request_id was used before with a different request body."""
 
@@ -269,6 +275,7 @@ _BY_CODE: dict[str, type[ReachError]] = {
         UnknownWorkflow,
         Conflict,
         InProgress,
+        RunEnded,
         KeyReused,
         WorkflowRefused,
         PayloadTooLarge,

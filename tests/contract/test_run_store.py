@@ -76,3 +76,25 @@ async def test_definitions_are_kept_by_key_and_replaced(backends: Backends) -> N
 
     assert await definitions.get("shipment") == RECORD
     assert await backends.runs.get("shipment") is None  # runs and definitions do not share keys
+
+
+async def test_a_cancel_mark_is_set_once_and_expires_with_its_ttl(
+    backends: Backends, timeline: Timeline
+) -> None:
+    runs = backends.runs
+    assert await runs.is_cancelled("r-1") is False
+    assert await runs.cancel("r-1", TTL_S) is True
+    assert await runs.cancel("r-1", TTL_S) is False
+    assert (await runs.is_cancelled("r-1"), await runs.is_cancelled("r-2")) == (True, False)
+    assert await runs.get("r-1") is None  # a mark, not a record
+
+    async def has_expired() -> bool:
+        return not await runs.is_cancelled("r-1")
+
+    await timeline.wait_out(TTL_S, has_expired, failure="the cancel mark never expired")
+
+
+async def test_concurrent_cancels_have_one_winner(backends: Backends) -> None:
+    marked = await asyncio.gather(*(backends.runs.cancel("r-race", LONG_S) for _ in range(20)))
+
+    assert marked.count(True) == 1

@@ -188,6 +188,9 @@ EXPECTED: dict[str, dict[Who, str]] = {
     ),
     "read A's run": only("200", ("caller-a",), "404"),
     "read A's run naming its owner": only("200", ("admin", "caller-a")),
+    # A's run has ended: its owner (and an admin naming it) gets 409, nothing is changed
+    "cancel A's run": row("404", {"caller-a": "409", "observer": "403"}),
+    "cancel A's run naming its owner": only("409", ("admin", "caller-a")),
     "list runs": row(
         seen(),
         {"admin": seen("run-a"), "observer": seen("run-a"), "caller-a": seen("run-a")},
@@ -368,6 +371,14 @@ def _run(owner: str | None) -> Action:
     return act
 
 
+def _cancel_run(owner: str | None) -> Action:
+    def act(world: World, scene: Scene, who: Who, __: str) -> Outcome:
+        query = "" if owner is None else f"?owner={owner}"
+        return _status(world.call(who, "POST", f"/v1/workflows/{scene.run_a}/cancel{query}"))
+
+    return act
+
+
 def _run_ids(body: dict[str, Any]) -> set[str]:
     return {r["run_id"] for r in body["runs"]}
 
@@ -450,6 +461,8 @@ ACTIONS: dict[str, Action] = {
     "run a workflow": _run_workflow,
     "read A's run": _run(None),
     "read A's run naming its owner": _run("caller-a"),
+    "cancel A's run": _cancel_run(None),
+    "cancel A's run naming its owner": _cancel_run("caller-a"),
     "list runs": _shown("/v1/workflows?limit=200", _run_ids)(),
     "create a key": _create_key,
     "list keys": _get("/v1/keys"),

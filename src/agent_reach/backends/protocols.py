@@ -504,6 +504,14 @@ class RunStore(Protocol):
     async def recent(self, limit: int) -> list[str]:
         """Up to `limit` keys of the newest runs created, newest first (some may have expired)."""
 
+    async def cancel(self, key: str, ttl_s: float) -> bool:
+        """Mark the run cancelled for `ttl_s` (a mark of its own: the record's writer
+        cannot overwrite it); True when this call marked it, False when it was already."""
+
+    async def is_cancelled(self, key: str) -> bool:
+        """Whether the run was marked cancelled (read at every step start: once a cancel
+        has returned, no step starts)."""
+
 
 class WorkflowStore(Protocol):
     """Named workflow definitions by key; they do not expire."""

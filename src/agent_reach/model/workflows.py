@@ -37,11 +37,13 @@ RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$"
 RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN)]
 StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
 WorkflowName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-StepStatus = Literal["pending", "running", "ok", "fallback", "failed", "skipped", "parked"]
-RunStatus = Literal["pending", "running", "ok", "partial", "parked", "error"]
-FINISHED_STEPS = frozenset({"ok", "fallback", "failed", "skipped"})
+StepStatus = Literal[
+    "pending", "running", "ok", "fallback", "failed", "skipped", "parked", "cancelled"
+]
+RunStatus = Literal["pending", "running", "ok", "partial", "parked", "error", "cancelled"]
+FINISHED_STEPS = frozenset({"ok", "fallback", "failed", "skipped", "cancelled"})
 SERVED_STEPS = frozenset({"ok", "fallback"})
-FINAL_RUNS = frozenset({"ok", "partial", "error"})
+FINAL_RUNS = frozenset({"ok", "partial", "error", "cancelled"})
 
 
 def _deliverable(value: Any) -> Any:

@@ -7,7 +7,8 @@ touches it, and when it dies the entry goes stale and another coordinator takes 
 over (the task queues' rules, `invoke/tasks.py`), continuing from the stored record.
 A parked run stays held by its coordinator and is resumed when an instance of a
 capability it waits for is live again, at most `MAX_RESUMES` at once, until its
-parking runs out (then it ends as `error` with its steps' outcomes).
+parking runs out (then it ends as `error` with its steps' outcomes) or it is
+cancelled (then it is advanced once more, to end as `cancelled`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from agent_reach.model.workflows import FINAL_RUNS, RunRecord
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
 from agent_reach.orchestration.planning import Plan
-from agent_reach.orchestration.running import RunExecutor, Save
+from agent_reach.orchestration.running import Cancelled, RunExecutor, Save
 from agent_reach.orchestration.steps import TEXT
 from agent_reach.registry.service import Registry
 
@@ -166,7 +167,7 @@ class RunBoard:
             if record is not None and record.status not in FINAL_RUNS:
                 if record.status in ("running", "parked") and slots is not None:
                     record.takeovers += 1  # pulled mid-run: its holder stopped touching it
-                await self.executor.advance(record, self._saver(key), dag)
+                await self.executor.advance(record, self._saver(key), self._cancelled(key), dag)
                 self._settled(key, record)
             if record is None or record.status in FINAL_RUNS:
                 await self.queues.ack(RUNS, entry_id)
@@ -193,6 +194,18 @@ class RunBoard:
                 self._notify(key, record)  # waiters want the end, not every step
 
         return save
+
+    def _cancelled(self, key: str) -> Cancelled:
+        async def cancelled() -> bool:
+            return await self.store.is_cancelled(key)
+
+        return cancelled
+
+    async def cancel(self, key: str) -> bool:
+        """Mark the run cancelled (for as long as runs are kept); False when it was already.
+        Whoever holds it sees the mark before it starts another step; a parked run is
+        looked at within `RESUME_CHECK_S`, a queued one when it is pulled."""
+        return await self.store.cancel(key, self.ttl_s)
 
     def _settled(self, key: str, record: RunRecord) -> None:
         """Count and trace a run that reached a final status or parked."""
@@ -233,13 +246,17 @@ class RunBoard:
             await asyncio.sleep(RESUME_CHECK_S)
 
     async def _look_at(self, entry_id: str, key: str, resuming: set[str]) -> None:
-        """Expire a parked run whose time ran out, resume one whose capability is back."""
+        """Expire a parked run whose time ran out, end a cancelled one, resume one whose
+        capability is back."""
         try:
             record = await self.load(key)
             if record is None or record.status != "parked":
                 await self._drive(entry_id, key, None)
             elif self.clock.wall() >= (record.parked_until or record.deadline_at):
                 await self._expire(entry_id, key, record)
+            elif await self.store.is_cancelled(key):  # advanced once more, to its end
+                self._parked.pop(entry_id, None)
+                await self._drive(entry_id, key, None)
             elif self._may_resume(record):
                 async with self._resumes:
                     self._parked.pop(entry_id, None)
@@ -273,7 +290,7 @@ class RunBoard:
                 state.status = "failed"
                 state.reason = f"{state.reason}; none became available before parking ran out"
         record.parked_until = self.clock.wall()  # nothing is left to wait for
-        await self.executor.advance(record, self._saver(key))
+        await self.executor.advance(record, self._saver(key), self._cancelled(key))
         self._settled(key, record)
         await self.queues.ack(RUNS, entry_id)
         self._held.discard(entry_id)

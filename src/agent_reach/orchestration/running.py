@@ -5,6 +5,9 @@ taken over from a dead coordinator), runs what can run, saves the record after e
 change, and returns once the run is final or parked. Steps already finished are
 never run again; a step that was running when its coordinator died is run again
 with the same request id, which the invoke path answers from its idempotency record.
+Before it starts steps it asks whether the run was cancelled (a mark in the run
+store, `RunStore.cancel`): once it was, no step starts, the ones in flight finish,
+and the run ends `cancelled`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from agent_reach.routing.policy import RoutingPolicy
 log = structlog.get_logger("agent_reach.orchestration")
 
 Save = Callable[[RunRecord], Awaitable[None]]
+Cancelled = Callable[[], Awaitable[bool]]  # whether the run was cancelled, asked of the store
+CANCELLED = "the run was cancelled before this step started"
 _ANY_SIZE = WorkflowPolicy(max_steps=MAX_DECLARED_STEPS)  # a stored run was checked at submission
 
 
@@ -63,10 +68,13 @@ class RunExecutor:
         self.tracer = tracer
         self.metrics = metrics
 
-    async def advance(self, record: RunRecord, save: Save, dag: Plan | None = None) -> None:
+    async def advance(
+        self, record: RunRecord, save: Save, cancelled: Cancelled, dag: Plan | None = None
+    ) -> None:
         """Run what can run; on return the record is saved, final or parked.
 
-        `dag` is the run's plan when the caller has it (else it is made from the record).
+        `cancelled` is asked before each batch of steps starts (one store read). `dag` is
+        the run's plan when the caller has it (else it is made from the record).
         """
         if dag is None:
             dag = plan(WorkflowBody.model_validate(record.workflow), _ANY_SIZE, record.input)
@@ -87,21 +95,25 @@ class RunExecutor:
             finally:
                 ended.set()
 
+        stopped = False
         async with asyncio.TaskGroup() as group:
             while True:
                 dirty |= self._settle_blocked(dag, states, record)
-                for step_id in dag.order:
-                    if in_flight >= limit:
-                        break
+                ready = [
+                    step_id
+                    for step_id in dag.order
+                    if states[step_id].status == "pending"
+                    and all(states[d].status in SERVED_STEPS for d in dag.steps[step_id].depends_on)
+                ][: max(0, limit - in_flight)]
+                if ready and await cancelled():  # no await between this and the starts
+                    stopped = dirty = True
+                    self._cancel_pending(record, states)
+                    ready = []
+                for step_id in ready:
                     state = states[step_id]
-                    spec = dag.steps[step_id]
-                    if state.status != "pending" or not all(
-                        states[d].status in SERVED_STEPS for d in spec.depends_on
-                    ):
-                        continue
                     state.status = "running"
                     state.started_ms = (self.clock.wall() - record.created_at) * 1000
-                    group.create_task(serve(spec, state))
+                    group.create_task(serve(dag.steps[step_id], state))
                     in_flight += 1
                     dirty = True
                 if dirty:
@@ -115,8 +127,21 @@ class RunExecutor:
                     await ended.wait()
                 in_flight = sum(state.status == "running" for state in states.values())
                 dirty = True
-        await self._finish(record, dag, states)
+        if stopped:
+            record.status = "cancelled"
+            served = [s for s in dag.order if states[s].status in SERVED_STEPS]
+            record.result = {s: states[s].result for s in served}
+        else:
+            await self._finish(record, dag, states, cancelled)
         await self._save(record, save)
+
+    def _cancel_pending(self, record: RunRecord, states: dict[str, StepState]) -> None:
+        """Every step that has not started (parked ones included) will not: cancelled."""
+        ended_ms = (self.clock.wall() - record.created_at) * 1000
+        for state in states.values():
+            if state.status in ("pending", "parked"):
+                state.status, state.reason, state.ended_ms = "cancelled", CANCELLED, ended_ms
+                self.metrics.child(self.metrics.workflow_steps, "cancelled").inc()
 
     async def _serve(
         self,
@@ -157,7 +182,9 @@ class RunExecutor:
                     break
         return changed
 
-    async def _finish(self, record: RunRecord, dag: Plan, states: dict[str, StepState]) -> None:
+    async def _finish(
+        self, record: RunRecord, dag: Plan, states: dict[str, StepState], cancelled: Cancelled
+    ) -> None:
         """The run's status and result once nothing more can run."""
         required = [s for s in dag.order if not dag.steps[s].optional]
         failed = any(states[s].status in ("failed", "skipped") for s in required)
@@ -177,6 +204,11 @@ class RunExecutor:
         if not failed and aggregate is not None and aggregate.merge is not None:
             record.result, record.conflicts = merge(served, aggregate.merge)
         if not failed and aggregate is not None and aggregate.capability is not None:
+            state = self._summary_state(record, aggregate.capability)
+            if state.status not in SERVED_STEPS and await cancelled():  # a step too
+                self._cancel_pending(record, {state.id: state})
+                record.status = "cancelled"
+                return
             failed = not await self._summarize(record, dag, aggregate.capability, served)
         optional_missed = any(s.status not in SERVED_STEPS for s in states.values())
         record.status = "error" if failed else "partial" if optional_missed else "ok"
@@ -185,10 +217,7 @@ class RunExecutor:
         self, record: RunRecord, dag: Plan, capability: str, served: dict[str, Any]
     ) -> bool:
         """The summarizer step: one more step whose result is the run's result."""
-        state = next((s for s in record.steps if s.id == AGGREGATE_STEP), None)
-        if state is None:
-            state = StepState(AGGREGATE_STEP, capability=capability)
-            record.steps.append(state)
+        state = self._summary_state(record, capability)
         if state.status not in SERVED_STEPS:
             spec = StepSpec.model_construct(  # "_aggregate": an id no caller's step can have
                 id=AGGREGATE_STEP, action=capability, text=None, param=None, timeout_class=None
@@ -203,6 +232,15 @@ class RunExecutor:
             record.result = state.result
             return True
         return False
+
+    @staticmethod
+    def _summary_state(record: RunRecord, capability: str) -> StepState:
+        """The summarizer step's state, added to the record the first time."""
+        state = next((s for s in record.steps if s.id == AGGREGATE_STEP), None)
+        if state is None:
+            state = StepState(AGGREGATE_STEP, capability=capability)
+            record.steps.append(state)
+        return state
 
     async def _context(self, record: RunRecord, dag: Plan) -> Any:
         """The run's context document, read once, when some template reads it."""

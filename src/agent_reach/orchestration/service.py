@@ -1,8 +1,9 @@
 """The orchestrator: what the workflow endpoints do, from a body to the caller's answer.
 
 A run is checked (nothing runs when it is refused), stored under its owner and queued;
-a synchronous caller then waits for it to end or park. Runs and saved workflows are
-the caller's own: another principal's id reads as unknown, as tasks do.
+a synchronous caller then waits for it to end or park; its owner may cancel it. Runs
+and saved workflows are the caller's own: another principal's id reads as unknown, as
+tasks do.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
 from agent_reach.errors import (
     KeyReused,
+    RunEnded,
     UnknownRun,
     UnknownWorkflow,
     WorkflowRefused,
@@ -139,6 +141,21 @@ class Orchestrator:
         if record is None:
             raise UnknownRun(f"no workflow run {run_id!r} (unknown or expired)")
         return record.view()
+
+    async def cancel(self, principal: Principal, run_id: str) -> Answer:
+        """Cancel one of the caller's runs: 202 with the run as it stands (`status` says
+        where it is until its holder has ended it `cancelled`); 409 once it has ended."""
+        require_not_observer(principal, "cancel workflows")
+        key = owned_key(principal, run_id)
+        record = await self.board.load(key)
+        if record is None:
+            raise UnknownRun(f"no workflow run {run_id!r} (unknown or expired)")
+        if record.status in FINAL_RUNS:
+            raise RunEnded(f"run {run_id!r} has already ended ({record.status})", run_id=run_id)
+        await self.board.cancel(key)
+        return Answer.of(
+            202, {**record.view(), "cancelled": True, "poll": f"/v1/workflows/{run_id}"}
+        )
 
     async def recent(self, principal: Principal, limit: int = RECENT_LIMIT) -> list[dict[str, Any]]:
         """The newest runs the caller may see (every caller's for observers and admins)."""

@@ -45,6 +45,10 @@ def _get_call(run_id: str) -> _Call[RunView]:
     return _Call("GET", f"/v1/workflows/{run_id}", RunView.model_validate)
 
 
+def _cancel_call(run_id: str) -> _Call[RunView]:
+    return _Call("POST", f"/v1/workflows/{run_id}/cancel", RunView.model_validate)
+
+
 class Orchestrator:
     """Runs workflows through a `ReachClient` (its connections, key and hop budget)."""
 
@@ -81,6 +85,12 @@ class Orchestrator:
         """One of the caller's runs as it stands."""
         return await self.client._send(_get_call(run_id))
 
+    async def cancel(self, run_id: str) -> RunView:
+        """Cancel one of the caller's runs: no step starts after this returns; steps in
+        flight finish. The view as it stood (poll `get` for the `cancelled` end);
+        `Conflict` (code `run_ended`) once the run has ended."""
+        return await self.client._send(_cancel_call(run_id))
+
     async def save(self, definition: Mapping[str, Any]) -> dict[str, Any]:
         """Save a named workflow (`name`, `inputs`, `steps`, ...) for `run(name, input)`."""
         return await self.client._send(_save_call(definition))
@@ -114,6 +124,9 @@ class SyncOrchestrator:
 
     def get(self, run_id: str) -> RunView:
         return self.client._send(_get_call(run_id))
+
+    def cancel(self, run_id: str) -> RunView:
+        return self.client._send(_cancel_call(run_id))
 
     def save(self, definition: Mapping[str, Any]) -> dict[str, Any]:
         return self.client._send(_save_call(definition))

@@ -14,6 +14,7 @@ class MemoryRunStore:
     def __init__(self, clock: Clock) -> None:
         self._runs: ExpiringDict[bytes] = ExpiringDict(clock.monotonic)
         self._recent: deque[str] = deque()
+        self._cancelled: ExpiringDict[bool] = ExpiringDict(clock.monotonic)
 
     async def create(self, key: str, record: bytes, ttl_s: float, *, keep_recent: int) -> bool:
         if self._runs.get(key) is not None:
@@ -32,6 +33,15 @@ class MemoryRunStore:
 
     async def recent(self, limit: int) -> list[str]:
         return list(self._recent)[: max(0, limit)]
+
+    async def cancel(self, key: str, ttl_s: float) -> bool:
+        if self._cancelled.get(key) is not None:
+            return False
+        self._cancelled.set(key, True, ttl_s)
+        return True
+
+    async def is_cancelled(self, key: str) -> bool:
+        return self._cancelled.get(key) is not None
 
 
 class MemoryWorkflowStore:

@@ -1,10 +1,11 @@
 """Workflow runs and saved definitions in Redis.
 
-Keys under ``<prefix>:``: ``run:<key>`` (a run's record, expiring by PX), ``runs-recent``
-(a list of the newest run keys, trimmed as runs are created) and ``workflow:<key>`` (a
-saved definition, no expiry). Every operation touches one key, so runs spread over a
-Redis Cluster's masters: a run is created by `SET NX` and listed after, and a creator
-that dies in between leaves a run that is only missing from the recent list.
+Keys under ``<prefix>:``: ``run:<key>`` (a run's record, expiring by PX),
+``run-cancel:<key>`` (the mark of a cancelled run, expiring with it), ``runs-recent`` (a
+list of the newest run keys, trimmed as runs are created) and ``workflow:<key>`` (a saved
+definition, no expiry). Every operation touches one key, so runs spread over a Redis
+Cluster's masters: a run is created by `SET NX` and listed after, and a creator that dies
+in between leaves a run that is only missing from the recent list.
 """
 
 from __future__ import annotations
@@ -50,8 +51,20 @@ class RedisRunStore:
         keys = cast(list[bytes], await self._client.lrange(self._recent, 0, limit - 1))
         return [key.decode() for key in keys]
 
+    @translate_errors
+    async def cancel(self, key: str, ttl_s: float) -> bool:
+        marked = await self._client.set(self._cancel(key), b"1", px=to_ms(ttl_s), nx=True)
+        return bool(marked)
+
+    @translate_errors
+    async def is_cancelled(self, key: str) -> bool:
+        return bool(await self._client.exists(self._cancel(key)))
+
     def _run(self, key: str) -> str:
         return join_key(self._prefix, "run", key)
+
+    def _cancel(self, key: str) -> str:
+        return join_key(self._prefix, "run-cancel", key)
 
 
 class RedisWorkflowStore:

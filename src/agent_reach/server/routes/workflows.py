@@ -76,6 +76,22 @@ async def get_run(
     return json_response(await runs.get(acting_for(principal, owner, "runs"), run_id))
 
 
+@router.post("/{run_id}/cancel", status_code=202)
+async def cancel_run(
+    run_id: Annotated[str, Path(pattern=RUN_ID_PATTERN)],
+    request: Request,
+    principal: Caller,
+    owner: OwnerQuery = None,
+) -> Response:
+    """Cancel one of the caller's runs (an admin cancels anyone's by naming its owner):
+    no step starts once this has answered; steps in flight finish and keep their
+    outcome, and the run ends `cancelled`. 202 with the run as it stands and `poll`;
+    409 `run_ended` when it has already ended."""
+    runs = runtime_of(request).orchestrator
+    answer = await runs.cancel(acting_for(principal, owner, "runs"), run_id)
+    return Response(answer.body, status_code=answer.status, media_type=JSON)
+
+
 @router.post(
     "",
     status_code=201,

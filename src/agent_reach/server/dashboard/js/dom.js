@@ -82,7 +82,7 @@ export function ago(epochS) {
 
 const GOOD = new Set(["ok", "healthy", "exact", "best"]);
 const WARN = new Set(["fallback", "degraded", "suspended", "queued", "suspect", "replayed", "generic", "margin",
-  "partial", "parked", "running", "pending"]);
+  "partial", "parked", "running", "pending", "cancelled"]);
 
 function tone(status) {
   if (GOOD.has(status)) return "ok";
