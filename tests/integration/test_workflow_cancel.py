@@ -38,6 +38,23 @@ def coordinator(settings: Settings, tmp_path) -> Iterator[str]:
         yield url
 
 
+# the second step waits for the first, which its agent holds until the test lets it go
+TWO_STEPS = (
+    {"id": "order", "action": "order.query"},
+    {"id": "kb", "action": "kb.article.query", "depends_on": ["order"]},
+)
+
+
+@pytest.fixture
+def shop(gated_agents, fake_agents, register) -> tuple[Any, Any]:
+    """The agents of `TWO_STEPS`, registered: (the held first one, the second one)."""
+    held, held_at = gated_agents(name="order", answer={"status": "shipped"})
+    after, after_at = fake_agents(name="kb", answer={"kb": 1})
+    assert register("order-1", held_at, "order.query").status_code == 201
+    assert register("kb-1", after_at, "kb.article.query").status_code == 201
+    return held, after
+
+
 def start(http: httpx.Client, *steps: dict[str, Any], **body: Any) -> dict[str, Any]:
     accepted = http.post("/v1/workflows/run", json={"steps": list(steps), "mode": "async", **body})
     assert accepted.status_code == 202, accepted.text
@@ -63,18 +80,9 @@ def posts(agent) -> list[str]:
     return [r.body["request_id"] for r in agent.received if r.body]
 
 
-def test_no_step_starts_after_a_cancel_and_the_one_in_flight_keeps_its_outcome(
-    http, gated_agents, fake_agents, register
-):
-    held, held_at = gated_agents(name="order", answer={"status": "shipped"})
-    after, after_at = fake_agents(name="kb", answer={"kb": 1})
-    assert register("order-1", held_at, "order.query").status_code == 201
-    assert register("kb-1", after_at, "kb.article.query").status_code == 201
-    run = start(
-        http,
-        {"id": "order", "action": "order.query"},
-        {"id": "kb", "action": "kb.article.query", "depends_on": ["order"]},
-    )
+def test_no_step_starts_after_a_cancel_and_the_one_in_flight_keeps_its_outcome(http, shop):
+    held, after = shop
+    run = start(http, *TWO_STEPS)
     wait_until(lambda: posts(held), "the first step to reach its agent")
 
     cancel = http.post(f"/v1/workflows/{run['run_id']}/cancel")
@@ -164,11 +172,7 @@ def test_a_cancel_sent_to_another_coordinator_stops_the_run_where_it_is_held(
             transport = {"type": "http", "endpoint": endpoint}
             body = {"id": agent_id, "capabilities": [capability], "transport": transport}
             assert first.post("/v1/agents", json=body).status_code == 201
-        run = start(
-            first,
-            {"id": "order", "action": "order.query"},
-            {"id": "kb", "action": "kb.article.query", "depends_on": ["order"]},
-        )
+        run = start(first, *TWO_STEPS)
         wait_until(lambda: posts(held), "the first step to reach its agent")
 
         cancel = second.post(f"/v1/workflows/{run['run_id']}/cancel")
@@ -182,16 +186,9 @@ def test_a_cancel_sent_to_another_coordinator_stops_the_run_where_it_is_held(
     assert posts(after) == []
 
 
-def test_the_cli_cancels_a_run(coordinator, http, gated_agents, fake_agents, register):
-    held, held_at = gated_agents(name="order", answer={"status": "shipped"})
-    after, after_at = fake_agents(name="kb", answer={"kb": 1})
-    assert register("order-1", held_at, "order.query").status_code == 201
-    assert register("kb-1", after_at, "kb.article.query").status_code == 201
-    run = start(
-        http,
-        {"id": "order", "action": "order.query"},
-        {"id": "kb", "action": "kb.article.query", "depends_on": ["order"]},
-    )
+def test_the_cli_cancels_a_run(coordinator, http, shop):
+    held, after = shop
+    run = start(http, *TWO_STEPS)
     wait_until(lambda: posts(held), "the first step to reach its agent")
     runner = CliRunner()
 
@@ -210,15 +207,9 @@ def test_the_cli_cancels_a_run(coordinator, http, gated_agents, fake_agents, reg
     assert "run_ended" in again.output
 
 
-async def test_the_sdk_cancels_a_run(coordinator, gated_agents, fake_agents, register):
-    held, held_at = gated_agents(name="order", answer={"status": "shipped"})
-    after, after_at = fake_agents(name="kb", answer={"kb": 1})
-    assert register("order-1", held_at, "order.query").status_code == 201
-    assert register("kb-1", after_at, "kb.article.query").status_code == 201
-    steps = [
-        {"id": "order", "action": "order.query"},
-        {"id": "kb", "action": "kb.article.query", "depends_on": ["order"]},
-    ]
+async def test_the_sdk_cancels_a_run(coordinator, shop):
+    held, after = shop
+    steps = list(TWO_STEPS)
     async with ReachClient(coordinator) as client:
         orchestrator = Orchestrator(client)
         run = await orchestrator.run({"steps": steps}, mode="async")

@@ -29,7 +29,7 @@ suspend_s = 0
 """  # a per-try timeout of 1 s; no suspension, so a stuck request ends with its answer
 TIMEOUT_S = 1.0
 RATE = 40  # per capability
-BASELINE_S, LOADED_S = 2.0, 6.0
+BASELINE_S, LOADED_S = 2.0, 4.0
 DEADLINE_S = 2.5
 TTL_S = 30.0  # longer than the test: the lease must not be what takes the stuck ones out
 # what a request to a black-holed capability may end with: timed out, or refused once

@@ -320,3 +320,41 @@ async def test_a_model_matcher_is_loaded_only_once_a_capability_has_text(monkeyp
         assert pipeline.status(policy)["ready"] == ["lexical", "slow"]
     finally:
         await pipeline.aclose()
+
+
+async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(monkeypatch):
+    """Only the cards are the catalog: a new endpoint, or another instance of the same
+    card, leaves every fit current, even while a slow matcher is still fitting."""
+    slow = Blocked()
+    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
+    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    index = RegistryIndex()
+    add(index, "track-1", "logistics.track", **SHOP["logistics.track"])
+    pipeline = pipeline_over(index)
+    try:
+        early = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 5)
+        assert early.text.matchers == ["lexical"]
+        version = pipeline.status(policy)["catalog_version"]
+        moved = AgentSpec(
+            id="track-1",
+            capabilities=["logistics.track"],
+            transport={"endpoint": "http://127.0.0.1:2/moved"},
+            **SHOP["logistics.track"],
+        )
+        index.upsert(InstanceRecord(moved, 0.0), 1e9)  # a spec change: the index moves on
+        add(index, "track-2", "logistics.track", **SHOP["logistics.track"])
+
+        # the slow matcher still holds the fit job: a refit of the lexical matcher would
+        # wait behind it, and its old fit of a one-card catalog would not be used
+        moved_on = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 5)
+        assert moved_on.matches[0].capability == "logistics.track"
+        assert moved_on.text.matchers == ["lexical"]
+        assert pipeline.status(policy)["catalog_version"] == version
+        slow.release.set()
+        await asyncio.wait_for(pipeline.ready(policy), 10)
+        assert slow.catalogs == [{"logistics.track"}]  # fitted once
+        add(index, "faq-1", "faq.answer", **SHOP["faq.answer"])  # a new card: a new catalog
+        assert pipeline.status(policy)["catalog_version"] != version
+    finally:
+        slow.release.set()
+        await pipeline.aclose()

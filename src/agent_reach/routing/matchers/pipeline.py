@@ -62,7 +62,7 @@ WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no te
 BLEND_WEIGHTS = {"lexical": 0.0, "embedding": 0.9, "llm": 1.0}
 DEFAULT_BLEND_WEIGHT = 1.0
 CalibrationKey = tuple[str, ...]
-CatalogKey = tuple[int, int]  # registry index version, learned examples version
+CatalogKey = tuple[int, int]  # registered cards version, learned examples version
 
 MatcherFactory = Callable[[Settings], Matcher]
 
@@ -134,6 +134,8 @@ class MatchingPipeline:
         self._progress = asyncio.Event()
         self._generation = 0  # changes whenever a fit or calibration is swapped in
         self._catalog: tuple[CatalogKey, dict[str, CapabilityCard]] | None = None
+        # (registry index version seen, cards version, the registered cards then)
+        self._cards: tuple[int, int, dict[str, CapabilityCard]] | None = None
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
         self._cache_key: tuple[int, int, str] | None = None
 
@@ -302,7 +304,20 @@ class MatchingPipeline:
     # -- fitting and calibrating, off the event loop -------------------------------------
 
     def _catalog_key(self) -> CatalogKey:
-        return self.index.version, self.learned().examples_version
+        return self._cards_version(), self.learned().examples_version
+
+    def _cards_version(self) -> int:
+        """Moves when the registered cards change: not when an instance only moves its
+        endpoint, changes its weight, or joins or leaves with a card already known (a
+        refit of the classifier costs seconds; a comparison of the cards, milliseconds
+        once per registry change)."""
+        seen = self._cards
+        if seen is not None and seen[0] == self.index.version:
+            return seen[1]
+        cards = build_catalog(self.index)
+        version = 0 if seen is None else seen[1] if seen[2] == cards else seen[1] + 1
+        self._cards = (self.index.version, version, cards)
+        return version
 
     def _is_current(self) -> bool:
         key = self._catalog_key()
@@ -338,7 +353,7 @@ class MatchingPipeline:
         fitted = self._fitted.get(first)
         # a registration is waited for (briefly); learned examples are not: their own texts
         # route at once by the snapshot, and a stream of corrections must not stall requests
-        if fitted is not None and fitted.key[0] == self.index.version:
+        if fitted is not None and fitted.key[0] == self._cards_version():
             return
         wait_s = REFIT_WAIT_S if fitted is not None else None  # never fitted: wait for it
         try:
