@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,4 +358,30 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
         assert pipeline.status(policy)["catalog_version"] != version
     finally:
         slow.release.set()
+        await pipeline.aclose()
+
+
+async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monkeypatch):
+    """The fit of an empty catalog cannot serve: a text sent while the first card's fit
+    is still running (slower than `REFIT_WAIT_S` here) is answered once it lands."""
+    fit_and_try = pipeline_module._fit_and_try
+
+    def slow(matcher, catalog, folds):
+        if catalog:
+            time.sleep(pipeline_module.REFIT_WAIT_S + 0.5)  # in the worker thread
+        return fit_and_try(matcher, catalog, folds)
+
+    monkeypatch.setattr(pipeline_module, "_fit_and_try", slow)
+    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    index = RegistryIndex()
+    pipeline = pipeline_over(index)
+    try:
+        await asyncio.wait_for(pipeline.ready(policy), 5)  # fitted on no card at all
+        add(index, "track-1", "logistics.track", **SHOP["logistics.track"])
+
+        matched = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 10)
+
+        assert matched.matches[0].capability == "logistics.track"
+        assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
+    finally:
         await pipeline.aclose()

@@ -52,6 +52,9 @@ CACHE_SIZE = 10_000  # texts remembered; at ~1 KB each, about 10 MB
 # A request waits this long for the first matcher's fit of a changed catalog (the lexical
 # matcher refits in milliseconds); after it, the previous fit serves until the new lands.
 REFIT_WAIT_S = 1.0
+# ... and this long when the previous fit cannot serve (it was of an empty or tiny catalog,
+# as at start): an answer a moment later, not a no_match for a capability just registered.
+FIRST_FIT_WAIT_S = 10.0
 WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
 # Blend weights. The embedding classifier holds the lexical n-grams itself, so the lexical
 # matcher's own score adds nothing once it has an opinion: lexical 0, 0.1 and 0.25 against
@@ -355,7 +358,10 @@ class MatchingPipeline:
         # route at once by the snapshot, and a stream of corrections must not stall requests
         if fitted is not None and fitted.key[0] == self._cards_version():
             return
-        wait_s = REFIT_WAIT_S if fitted is not None else None  # never fitted: wait for it
+        if fitted is None:  # never fitted: wait for it
+            wait_s = None
+        else:
+            wait_s = REFIT_WAIT_S if first in self._usable(policy) else FIRST_FIT_WAIT_S
         try:
             await asyncio.wait_for(self._first_fitted(first, wanted), wait_s)
         except TimeoutError:
