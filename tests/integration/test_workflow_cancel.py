@@ -147,11 +147,16 @@ def test_a_parked_run_is_ended_by_a_cancel(http, fake_agents, register):
     assert len(posts(down)) == sent
 
 
-def test_cancelling_an_unknown_run_is_404(http):
+def test_cancelling_an_unknown_or_malformed_run_id_is_a_clear_4xx(http):
     answer = http.post("/v1/workflows/no-such-run/cancel")
+    malformed = http.post("/v1/workflows/-bad%20id/cancel")
+    too_long = http.post(f"/v1/workflows/{'r' * 65}/cancel")
 
     assert answer.status_code == 404
     assert answer.json()["error"]["code"] == "unknown_run"
+    for refused in (malformed, too_long):
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["code"] == "validation_error"
 
 
 def test_a_cancel_sent_to_another_coordinator_stops_the_run_where_it_is_held(

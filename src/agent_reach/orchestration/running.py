@@ -128,9 +128,7 @@ class RunExecutor:
                 in_flight = sum(state.status == "running" for state in states.values())
                 dirty = True
         if stopped:
-            record.status = "cancelled"
-            served = [s for s in dag.order if states[s].status in SERVED_STEPS]
-            record.result = {s: states[s].result for s in served}
+            record.status, record.result = "cancelled", _served(dag, states)
         else:
             await self._finish(record, dag, states, cancelled)
         await self._save(record, save)
@@ -198,7 +196,7 @@ class RunExecutor:
         for state in states.values():  # a failed run settles its parked steps too
             if state.status not in FINISHED_STEPS:
                 state.status, state.reason = "failed", "the run failed before it could run"
-        served = {s: states[s].result for s in dag.order if states[s].status in SERVED_STEPS}
+        served = _served(dag, states)
         aggregate = dag.body.aggregate
         record.result, record.conflicts = served, None
         if not failed and aggregate is not None and aggregate.merge is not None:
@@ -265,6 +263,11 @@ class RunExecutor:
         state.error = {"code": code, "message": message}
         state.ended_ms = (self.clock.wall() - record.created_at) * 1000
         self.metrics.child(self.metrics.workflow_steps, "failed").inc()
+
+
+def _served(dag: Plan, states: dict[str, StepState]) -> dict[str, Any]:
+    """The results of the steps that were served, by step id in plan order."""
+    return {s: states[s].result for s in dag.order if states[s].status in SERVED_STEPS}
 
 
 def _verb(status: str) -> str:
