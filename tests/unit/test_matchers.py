@@ -385,3 +385,32 @@ async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monke
         assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
     finally:
         await pipeline.aclose()
+
+
+async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibration(monkeypatch):
+    """A fit is not current before its calibration is: a text sent between the two is
+    answered by the new fit once calibrated, not refused for want of a usable matcher."""
+    fit_calibration = pipeline_module.fit_calibration
+    calibrating = threading.Event()
+
+    def slow(names, trials):
+        calibrating.set()
+        time.sleep(0.5)  # in the worker thread
+        return fit_calibration(names, trials)
+
+    monkeypatch.setattr(pipeline_module, "fit_calibration", slow)
+    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    index = RegistryIndex()
+    pipeline = pipeline_over(index)
+    try:
+        await asyncio.wait_for(pipeline.ready(policy), 5)  # no card: nothing to calibrate
+        add(index, "track-1", "logistics.track", **SHOP["logistics.track"])
+        pipeline.prepare(policy)
+        assert await asyncio.to_thread(calibrating.wait, 5)
+
+        matched = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 10)
+
+        assert matched.matches[0].capability == "logistics.track"
+        assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
+    finally:
+        await pipeline.aclose()

@@ -403,11 +403,14 @@ class MatchingPipeline:
                 if matcher is None:
                     continue
                 trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
-                self._fitted[name] = _Fitted(key, trials)
+                fitted = _Fitted(key, trials)
                 if trials is not None:
                     prefix.append(name)
-                    calibration = await asyncio.to_thread(self._calibrate, tuple(prefix))
+                    calibration = await asyncio.to_thread(self._calibrate, tuple(prefix), fitted)
                     self._calibrations[tuple(prefix)] = (key, calibration)
+                # the fit's record lands with its calibration, not before: a text that
+                # finds the fit current must find the matcher usable
+                self._fitted[name] = fitted
                 self._announce()
             if self._catalog_key() == key:
                 return
@@ -429,9 +432,11 @@ class MatchingPipeline:
         self._matchers[name] = matcher
         return matcher
 
-    def _calibrate(self, names: CalibrationKey) -> Calibration:
-        """Blend the held-out scores of `names` fold by fold, then fit the map."""
-        per_matcher = [self._fitted[n].trials or [] for n in names]
+    def _calibrate(self, names: CalibrationKey, last: _Fitted) -> Calibration:
+        """Blend the held-out scores of `names` fold by fold (the last one's from its new
+        fit, not yet swapped in), then fit the map."""
+        fits = [*(self._fitted[n] for n in names[:-1]), last]
+        per_matcher = [f.trials or [] for f in fits]
         trials: list[Trial] = []
         for fold in zip(*per_matcher, strict=True):
             held_out = fold[0][0]
