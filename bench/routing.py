@@ -26,6 +26,13 @@ before any figure was seen:
   texts/s at 32 concurrent requests on texts not seen before (uncached) and the same
   texts again (cached), and the uncached texts per CPU second of the coordinator (its
   user + system time over the run: the machine may be shared, CPU time is not).
+- Ceiling: what any refusal threshold on this router's scores could reach at most. Each
+  test text's best candidate (capability and calibrated confidence) is read off its
+  decision, refused or not; the ceiling is the highest in-scope accuracy that routing to
+  the best candidate when its confidence reaches a threshold t, and refusing otherwise,
+  gives at the goal's out-of-scope recall, t chosen on the scored split itself. It is an
+  analysis figure, never a setting: it tells a threshold problem (the ceiling meets the
+  goal, the default policy does not) from a model problem (not even the ceiling does).
 - Cost: the coordinator's RSS, the time from its start to the first decision that used
   the sentence encoder, and to every matcher calibrated.
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
@@ -48,6 +55,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import random
 import re
@@ -106,6 +114,7 @@ class Result:
     calibrated_s: float
     rss_mb: float
     expected: dict[str, Any]
+    ceiling: float  # in-scope accuracy of the best threshold at the goal's recall
 
 
 def load_clinc(data: Path, split: str = "test") -> Corpus:
@@ -272,16 +281,53 @@ def score(choices: Sequence[str | None], labels: Sequence[str]) -> dict[str, flo
     }
 
 
+Best = tuple[str | None, float]  # a decision's best candidate: capability, confidence
+
+
 async def sequential(
     coordinator: Coordinator, texts: list[str]
-) -> tuple[list[str | None], list[float]]:
-    choices, latencies = [], []
+) -> tuple[list[str | None], list[float], list[Best]]:
+    """Each text's chosen capability (None: refused), the latencies, the best candidates."""
+    choices, latencies, best = [], [], []
     for text in texts:
         start = time.perf_counter()
         decision = await coordinator.route(text)
         latencies.append(time.perf_counter() - start)
         choices.append(decision["capability"])
-    return choices, latencies
+        best.append(best_candidate(decision))
+    return choices, latencies, best
+
+
+def ceiling_recall(k: int) -> float:
+    """The out-of-scope recall a ceiling is taken at: k's goal, else the k=30 goal's."""
+    return GOALS.get(k, GOALS[30])[1]
+
+
+def best_candidate(decision: dict[str, Any]) -> Best:
+    """The capability with the highest calibrated match confidence, chosen or refused."""
+    candidates = [c for c in decision.get("candidates") or [] if c.get("capability")]
+    if not candidates:
+        return None, 0.0
+    top = max(candidates, key=lambda c: c["factors"]["match"])
+    return top["capability"], float(top["factors"]["match"])
+
+
+def ceiling(best: Sequence[Best], labels: Sequence[str], oos_recall: float) -> float:
+    """The highest in-scope accuracy of "route to the best candidate when its confidence
+    reaches t, else refuse" over every t whose out-of-scope recall reaches `oos_recall`."""
+    ins = [
+        (conf, cap == tag_of(lab))
+        for (cap, conf), lab in zip(best, labels, strict=True)
+        if lab != OOS
+    ]
+    oos = sorted(conf for (_, conf), lab in zip(best, labels, strict=True) if lab == OOS)
+    if not ins:
+        return 0.0
+    # The lowest t that refuses enough out-of-scope texts routes the most in-scope ones:
+    # just above the confidence of the last one it must refuse.
+    needed = math.ceil(oos_recall * len(oos) - 1e-9)
+    t = math.nextafter(oos[needed - 1], math.inf) if needed else -math.inf
+    return sum(right and conf >= t for conf, right in ins) / len(ins)
 
 
 async def rate(coordinator: Coordinator, texts: list[str]) -> float:
@@ -310,7 +356,7 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
             first = await coordinator.first_embedded_s()
             ready = await coordinator.ready_s()
             texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
-            choices, latencies = await sequential(coordinator, texts)
+            choices, latencies, best = await sequential(coordinator, texts)
             cpu = coordinator.cpu_s()
             uncached = await rate(coordinator, corpus.unseen)
             per_cpu_s = len(corpus.unseen) / max(coordinator.cpu_s() - cpu, 1e-9)
@@ -335,6 +381,7 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
         calibrated_s=ready,
         rss_mb=rss,
         expected=expected,
+        ceiling=ceiling(best, labels, ceiling_recall(k)),
     )
 
 
@@ -488,6 +535,7 @@ def show(
         "1st embedded s",
         "calibrated s",
         "RSS MB",
+        "ceiling",
         "goal",
     )
     for column in columns:
@@ -512,6 +560,7 @@ def show(
             f"{r.first_embedded_s:.1f}",
             f"{r.calibrated_s:.1f}",
             f"{r.rss_mb:.0f}",
+            f"{r.ceiling:.1%}",
             met,
         )
     console.print(table)

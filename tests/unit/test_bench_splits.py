@@ -46,3 +46,29 @@ def test_dev_leaves_the_same_smp2017_labels_unregistered(bench, data):
     assert unregistered == {f"label{t.split()[-1]}" for t, lab in dev.test if lab == bench.OOS}
     assert len(unregistered) == 1 and all(t.startswith("develop") for t, _ in dev.test)
     assert unregistered.isdisjoint(lab for _, lab in test.train)
+
+
+def test_ceiling_is_the_best_threshold_at_the_recall_asked(bench):
+    labels = ["a", "a", "b", bench.OOS, bench.OOS, bench.OOS, bench.OOS]
+    best = [("a", 0.9), ("a", 0.3), ("a", 0.8), (None, 0.0), ("a", 0.2), ("b", 0.5), ("a", 0.85)]
+    # Refusing 3 of 4 out-of-scope texts needs t above 0.5: routes "a" at 0.9 (right) and
+    # "b"'s text at 0.8 (wrong capability): 1 of 3 in-scope texts right.
+    assert bench.ceiling(best, labels, 0.75) == pytest.approx(1 / 3)
+    # Half of them: t just above 0.2 also routes 0.3 rightly.
+    assert bench.ceiling(best, labels, 0.5) == pytest.approx(2 / 3)
+    # All of them: t above 0.85 keeps only the 0.9.
+    assert bench.ceiling(best, labels, 1.0) == pytest.approx(1 / 3)
+    assert bench.ceiling(best, labels, 0.0) == pytest.approx(2 / 3)  # nothing refused
+
+
+def test_best_candidate_reads_refused_decisions_too(bench):
+    refused = {
+        "capability": None,
+        "rule": "margin",
+        "candidates": [
+            {"capability": "x", "factors": {"match": 0.41}},
+            {"capability": "y", "factors": {"match": 0.47}},
+        ],
+    }
+    assert bench.best_candidate(refused) == ("y", 0.47)
+    assert bench.best_candidate({"capability": None, "candidates": []}) == (None, 0.0)
