@@ -1,4 +1,5 @@
-"""What the hot path's record-keeping costs: each recorder switched off in turn, in process.
+"""What the hot path's record-keeping and its delivery I/O cost: each switched off in turn,
+in process.
 
     .venv/bin/python bench/recording.py [--rounds 30] [--requests 6400] [--json out.json]
 
@@ -11,11 +12,15 @@ time, so only the coordinator's own work is timed (no client, no edge parsing).
 Each round runs the requests with every recorder on, then once with each variant
 switching some off: the spans kept for `/v1/traces`, the decision log, the request
 journal behind `agent-reach why`, the answer memory behind degraded answers, and all
-four. Reported: the CPU microseconds per request (process time, so the writer threads
-count) of each variant, and the median over rounds of its difference from the round's
-run with everything on. Paired rounds cancel the drift of a shared machine; single runs
-vary by ±10 % and more. A variant is a measurement, never a configuration: with a
-recorder off the coordinator would lose a feature it documents.
+four; and two that take the delivery's socket out, answering each delivery with the echo
+agent's own answer (a real one, kept from the first warm-up run) at once, or one
+event-loop iteration later: what the round trip to the agent costs, in Python and in the
+kernel, beyond the request's own work and beyond one suspension of it. Reported: the CPU
+microseconds per request (process time, so the writer threads count) of each variant,
+and the median over rounds of its difference from the round's run with everything on.
+Paired rounds cancel the drift of a shared machine; single runs vary by ±10 % and more.
+A variant is a measurement, never a configuration: with a recorder off the coordinator
+would lose a feature it documents, and without the socket it would deliver nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 from agent_reach.cli import GC_THRESHOLDS
 from agent_reach.config import Settings
 from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.pool import HttpPool, Response
 from agent_reach.invoke.service import InvokeService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.logging import configure_logging
@@ -64,27 +70,65 @@ def _off(self: object, *args: object, **kwargs: object) -> None:
     """A recorder that records nothing."""
 
 
-# variant -> the (class, method) pairs it switches off
-RECORDERS: dict[str, tuple[tuple[type, str], ...]] = {
-    "spans": ((Tracer, "_keep"),),
-    "decision log": ((DecisionLog, "record"),),
-    "journal": ((RequestJournal, "record"),),
-    "answer memory": ((AnswerMemory, "remember"),),
+_answer: list[Response] = []  # the echo agent's answer, kept by the first warm-up run
+
+
+async def _answered_at_once(self: object, *args: object, **kwargs: object) -> Response:
+    """A delivery that never leaves the process: the agent's answer, at once."""
+    return _answer[0]
+
+
+async def _answered_next_iteration(self: object, *args: object, **kwargs: object) -> Response:
+    """The same, after one turn of the event loop (the request suspends once)."""
+    await asyncio.sleep(0)
+    return _answer[0]
+
+
+Replacements = tuple[tuple[type, str, Callable[..., Any]], ...]
+
+
+def _off_all(*pairs: tuple[type, str]) -> Replacements:
+    return tuple((cls, name, _off) for cls, name in pairs)
+
+
+# variant -> the (class, method, replacement) triples it runs with
+RECORDERS: dict[str, Replacements] = {
+    "spans": _off_all((Tracer, "_keep")),
+    "decision log": _off_all((DecisionLog, "record")),
+    "journal": _off_all((RequestJournal, "record")),
+    "answer memory": _off_all((AnswerMemory, "remember")),
 }
-RECORDERS["all four"] = tuple(pair for pairs in RECORDERS.values() for pair in pairs)
+VARIANTS: dict[str, Replacements] = {
+    **RECORDERS,
+    "all four": tuple(triple for triples in RECORDERS.values() for triple in triples),
+    "socket (answered at once)": ((HttpPool, "request", _answered_at_once),),
+    "socket (answered next iteration)": ((HttpPool, "request", _answered_next_iteration),),
+}
 
 
 @contextlib.contextmanager
-def switched_off(pairs: tuple[tuple[type, str], ...]) -> Iterator[None]:
-    """The methods replaced by `_off` for the duration."""
-    saved = [(cls, name, cls.__dict__[name]) for cls, name in pairs]
-    for cls, name, _ in saved:
-        setattr(cls, name, _off)
+def replaced(triples: Replacements) -> Iterator[None]:
+    """The methods replaced for the duration."""
+    saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in triples]
+    for cls, name, replacement in triples:
+        setattr(cls, name, replacement)
     try:
         yield
     finally:
         for cls, name, method in saved:
             setattr(cls, name, method)
+
+
+def _keeping_the_answer() -> Replacements:
+    """HttpPool.request as it is, keeping the last answer for the socket variants."""
+    request = HttpPool.request
+
+    async def keep(self: HttpPool, *args: Any, **kwargs: Any) -> Response:
+        response = await request(self, *args, **kwargs)
+        _answer[:] = [response]
+        return response
+
+    return ((HttpPool, "request", keep),)
 
 
 def free_port() -> int:
@@ -114,13 +158,15 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
             gc.collect()
             gc.freeze()
             gc.set_threshold(*GC_THRESHOLDS)  # as `agent-reach serve`
-            for _ in range(WARMUP_RUNS):
+            with replaced(_keeping_the_answer()):
                 timed()
-            results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in RECORDERS}
+            for _ in range(WARMUP_RUNS - 1):
+                timed()
+            results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in VARIANTS}
             for _ in range(args.rounds):
                 results["everything on"].append(timed())
-                for variant, pairs in RECORDERS.items():
-                    with switched_off(pairs):
+                for variant, triples in VARIANTS.items():
+                    with replaced(triples):
                         results[variant].append(timed())
             return results
     finally:
@@ -197,7 +243,7 @@ def main() -> None:
     print(f"{args.rounds} paired rounds of {args.requests} requests, {IN_FLIGHT} in flight")
     for row in rows:
         print(
-            f"{row['variant']:<20} {row['cpu_us_per_request']:>7.1f} µs/request"
+            f"{row['variant']:<36} {row['cpu_us_per_request']:>7.1f} µs/request"
             f"   paired difference {row['paired_difference_us']:+6.1f} µs"
         )
     if args.json:
