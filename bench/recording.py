@@ -138,8 +138,34 @@ def free_port() -> int:
         return port
 
 
-def measure(args: argparse.Namespace) -> dict[str, list[float]]:
-    """CPU µs per request of each variant, one value per round."""
+@contextlib.contextmanager
+def deployed(tmp: Path, admin: str) -> Iterator[None]:
+    """The environment of `bench/overhead.py`'s coordinator, for one made in this process:
+    memory backend, keys, access rules, a quota, the decision log written to a file."""
+    (tmp / "policy.toml").write_text(BENCH_POLICY + BENCH_QUOTA)
+    saved = dict(os.environ)
+    os.environ.update(
+        AR_REGISTRY_BACKEND="memory",
+        AR_AUTH="on",
+        AR_ADMIN_KEY=admin,
+        AR_POLICY_FILE=str(tmp / "policy.toml"),
+        AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
+    )
+    configure_logging("warning", json=False)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def serving(admin: str, warmup: int) -> Iterator[Callable[[int], float]]:
+    """A coordinator in this process (its loop in a thread) with the echo agent registered
+    (a process on AGENT_CPU), warmed up with `WARMUP_RUNS` runs of `warmup` requests and
+    set up as `agent-reach serve` runs it: `timed(n)` makes n invokes, 64 at a time, and
+    returns the CPU µs per request. The first warm-up run keeps the agent's answer for
+    the socket variants."""
     agent_port = free_port()
     command = [sys.executable, str(REPO / "bench" / "echo_agent.py"), "--port", str(agent_port)]
     agent = subprocess.Popen(["taskset", "-c", str(AGENT_CPU), *command])
@@ -147,31 +173,37 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
         with ServerThread(create_app(Settings())) as server:
             assert isinstance(server.server, EdgeServer) and server.loop is not None
             wait_healthy("echo agent", agent, agent_port, "/health", Path(os.devnull))
-            caller_key = register_agent(server.port, agent_port, args.admin)
+            caller_key = register_agent(server.port, agent_port, admin)
             assert server.server.invoke is not None  # started
-            run = _runner(server.server.invoke, caller_key, args.requests)
-            loop = server.loop
+            service, loop = server.server.invoke, server.loop
 
-            def timed() -> float:
+            def timed(requests: int) -> float:
+                run = _runner(service, caller_key, requests)
                 return asyncio.run_coroutine_threadsafe(run(), loop).result()
 
             gc.collect()
             gc.freeze()
             gc.set_threshold(*GC_THRESHOLDS)  # as `agent-reach serve`
             with replaced(_keeping_the_answer()):
-                timed()
+                timed(warmup)
             for _ in range(WARMUP_RUNS - 1):
-                timed()
-            results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in VARIANTS}
-            for _ in range(args.rounds):
-                results["everything on"].append(timed())
-                for variant, triples in VARIANTS.items():
-                    with replaced(triples):
-                        results[variant].append(timed())
-            return results
+                timed(warmup)
+            yield timed
     finally:
         agent.terminate()
         agent.wait()
+
+
+def measure(args: argparse.Namespace) -> dict[str, list[float]]:
+    """CPU µs per request of each variant, one value per round."""
+    with serving(args.admin, args.requests) as timed:
+        results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in VARIANTS}
+        for _ in range(args.rounds):
+            results["everything on"].append(timed(args.requests))
+            for variant, triples in VARIANTS.items():
+                with replaced(triples):
+                    results[variant].append(timed(args.requests))
+        return results
 
 
 def _runner(
@@ -227,18 +259,8 @@ def main() -> None:
     args = parse_args()
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {COORDINATOR_CPU})
-    with tempfile.TemporaryDirectory() as directory:
-        tmp = Path(directory)
-        (tmp / "policy.toml").write_text(BENCH_POLICY + BENCH_QUOTA)
-        args.admin = secrets.token_urlsafe(32)
-        os.environ.update(
-            AR_REGISTRY_BACKEND="memory",
-            AR_AUTH="on",
-            AR_ADMIN_KEY=args.admin,
-            AR_POLICY_FILE=str(tmp / "policy.toml"),
-            AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
-        )
-        configure_logging("warning", json=False)
+    args.admin = secrets.token_urlsafe(32)
+    with tempfile.TemporaryDirectory() as directory, deployed(Path(directory), args.admin):
         rows = report(measure(args))
     print(f"{args.rounds} paired rounds of {args.requests} requests, {IN_FLIGHT} in flight")
     for row in rows:

@@ -1,0 +1,55 @@
+"""bench/instructions.py: callgrind's count read back, a request's share of it, the child run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench" / "instructions.py"
+
+VALGRIND_END = """\
+==4711== Events    : Ir
+==4711== Collected : 7897567957
+==4711==
+==4711== I   refs:      7,897,567,957
+"""
+
+
+def test_the_count_is_read_from_callgrinds_last_lines(bench):
+    assert bench.collected("noise\n" + VALGRIND_END) == 7_897_567_957
+
+
+def test_a_run_without_a_count_is_an_error_not_a_zero(bench):
+    with pytest.raises(RuntimeError, match="no count"):
+        bench.collected("==4711== Memcheck, a memory error detector\n")
+
+
+def test_a_request_costs_the_difference_over_the_requests(bench):
+    assert bench.per_request(7_897_567_957, 7_310_324_839, 1280) == pytest.approx(458_783.7, 0.1)
+    with pytest.raises(ValueError):
+        bench.per_request(100, 200, 10)
+    with pytest.raises(ValueError):
+        bench.per_request(200, 100, 0)
+
+
+def test_the_child_warms_up_then_invokes_with_its_variant_switched_off(bench):
+    # Without valgrind: the run callgrind counts, made for real, decisions counted.
+    from agent_reach.observability.decision_log import DecisionLog
+
+    record = DecisionLog.record
+    decided: list[str] = []
+
+    def counted(self, decision, **kwargs):
+        decided.append(kwargs["request_id"])
+        record(self, decision, **kwargs)
+
+    # one invoke checks the registration, then the warm-up runs (recording is imported by the bench)
+    warmups = 1 + bench.WARMUP * sys.modules["recording"].WARMUP_RUNS
+    with bench.replaced(((DecisionLog, "record", counted),)):
+        bench.child(64, bench.EVERYTHING_ON)
+        assert len(decided) == warmups + 64
+        decided.clear()
+        bench.child(64, "decision log")  # off for the measured invokes only
+        assert len(decided) == warmups
