@@ -197,7 +197,7 @@ def serving(admin: str, warmup: int) -> Iterator[Callable[[int], float]]:
 def measure(args: argparse.Namespace) -> dict[str, list[float]]:
     """CPU µs per request of each variant, one value per round."""
     with serving(args.admin, args.requests) as timed:
-        results: dict[str, list[float]] = {"everything on": []} | {v: [] for v in VARIANTS}
+        results: dict[str, list[float]] = {name: [] for name in ["everything on", *VARIANTS]}
         for _ in range(args.rounds):
             results["everything on"].append(timed(args.requests))
             for variant, triples in VARIANTS.items():
