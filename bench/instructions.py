@@ -11,7 +11,9 @@ once going on for `--requests` more invokes, 64 at a time. The difference over t
 requests is what one request costs the coordinator's process: its userland (Python,
 uvloop, orjson, pydantic-core, libc), not the kernel's share of its syscalls, and
 instructions, not cycles (a cache miss costs many). Each `--variant` of
-`bench/recording.py` is measured the same way and reported beside it.
+`bench/recording.py` is measured the same way and reported beside it. Work done on a
+clock (the decision log's and the answer memory's flushes) weighs more per request here
+than in a real run: callgrind slows the process ~50x, so each flush covers fewer requests.
 
 Runs two callgrinds at a time, each a minute or more (Python runs ~50x slower under
 it). Needs Debian's valgrind: `apt-get install -y valgrind`.
