@@ -304,6 +304,8 @@ def test_unknown_capability_is_404_no_capability(http):
         ({"capability": "echo", "max_hop": -1}, {}, 422, "validation_error"),
         ({"capability": "echo", "mystery": 1}, {}, 422, "validation_error"),
         ({"capability": "echo", "timeout_class": "eternal"}, {}, 422, "validation_error"),
+        # JSON allows any integer; a delivery carries 64-bit ones
+        ({"capability": "echo", "payload": {"n": [2**64]}}, {}, 422, "validation_error"),
         ({"capability": "echo"}, {"x-reach-hop": "many"}, 400, "invalid_hop"),
         ({"capability": "echo"}, {"x-reach-hop": "0"}, 508, "hop_limit"),
         ({"capability": "echo", "max_hop": 0}, {}, 508, "hop_limit"),
@@ -318,6 +320,21 @@ def test_bad_invocations_get_a_clear_error_and_reach_no_agent(
     assert response.status_code == status, response.text
     assert response.json()["error"]["code"] == code
     assert agent.received == []
+
+
+def test_a_payload_no_agent_could_read_says_where_and_why(http, register, fake_agents):
+    agent, endpoint = fake_agents()
+    register("a-1", endpoint, "echo")
+    response = http.post("/v1/invoke", json={"capability": "echo", "payload": {"n": 2**64}})
+    assert response.status_code == 422
+    [problem] = response.json()["error"]["problems"]
+    assert problem["field"] == "payload"
+    assert "cannot be delivered as JSON: Integer exceeds 64-bit range" in problem["problem"]
+    assert agent.received == []
+    assert http.post(
+        "/v1/invoke", json={"capability": "echo", "payload": {"n": 2**63 - 1}}
+    ).is_success
+    assert [d.body["payload"] for d in agent.received] == [{"n": 2**63 - 1}]
 
 
 def test_unknown_paths_and_methods_answer_json_errors(http):
