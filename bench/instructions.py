@@ -17,11 +17,16 @@ than in a real run: callgrind slows the process ~50x, so each flush covers fewer
 
 Runs two callgrinds at a time, each a minute or more (Python runs ~50x slower under
 it). Needs Debian's valgrind: `apt-get install -y valgrind`.
+
+`--bytecodes` instead traces the same requests in this process (no valgrind): the
+bytecodes executed and the Python frames entered or resumed per request, and the
+functions that execute the most.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import secrets
@@ -29,12 +34,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+from agent_reach.invoke.service import InvokeService
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
+import recording  # noqa: E402
 from recording import VARIANTS, deployed, replaced, serving  # noqa: E402
 
 WARMUP = 640  # requests per warm-up run: every code path taken and every cache filled
@@ -90,6 +102,76 @@ def child(requests: int, variant: str) -> None:
                 timed(requests)
 
 
+class Bytecodes:
+    """Bytecodes executed and frames entered (or resumed), per code object, of the runs
+    made while `traced_runs` is in force, in the thread that makes them."""
+
+    def __init__(self) -> None:
+        self.executed: Counter[CodeType] = Counter()
+        self.entered: Counter[CodeType] = Counter()
+
+    def _entered(self, frame: FrameType, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        self.entered[frame.f_code] += 1
+        return self._executed
+
+    def _executed(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            self.executed[frame.f_code] += 1
+        return self._executed
+
+    @contextlib.contextmanager
+    def traced_runs(self) -> Iterator[None]:
+        """bench/recording.py's runs traced in the coordinator's loop thread, where they run."""
+        runner = recording._runner
+
+        def traced(
+            service: InvokeService, key: str, requests: int
+        ) -> Callable[[], Coroutine[Any, Any, float]]:
+            run = runner(service, key, requests)
+
+            async def traced_run() -> float:
+                sys.settrace(self._entered)
+                try:
+                    return await run()
+                finally:
+                    sys.settrace(None)
+
+            return traced_run
+
+        recording._runner = traced
+        try:
+            yield
+        finally:
+            recording._runner = runner
+
+
+def trace_bytecodes(requests: int) -> Bytecodes:
+    """The bytecodes of `requests` invokes after the warm-up."""
+    counts = Bytecodes()
+    admin = secrets.token_urlsafe(32)
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        deployed(Path(directory), admin),
+        serving(admin, WARMUP) as timed,
+        counts.traced_runs(),
+    ):
+        timed(requests)
+    return counts
+
+
+def print_bytecodes(counts: Bytecodes, requests: int, top: int = 15) -> None:
+    executed = sum(counts.executed.values())
+    entered = sum(counts.entered.values())
+    print(
+        f"{requests} requests: {executed / requests:,.0f} bytecodes and "
+        f"{entered / requests:,.1f} Python frames entered or resumed per request"
+    )
+    for code, n in counts.executed.most_common(top):
+        where = f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_qualname}"
+        print(f"{n / requests:8,.0f}  {where}")
+
+
 def measure(requests: int, variants: list[str]) -> dict[str, float]:
     """Instructions per request of everything on and of each variant."""
     names = [EVERYTHING_ON, *variants]
@@ -113,6 +195,9 @@ def parse_args() -> argparse.Namespace:
         help="also measure with this part switched off (bench/recording.py's variants)",
     )
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--bytecodes", action="store_true", help="trace the bytecodes instead (no valgrind)"
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-variant", default=EVERYTHING_ON, help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -122,6 +207,9 @@ def main() -> None:
     args = parse_args()
     if args.child is not None:
         child(args.child, args.child_variant)
+        return
+    if args.bytecodes:
+        print_bytecodes(trace_bytecodes(args.requests), args.requests)
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is missing; install it with: apt-get install -y valgrind")

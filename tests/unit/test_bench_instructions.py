@@ -53,3 +53,16 @@ def test_the_child_warms_up_then_invokes_with_its_variant_switched_off(bench):
         decided.clear()
         bench.child(64, "decision log")  # off for the measured invokes only
         assert len(decided) == warmups
+
+
+def test_bytecodes_are_counted_in_the_loop_thread_for_the_measured_requests_only(bench):
+    from agent_reach.server.fastpath import answer_invoke
+
+    recording = sys.modules["recording"]
+    runner = recording._runner
+    counts = bench.trace_bytecodes(64)
+    assert recording._runner is runner  # restored
+    entered = {code.co_qualname: n for code, n in counts.entered.items()}
+    # each request enters the fast path once and resumes it at least once, after its delivery
+    assert entered["answer_invoke"] >= 2 * 64
+    assert counts.executed[answer_invoke.__code__] > 64 * 100
