@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 import recording  # noqa: E402
-from recording import VARIANTS, deployed, replaced, serving  # noqa: E402
+from recording import IN_FLIGHT, VARIANTS, deployed, replaced, serving  # noqa: E402
 
 WARMUP = 640  # requests per warm-up run: every code path taken and every cache filled
 EVERYTHING_ON = "everything on"
@@ -200,7 +200,10 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-variant", default=EVERYTHING_ON, help=argparse.SUPPRESS)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.requests <= 0 or args.requests % IN_FLIGHT:
+        parser.error(f"--requests must be a positive multiple of {IN_FLIGHT} (the callers)")
+    return args
 
 
 def main() -> None:

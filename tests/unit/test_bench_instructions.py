@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,3 +67,11 @@ def test_bytecodes_are_counted_in_the_loop_thread_for_the_measured_requests_only
     # each request enters the fast path once and resumes it at least once, after its delivery
     assert entered["answer_invoke"] >= 2 * 64
     assert counts.executed[answer_invoke.__code__] > 64 * 100
+
+
+def test_requests_that_the_callers_cannot_share_evenly_are_refused():
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--requests", "100"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "--requests must be a positive multiple of 64" in done.stderr
