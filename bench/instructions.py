@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import json
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -47,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
 import recording  # noqa: E402
-from recording import IN_FLIGHT, VARIANTS, deployed, replaced, serving  # noqa: E402
+from recording import IN_FLIGHT, VARIANTS, coordinator, replaced  # noqa: E402
 
 WARMUP = 640  # requests per warm-up run: every code path taken and every cache filled
 EVERYTHING_ON = "everything on"
@@ -91,12 +90,7 @@ def count(requests: int, variant: str) -> int:
 
 def child(requests: int, variant: str) -> None:
     """Warm up, then make `requests` invokes with `variant`'s replacements."""
-    admin = secrets.token_urlsafe(32)
-    with (
-        tempfile.TemporaryDirectory() as directory,
-        deployed(Path(directory), admin),
-        serving(admin, WARMUP) as timed,
-    ):
+    with coordinator(WARMUP) as timed:
         if requests:
             with replaced(VARIANTS.get(variant, ())):
                 timed(requests)
@@ -149,13 +143,7 @@ class Bytecodes:
 def trace_bytecodes(requests: int) -> Bytecodes:
     """The bytecodes of `requests` invokes after the warm-up."""
     counts = Bytecodes()
-    admin = secrets.token_urlsafe(32)
-    with (
-        tempfile.TemporaryDirectory() as directory,
-        deployed(Path(directory), admin),
-        serving(admin, WARMUP) as timed,
-        counts.traced_runs(),
-    ):
+    with coordinator(WARMUP) as timed, counts.traced_runs():
         timed(requests)
     return counts
 

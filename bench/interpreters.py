@@ -19,18 +19,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import statistics
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from recording import COORDINATOR_CPU, deployed, serving  # noqa: E402
+from recording import COORDINATOR_CPU, coordinator  # noqa: E402
 
 WARMUP = 6400  # requests per warm-up run, as bench/recording.py's default
 READY = "ready"
@@ -41,12 +39,7 @@ def serve_lines(warmup: int) -> None:
     request of N invokes, until standard input ends."""
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {COORDINATOR_CPU})
-    admin = secrets.token_urlsafe(32)
-    with (
-        tempfile.TemporaryDirectory() as directory,
-        deployed(Path(directory), admin),
-        serving(admin, warmup) as timed,
-    ):
+    with coordinator(warmup) as timed:
         print(READY, flush=True)
         for line in sys.stdin:
             print(f"{timed(int(line)):.3f}", flush=True)

@@ -139,7 +139,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def deployed(tmp: Path, admin: str) -> Iterator[None]:
+def _deployed(tmp: Path, admin: str) -> Iterator[None]:
     """The environment of `bench/overhead.py`'s coordinator, for one made in this process:
     memory backend, keys, access rules, a quota, the decision log written to a file."""
     (tmp / "policy.toml").write_text(BENCH_POLICY + BENCH_QUOTA)
@@ -160,7 +160,7 @@ def deployed(tmp: Path, admin: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def serving(admin: str, warmup: int) -> Iterator[Callable[[int], float]]:
+def _serving(admin: str, warmup: int) -> Iterator[Callable[[int], float]]:
     """A coordinator in this process (its loop in a thread) with the echo agent registered
     (a process on AGENT_CPU), warmed up with `WARMUP_RUNS` runs of `warmup` requests and
     set up as `agent-reach serve` runs it: `timed(n)` makes n invokes, 64 at a time, and
@@ -194,9 +194,22 @@ def serving(admin: str, warmup: int) -> Iterator[Callable[[int], float]]:
         agent.wait()
 
 
+@contextlib.contextmanager
+def coordinator(warmup: int) -> Iterator[Callable[[int], float]]:
+    """`_serving` in the environment `_deployed` makes, with a fresh admin key: the
+    coordinator every bench built on this one measures."""
+    admin = secrets.token_urlsafe(32)
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        _deployed(Path(directory), admin),
+        _serving(admin, warmup) as timed,
+    ):
+        yield timed
+
+
 def measure(args: argparse.Namespace) -> dict[str, list[float]]:
     """CPU µs per request of each variant, one value per round."""
-    with serving(args.admin, args.requests) as timed:
+    with coordinator(args.requests) as timed:
         results: dict[str, list[float]] = {name: [] for name in ["everything on", *VARIANTS]}
         for _ in range(args.rounds):
             results["everything on"].append(timed(args.requests))
@@ -259,9 +272,7 @@ def main() -> None:
     args = parse_args()
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {COORDINATOR_CPU})
-    args.admin = secrets.token_urlsafe(32)
-    with tempfile.TemporaryDirectory() as directory, deployed(Path(directory), args.admin):
-        rows = report(measure(args))
+    rows = report(measure(args))
     print(f"{args.rounds} paired rounds of {args.requests} requests, {IN_FLIGHT} in flight")
     for row in rows:
         print(
