@@ -19,9 +19,12 @@ from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
+# The retry must connect afresh and be answered within the class's time: 0.3 s left no
+# room on a loaded CI host, where a connect on loopback once took longer (the loop thread
+# shares the GIL with the test's agents); 1 s does, and the slow agent outlasts it.
 POLICY = """
 [timeout_classes.quick]
-timeout_s = 0.3
+timeout_s = 1.0
 retries = 0
 """
 
@@ -46,7 +49,7 @@ def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
 def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
     coordinator: str,
 ) -> None:
-    slow, preferred = FakeAgent(name="slow", delay_s=1.0), FakeAgent(name="preferred")
+    slow, preferred = FakeAgent(name="slow", delay_s=3.0), FakeAgent(name="preferred")
     with (
         ServerThread(slow) as slow_server,
         ServerThread(preferred) as preferred_server,
