@@ -32,7 +32,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screensh
 # `quick` re-sends a timed-out request once, so a slow agent makes a visible retry.
 POLICY = """
 [timeout_classes.quick]
-timeout_s = 0.3
+timeout_s = 1.0
 retries = 1
 
 [delivery]

@@ -81,7 +81,7 @@ def test_an_agent_killed_under_load_turns_suspect_then_offline(
 def test_a_requests_trace_shows_its_hops_and_a_retry(
     page, coordinator, http, start_agent, screenshot
 ):
-    start_agent("slow-1", ["kb.search"], delay_s=1.0, timeout_class="quick", weight=2.0)
+    start_agent("slow-1", ["kb.search"], delay_s=3.0, timeout_class="quick", weight=2.0)
     start_agent("fast-1", ["kb.search"], timeout_class="quick", display_name="快速")
     answer = http.post("/v1/invoke", json={"capability": "kb.search"}).json()
     assert answer["agent_id"] == "fast-1"

@@ -15,10 +15,10 @@ from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
-# 0.3 s per try, one re-send allowed, no pause before it.
+# 1 s per try, one re-send allowed, no pause before it.
 POLICY = """
 [timeout_classes.query]
-timeout_s = 0.3
+timeout_s = 1.0
 retries = 1
 
 [delivery]
@@ -71,7 +71,7 @@ def register(http: httpx.Client, agent_id: str, endpoint: str, weight: float = 1
 def test_a_timeout_then_an_unreachable_instance_is_the_timeout_never_a_parked_request(
     coordinator: httpx.Client, closed_port: int
 ) -> None:
-    agent = FakeAgent(delay_s=1.0)
+    agent = FakeAgent(delay_s=3.0)
     with ServerThread(agent) as server:
         register(coordinator, "a-slow", f"{server.url}/invoke")  # chosen first: higher weight
         register(coordinator, "b-down", f"http://127.0.0.1:{closed_port}/invoke", weight=0.5)

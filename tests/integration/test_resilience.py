@@ -14,11 +14,11 @@ from agent_reach.testing.waiting import wait_until
 
 POLICY = """
 [timeout_classes.quick]
-timeout_s = 0.3
+timeout_s = 1.0
 retries = 1
 
 [timeout_classes.strict]
-timeout_s = 0.3
+timeout_s = 1.0
 
 [delivery]
 backoff_s = [0.05]
@@ -65,7 +65,7 @@ def test_refused_connections_move_on_without_waiting(http, register, fake_agents
 
 
 def test_a_timeout_in_a_class_without_retries_is_504_outcome_unknown(http, register, fake_agents):
-    _slow, endpoint = fake_agents(delay_s=1.0)
+    _slow, endpoint = fake_agents(delay_s=3.0)
     fast, fast_endpoint = fake_agents()
     register("slow-1", endpoint, "echo", timeout_class="strict", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="strict")
@@ -77,7 +77,7 @@ def test_a_timeout_in_a_class_without_retries_is_504_outcome_unknown(http, regis
 
 
 def test_a_timeout_is_resent_once_to_another_instance(http, register, fake_agents):
-    _slow, endpoint = fake_agents(delay_s=1.0)
+    _slow, endpoint = fake_agents(delay_s=3.0)
     fast, fast_endpoint = fake_agents()
     register("slow-1", endpoint, "echo", timeout_class="quick", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="quick")

@@ -23,7 +23,7 @@ CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
 POLICY = """
 [timeout_classes.quick]
-timeout_s = 0.3
+timeout_s = 1.0
 retries = 1
 
 [delivery]
@@ -112,7 +112,7 @@ def test_every_attempt_is_a_span_with_agent_number_status_and_timings(http, regi
 
 
 def test_a_timed_out_attempt_and_its_resend_are_both_in_the_trace(http, register, fake_agents):
-    _, slow_endpoint = fake_agents(delay_s=1.0)
+    _, slow_endpoint = fake_agents(delay_s=3.0)
     _, fast_endpoint = fake_agents()
     register("slow-1", slow_endpoint, "echo", timeout_class="quick", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="quick")

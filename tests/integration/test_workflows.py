@@ -18,7 +18,7 @@ FINAL = {"X-Reach-Retryable": "false"}  # an agent failure the agent made final:
 
 POLICY = """
 [timeout_classes.query]
-timeout_s = 0.5
+timeout_s = 2.0
 
 [timeout_classes.slow]
 timeout_s = 2.0
@@ -39,7 +39,7 @@ max_parallel = 4
 
 @pytest.fixture
 def coordinator(settings: Settings, tmp_path) -> Iterator[str]:
-    """A coordinator with short timeouts, a 2 s parking window and a 6-step limit."""
+    """A coordinator with 2 s timeouts, a 2 s parking window and a 6-step limit."""
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY, encoding="utf-8")
     fast = settings.model_copy(update={"policy_file": policy, "probe_interval_s": 0.2})
