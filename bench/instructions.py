@@ -206,7 +206,7 @@ def main() -> None:
         sys.exit("valgrind is missing; install it with: apt-get install -y valgrind")
     figures = measure(args.requests, args.variant)
     base = figures[EVERYTHING_ON]
-    print(f"{args.requests} requests, 64 in flight, {Path(sys.executable).resolve()}")
+    print(f"{args.requests} requests, {IN_FLIGHT} in flight, {Path(sys.executable).resolve()}")
     for name, value in figures.items():
         difference = "" if name == EVERYTHING_ON else f"   difference {value - base:+9,.0f}"
         label = name if name == EVERYTHING_ON else f"{name} off"
