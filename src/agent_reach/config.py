@@ -56,6 +56,13 @@ MIN_CONTEXT_SECRET_CHARS = 32  # an HMAC-SHA256 key shorter than this is refused
 # An operator-chosen admin key shorter than this is refused (as security.keys refuses it).
 MIN_ADMIN_KEY_CHARS = 24
 MIN_METRICS_TOKEN_CHARS = 24  # as long as the shortest admin key accepted
+# OIDC: 30 s of clock skew (PyJWT's docs suggest "a few seconds" to a minute); a JWKS is
+# used for 5 min unless refetched earlier for an unknown kid, at most once per 10 s
+# per issuer (so a flood of forged kids cannot hammer the IdP).
+DEFAULT_OIDC_LEEWAY_S = 30.0
+DEFAULT_JWKS_TTL_S = 300.0
+DEFAULT_JWKS_REFRESH_S = 10.0
+DEFAULT_OIDC_TIMEOUT_S = 2.0
 
 
 class Settings(BaseSettings):
@@ -193,6 +200,85 @@ class Settings(BaseSettings):
         description="a bearer token that opens /metrics and nothing else (AR_METRICS_TOKEN), "
         "for a Prometheus scraper; without it /metrics needs an observer or admin key",
     )
+
+    # Identity (docs/security.md, "Identity and TLS").
+    oidc_issuer: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="issuer URL(s) whose bearer tokens (JWTs) are accepted beside API keys "
+        "(AR_OIDC_ISSUER, comma separated); each one's discovery document names its JWKS",
+    )
+    oidc_audience: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="the audience(s) a token must carry (AR_OIDC_AUDIENCE, comma separated); "
+        "the MCP face also accepts its own resource URL",
+    )
+    oidc_principal_claim: str = Field("sub", min_length=1, max_length=128)
+    oidc_role_claim: str = Field("reach_role", min_length=1, max_length=128)
+    oidc_grants_claim: str = Field("reach_capabilities", min_length=1, max_length=128)
+    oidc_domain_claim: str = Field("reach_domain", min_length=1, max_length=128)
+    oidc_leeway_s: float = Field(
+        DEFAULT_OIDC_LEEWAY_S, ge=0, le=300, description="clock skew allowed on exp, nbf, iat"
+    )
+    oidc_jwks_ttl_s: float = Field(
+        DEFAULT_JWKS_TTL_S, gt=0, le=86_400, description="how long a fetched JWKS is used"
+    )
+    oidc_jwks_refresh_s: float = Field(
+        DEFAULT_JWKS_REFRESH_S,
+        ge=0,
+        le=3600,
+        description="at most one refetch per issuer this often for a token with an unknown kid",
+    )
+    oidc_timeout_s: float = Field(
+        DEFAULT_OIDC_TIMEOUT_S, gt=0, le=30, description="discovery and JWKS fetch timeout"
+    )
+    oidc_ca_file: Path | None = Field(
+        None, description="CA bundle that the IdP's https certificate is verified against"
+    )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="browser origins allowed beside the coordinator's own (AR_ALLOWED_ORIGINS, "
+        "comma separated, e.g. https://console.example.com); `*` allows any",
+    )
+    # TLS in (the coordinator's own port) and out (deliveries and probes to https agents).
+    tls_cert: Path | None = Field(None, description="PEM certificate (chain): serve HTTPS")
+    tls_key: Path | None = Field(None, description="PEM private key of AR_TLS_CERT")
+    tls_client_ca: Path | None = Field(
+        None, description="PEM CA(s): clients must present a certificate they issued (mTLS)"
+    )
+    agent_ca_file: Path | None = Field(
+        None, description="PEM CA(s) that https agents' certificates are verified against"
+    )
+    agent_client_cert: Path | None = Field(
+        None, description="PEM certificate presented to https agents that ask for one"
+    )
+    agent_client_key: Path | None = Field(None, description="PEM private key of it")
+
+    @field_validator("oidc_issuer", "oidc_audience", "allowed_origins", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _issuers_are_urls(cls, issuers: list[str]) -> list[str]:
+        for issuer in issuers:
+            if not issuer.startswith(("https://", "http://")):
+                raise ValueError(f"AR_OIDC_ISSUER: {issuer!r} is not an http(s) URL")
+        return issuers
+
+    @model_validator(mode="after")
+    def _tls_pairs(self) -> Settings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("AR_TLS_CERT and AR_TLS_KEY go together")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("AR_TLS_CLIENT_CA needs AR_TLS_CERT and AR_TLS_KEY")
+        if (self.agent_client_cert is None) != (self.agent_client_key is None):
+            raise ValueError("AR_AGENT_CLIENT_CERT and AR_AGENT_CLIENT_KEY go together")
+        if self.oidc_issuer and not self.oidc_audience:
+            raise ValueError("AR_OIDC_ISSUER needs AR_OIDC_AUDIENCE (the audience tokens carry)")
+        return self
 
     @model_validator(mode="before")
     @classmethod
