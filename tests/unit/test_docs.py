@@ -27,7 +27,7 @@ DOCS = REPOSITORY / "docs"
 DOCUMENTS = [REPOSITORY / "README.md", *sorted(DOCS.glob("*.md"))]
 REQUIRED_DOCS = ("agent-contract.md", "api.md", "configuration.md", "policy.md")
 # Raised on the client side (CLI, SDK, demo, test kit), never answered by a coordinator.
-CLIENT_SIDE = ("cli.py", "sdk", "demo", "testing")
+CLIENT_SIDE = ("cli", "sdk", "demo", "testing")
 # `error_from_body` makes it when an answer is no error body at all: the SDK's code.
 CLIENT_CODES = {"unexpected_answer"}
 # Raised through a helper or a constant, not a `code=` literal (checked to exist below).
@@ -92,7 +92,7 @@ def _default(value: Any) -> str:
 
 def test_the_configuration_doc_names_every_setting_with_its_default() -> None:
     rows = dict(SETTING_ROW.findall(_text("configuration.md")))
-    cli = set(ENVVAR.findall((SOURCE / "cli.py").read_text(encoding="utf-8")))
+    cli = {n for p in (SOURCE / "cli").glob("*.py") for n in ENVVAR.findall(p.read_text("utf-8"))}
     settings = {
         f"AR_{name.upper()}": field.get_default(call_default_factory=True)
         for name, field in Settings.model_fields.items()

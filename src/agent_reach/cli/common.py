@@ -1,0 +1,111 @@
+"""What every command shares: the coordinator and key options, calls, error reporting."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import httpx
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from agent_reach.errors import (
+    ReachError,
+    Unauthorized,
+    error_from_body,
+)
+
+DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # `agent-reach serve` listens on 8500
+
+API_KEY_HINT = "pass a key with --api-key KEY or set AR_API_KEY=KEY (keys: agent-reach keys create)"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+CoordinatorUrl = Annotated[
+    str,
+    typer.Option("--coordinator", envvar="AR_COORDINATOR_URL", help="Base URL of the coordinator."),
+]
+ApiKey = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="AR_API_KEY", help="API key (Bearer); env AR_API_KEY."),
+]
+
+
+def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn Agent-Reach and validation errors into one red line and exit status 1."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except ReachError as exc:
+            lines = [f"{exc.code}: {exc.message}", *_server_problems(exc)]
+            if isinstance(exc, Unauthorized):
+                lines.append(API_KEY_HINT)
+        except ValidationError as exc:
+            lines = [f"validation_error: {_problems(exc)}"]
+        console = Console(stderr=True)
+        console.print(f"[bold red]error[/] {escape(lines[0])}", soft_wrap=True)
+        for line in lines[1:]:
+            console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1)
+
+    return run
+
+
+def status_text(status: str, is_error: bool) -> Text:
+    return Text(status, style="bold red" if is_error else "bold green")
+
+
+def call(
+    coordinator: str,
+    api_key: str | None,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+) -> bytes:
+    """One call to the coordinator; error answers raise their `ReachError` class."""
+    url = coordinator.rstrip("/") + path
+    sent = {**(headers or {}), **({"authorization": f"Bearer {api_key}"} if api_key else {})}
+    try:
+        response = httpx.request(method, url, json=body, headers=sent, timeout=10)
+    except httpx.TransportError as exc:
+        raise ReachError(
+            f"could not reach the coordinator at {coordinator}: {exc}",
+            code="coordinator_unreachable",
+        ) from None
+    if not response.is_success:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        raise error_from_body(response.status_code, body)
+    return response.content
+
+
+def optional(value: float | None, template: str) -> str:
+    return "-" if value is None else template.format(value)
+
+
+def _server_problems(exc: ReachError) -> list[str]:
+    """The `problems` of a server's validation error, one `field: reason` each."""
+    problems = exc.details.get("problems")
+    if not isinstance(problems, list):
+        return []
+    return [
+        f"{p.get('field') or 'body'}: {p.get('problem')}" for p in problems if isinstance(p, dict)
+    ]
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
+        for error in exc.errors()
+    )

@@ -1,0 +1,22 @@
+"""`agent-reach demo`: the customer-service scenario on loopback."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agent_reach.cli.common import (
+    reporting_errors,
+)
+from agent_reach.demo import run_demo as run_demo_scenario
+
+
+@reporting_errors
+def demo(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show every answer in full.")
+    ] = False,
+) -> None:
+    """Run the customer-service scenario on loopback: coordinator and agents in-process."""
+    raise typer.Exit(run_demo_scenario(verbose=verbose))

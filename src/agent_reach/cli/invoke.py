@@ -1,0 +1,42 @@
+"""`agent-reach invoke`: send one request and print its answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+
+from agent_reach.cli.common import (
+    DEFAULT_COORDINATOR_URL,
+    ApiKey,
+    CoordinatorUrl,
+    reporting_errors,
+)
+from agent_reach.errors import (
+    InvalidRequest,
+)
+from agent_reach.sdk.client import SyncReachClient
+
+
+@reporting_errors
+def invoke(
+    capability: Annotated[str, typer.Argument(help="Capability tag, e.g. inventory.check.")],
+    payload: Annotated[str, typer.Option(help="The payload as JSON.")] = "null",
+    coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
+    api_key: ApiKey = None,
+) -> None:
+    """Route a request to the best live instance of CAPABILITY and print its answer."""
+    try:
+        body = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"--payload is not valid JSON: {exc}", code="invalid_json") from None
+    with SyncReachClient(coordinator, api_key=api_key) as client:
+        answer = client.invoke(capability, payload=body)
+    console = Console()
+    console.print(
+        f"[bold]{answer.status}[/] from [bold cyan]{answer.agent_id}[/] "
+        f"(request {answer.request_id}, trace {answer.trace_id})"
+    )
+    console.print_json(orjson.dumps(answer.result).decode())
