@@ -1,7 +1,7 @@
 """Every error Agent-Reach raises, and the one table that maps it to HTTP.
 
 ReachError
-  Unauthorized             401 unauthorized: no valid API key
+  Unauthorized             401 unauthorized: no valid API key (token_*: a bearer token that fails)
   Forbidden                403 forbidden: the key's principal may not do this
   QuotaExceeded            429 quota_exceeded: try again after `retry_after_s`
   CallerError              the caller must change the request (4xx)
@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+REALM = 'Bearer realm="agent-reach"'  # the RFC 6750 challenge of every 401
+
 
 class ReachError(Exception):
     """Root of every Agent-Reach error: a stable `code`, an HTTP `status`, a safe message."""
@@ -59,16 +61,30 @@ class ReachError(Exception):
         seconds = self.details.get("retry_after_s")
         return None if seconds is None else str(max(1, math.ceil(float(seconds))))
 
+    def challenge(self) -> str | None:
+        """The `WWW-Authenticate` header value (RFC 6750) when the error asks for credentials."""
+        return None
+
     def to_body(self) -> dict[str, Any]:
         """The wire form: ``{"error": {"code", "message", **details}}``."""
         return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
 class Unauthorized(ReachError):
-    """No valid API key: missing, malformed, unknown or revoked (one answer for all)."""
+    """No valid API key: missing, malformed, unknown or revoked (one answer for all).
+
+    A bearer token that does not verify is one too, with its own code (`token_expired`,
+    `token_not_yet_valid`, `token_audience`, `token_issuer`, `token_signature`,
+    `token_malformed`) and an RFC 6750 `invalid_token` challenge."""
 
     status = 401
     code = "unauthorized"
+
+    def challenge(self) -> str | None:
+        if not self.code.startswith("token_"):
+            return REALM
+        description = "".join(c for c in self.message if c.isprintable() and c not in '"\\')
+        return f'{REALM}, error="invalid_token", error_description="{description[:200]}"'
 
 
 class Forbidden(ReachError):
@@ -316,6 +332,10 @@ def error_from_body(status: int, body: Any) -> ReachError:
 
 
 def _closest_by_status(status: int) -> type[ReachError]:
+    if status == 401:
+        return Unauthorized
+    if status == 403:
+        return Forbidden
     if status == 404:
         return NotFound
     if status == 409:

@@ -11,6 +11,7 @@ from agent_reach.backends.protocols import (
     FleetLoadStore,
     IdempotencyStore,
     JournalStore,
+    KeySetStore,
     KeyStore,
     LearningStore,
     PolicyStore,
@@ -36,6 +37,7 @@ class Backends:
     journal: JournalStore
     answers: AnswerCache
     keys: KeyStore
+    keysets: KeySetStore
     quotas: QuotaStore
     contexts: ContextStore
     fleet_load: FleetLoadStore

@@ -523,6 +523,17 @@ class WorkflowStore(Protocol):
         """The definition, or None when nothing is saved under `key`."""
 
 
+class KeySetStore(Protocol):
+    """Key sets by name (an IdP's fetched JWKS, the coordinator's own signing keys), shared
+    by every coordinator of a backend so one refresh serves them all."""
+
+    async def put(self, name: str, document: bytes, ttl_s: float) -> None:
+        """Store `document` under `name` for `ttl_s` seconds (replacing what was there)."""
+
+    async def get(self, name: str) -> bytes | None:
+        """The document, or None when none is stored or it has expired."""
+
+
 class WhyStore(Protocol):
     """What `agent-reach why` keeps of answered requests for every coordinator to read: a
     short list of records per request id, expiring as a whole (shared backends only)."""

@@ -23,6 +23,7 @@ class Answer:
     retry_after: str | None = None  # the Retry-After header, for 429 and 503
     # An agent's event stream, relayed by the edge; `body` is empty until it has ended.
     stream: EventStream | None = None
+    challenge: str | None = None  # the WWW-Authenticate header, for 401
 
     @classmethod
     def of(cls, status: int, document: Any) -> Answer:
@@ -30,4 +31,9 @@ class Answer:
 
     @classmethod
     def of_error(cls, exc: ReachError) -> Answer:
-        return cls(exc.status, orjson.dumps(exc.to_body()), retry_after=exc.retry_after())
+        return cls(
+            exc.status,
+            orjson.dumps(exc.to_body()),
+            retry_after=exc.retry_after(),
+            challenge=exc.challenge(),
+        )

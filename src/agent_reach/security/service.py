@@ -21,6 +21,8 @@ from agent_reach.backends.protocols import KeyStore, QuotaStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, Unauthorized
+from agent_reach.identity.certificates import PeerCertificate, certificate_principal
+from agent_reach.identity.oidc import OidcVerifier, looks_like_jwt, open_oidc
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
@@ -43,6 +45,10 @@ KEY_CACHE_S = 1.0  # issue 6: a revocation is effective on every coordinator wit
 KEY_CACHE_MAX = 10_000  # distinct key ids cached; more flush the cache
 RULES_CACHE_MAX = 10_000  # (principal, capability) pairs whose rules are kept per policy
 _SAME_ANSWER = "a valid API key is required (Authorization: Bearer <key>)"
+_NO_CERTIFICATE_MAPPING = (
+    "the client certificate maps to no principal ([[identity.certificates]] in the "
+    "policy); send a credential (Authorization: Bearer <key>)"
+)
 
 _Cached = tuple[KeyRecord | None, Principal, float]
 
@@ -61,8 +67,10 @@ class SecurityService:
         enabled: bool,
         guard: EndpointGuard,
         metrics_digest: str | None = None,
+        tokens: OidcVerifier | None = None,
     ) -> None:
         self.guard = guard
+        self.tokens = tokens
         self._metrics_digest = metrics_digest
         self.keys = keys
         self.quotas = quotas
@@ -79,20 +87,46 @@ class SecurityService:
         self._verdicts: dict[tuple[Principal, str], AccessDecision] = {}
         self._buckets: dict[tuple[Principal, str], list[tuple[str, float, int]]] = {}
 
-    async def authenticate(self, authorization: str | None) -> Principal:
-        """The principal of a `Bearer` key; `Unauthorized` (the same answer) for any bad key."""
-        principal = self.authenticate_cached(authorization)
+    async def authenticate(
+        self,
+        authorization: str | None,
+        peer: PeerCertificate | None = None,
+        *,
+        resource: str | None = None,
+    ) -> Principal:
+        """The principal of a `Bearer` API key or IdP token; `Unauthorized` (the same
+        answer) for any bad key, a `token_*` code for a bad token. `resource`: the MCP
+        face's URL, an audience its tokens may carry."""
+        principal = self.authenticate_cached(authorization, peer, resource=resource)
         if principal is not None:
             return principal
-        key_id, secret = _bearer(authorization)
+        credential = _bearer(authorization)
+        if self.tokens is not None and looks_like_jwt(credential):
+            return await self.tokens.verify(credential, resource)
+        key_id, secret = split_key(credential)
         return _verified(await self._fetch(key_id), secret)
 
-    def authenticate_cached(self, authorization: str | None) -> Principal | None:
-        """`authenticate` without waiting: None when the key's record must be read first
-        (then `authenticate` reads it); the same answers otherwise."""
+    def authenticate_cached(
+        self,
+        authorization: str | None,
+        peer: PeerCertificate | None = None,
+        *,
+        resource: str | None = None,
+    ) -> Principal | None:
+        """`authenticate` without waiting: None when the key's record (or the token's
+        key set) must be read first; the same answers otherwise. Without Authorization,
+        `peer` (a client certificate the handshake verified) is the credential."""
         if not self.enabled:
             return ANONYMOUS
-        key_id, secret = _bearer(authorization)
+        if authorization is None and peer is not None:
+            principal = certificate_principal(self.policy().identity, peer)
+            if principal is None:
+                raise Unauthorized(_NO_CERTIFICATE_MAPPING)
+            return principal
+        credential = _bearer(authorization)
+        if self.tokens is not None and looks_like_jwt(credential):
+            return self.tokens.kept(credential, resource)
+        key_id, secret = split_key(credential)
         cached = self._cache.get(key_id)
         if cached is None or self.clock.monotonic() - cached[2] >= KEY_CACHE_S:
             return None
@@ -150,6 +184,11 @@ class SecurityService:
         await self.guard.check_url(transport.endpoint)
         if transport.health_endpoint:
             await self.guard.check_url(transport.health_endpoint, "health_endpoint")
+
+    async def aclose(self) -> None:
+        """Close the IdP client, if tokens are accepted."""
+        if self.tokens is not None:
+            await self.tokens.keysets.aclose()
 
     def forget(self, key_id: str) -> None:
         """Drop a cached key record at once (this coordinator just revoked it)."""
@@ -272,15 +311,16 @@ async def open_security(
         enabled=enabled,
         guard=EndpointGuard(settings.endpoint_allow),
         metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
+        tokens=open_oidc(settings, backends, policy, clock),
     )
 
 
-def _bearer(authorization: str | None) -> tuple[str, str]:
-    """(key_id, secret) of a `Bearer` header; `Unauthorized` for anything else."""
-    scheme, _, key = (authorization or "").strip().partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
+def _bearer(authorization: str | None) -> str:
+    """The credential of a `Bearer` header; `Unauthorized` for anything else."""
+    scheme, _, credential = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not credential.strip():
         raise Unauthorized(_SAME_ANSWER)
-    return split_key(key.strip())
+    return credential.strip()
 
 
 def _verified(cached: _Cached, secret: str) -> Principal:

@@ -20,6 +20,7 @@ import httptools
 import structlog
 
 from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.identity.certificates import PeerCertificate, tls_extension
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.streaming import EventStream
@@ -144,6 +145,8 @@ class HttpConnection(asyncio.Protocol):
         self.drained: asyncio.Future[None] | None = None
         self.client: tuple[str, int] = ("", 0)
         self.local: tuple[str, int] = ("", 0)
+        self.tls: dict[str, Any] | None = None  # the scope's TLS extension, on HTTPS
+        self.peer: PeerCertificate | None = None  # the verified client certificate
 
     # asyncio.Protocol
 
@@ -151,6 +154,10 @@ class HttpConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         self.client = transport.get_extra_info("peername")[:2]
         self.local = transport.get_extra_info("sockname")[:2]
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:  # the handshake is done: read the certificate once
+            self.tls = tls_extension(ssl_object)
+            self.peer = self.tls["peer"]
         self.server.connections.add(self)
         if self.server.draining:
             transport.close()  # accepted as the listener closed
@@ -326,7 +333,9 @@ class HttpConnection(asyncio.Protocol):
             and method == b"POST"
             and (url == _INVOKE or url.startswith(_INVOKE_QUERY))
         ):
-            exchange = _Invoke(self, server.invoke, self.headers, keep_alive, http_version == "1.0")
+            exchange = _Invoke(
+                self, server.invoke, self.headers, keep_alive, http_version == "1.0", self.peer
+            )
             self.current = exchange
             if self.declared > server.body_limit:
                 self._enqueue(exchange)
@@ -336,7 +345,7 @@ class HttpConnection(asyncio.Protocol):
         else:
             state = server.lifespan.state
             scope = http_scope(
-                method, url, http_version, self.headers, self.client, self.local, state
+                method, url, http_version, self.headers, self.client, self.local, state, self.tls
             )
             exchange = AsgiExchange(
                 self,
@@ -411,6 +420,8 @@ class HttpConnection(asyncio.Protocol):
         headers = b"x-trace-id: %s\r\n%s" % (trace_id.encode(), self.server.node_header)
         if answer.retry_after is not None:
             headers += b"retry-after: %s\r\n" % answer.retry_after.encode()
+        if answer.challenge is not None:
+            headers += b"www-authenticate: %s\r\n" % answer.challenge.encode()
         self.write(_json_response(answer.status, answer.body, headers, keep_alive, exchange.http10))
         self.finish(keep_alive)
 
@@ -526,6 +537,7 @@ class _Invoke:
         "headers",
         "http10",
         "keep_alive",
+        "peer",
         "ready",
         "service",
         "size",
@@ -541,12 +553,14 @@ class _Invoke:
         headers: list[tuple[bytes, bytes]],
         keep_alive: bool,
         http10: bool,
+        peer: PeerCertificate | None,
     ) -> None:
         self.connection = connection
         self.service = service
         self.headers = headers
         self.keep_alive = keep_alive
         self.http10 = http10
+        self.peer = peer
         self.chunks: list[bytes] = []
         self.size = 0
         self.error: ReachError | None = None
@@ -592,7 +606,10 @@ class _Invoke:
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         try:
             answer, trace_id = await answer_invoke(
-                self.service, self.headers, body if self.error is None else self._refused_body
+                self.service,
+                self.headers,
+                body if self.error is None else self._refused_body,
+                self.peer,
             )
         except Exception:
             log.exception("request_failed", path=_INVOKE.decode())

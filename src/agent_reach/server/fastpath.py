@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
+from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.sse import accepts_event_stream
@@ -28,6 +29,7 @@ from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.edge_stream import relay_asgi
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
+from agent_reach.server.media import check_json_body
 from agent_reach.server.responses import dump_json
 
 Scope = dict[str, Any]
@@ -67,17 +69,22 @@ async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
 
 
 async def answer_invoke(
-    service: InvokeService, headers: Headers, body: bytes | BodyReader
+    service: InvokeService,
+    headers: Headers,
+    body: bytes | BodyReader,
+    peer: PeerCertificate | None = None,
 ) -> tuple[Answer, str]:
     """Authenticate, validate, invoke: the answer and its trace id. Bad input becomes
     its error answer; `headers` are (lower-case name, value) pairs; `body` the whole
-    body when it has already been read, else how to read it."""
+    body when it has already been read, else how to read it; `peer` the connection's
+    verified client certificate, the credential when there is no Authorization."""
     authorization: list[str] = []
     traceparent: str | None = None
     hop_header: bytes | None = None
     deadline_header: bytes | None = None
     declared: int | None = None
     accept: bytes | None = None
+    content_type: bytes | None = None
     header_bytes = 0
     for name, value in headers:
         header_bytes += len(name) + len(value)
@@ -93,15 +100,19 @@ async def answer_invoke(
             declared = int(value)
         elif name == b"accept":
             accept = value
+        elif name == b"content-type":
+            content_type = value
     trace = continue_trace(traceparent)
     try:
         check_headers(len(headers), header_bytes)
         if len(authorization) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
+        if declared != 0:
+            check_json_body(content_type)
         security, presented = service.security, authorization[0] if authorization else None
-        principal = security.authenticate_cached(presented)
+        principal = security.authenticate_cached(presented, peer)
         if principal is None:
-            principal = await security.authenticate(presented)
+            principal = await security.authenticate(presented, peer)
         raw = body if isinstance(body, bytes) else await body(declared)
         try:
             request = InvokeRequest.model_validate_json(raw)
@@ -111,7 +122,12 @@ async def answer_invoke(
         deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
-        error = Answer(exc.status, dump_json(exc.to_body()), retry_after=exc.retry_after())
+        error = Answer(
+            exc.status,
+            dump_json(exc.to_body()),
+            retry_after=exc.retry_after(),
+            challenge=exc.challenge(),
+        )
         return error, trace.trace_id
     # Most callers send `*/*` or JSON: the substring test keeps them off the parser.
     stream = accept is not None and b"event-stream" in accept.lower()
@@ -135,7 +151,7 @@ async def handle_invoke(
 ) -> None:
     """`answer_invoke` as a bare ASGI handler."""
     answer, trace_id = await answer_invoke(
-        service, scope["headers"], partial(read_body, receive, limit)
+        service, scope["headers"], partial(read_body, receive, limit), peer_of(scope)
     )
     if answer.stream is not None:
         await relay_asgi(answer.stream, [(b"x-trace-id", trace_id.encode())], receive, send)
@@ -143,6 +159,8 @@ async def handle_invoke(
     headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
     if answer.retry_after is not None:
         headers.append((b"retry-after", answer.retry_after.encode()))
+    if answer.challenge is not None:
+        headers.append((b"www-authenticate", answer.challenge.encode()))
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body})
 

@@ -30,6 +30,9 @@ def json_response(value: Any, status: int = 200, headers: dict[str, str] | None 
 
 def error_response(exc: ReachError) -> Response:
     """`{"error": {"code", "message", ...}}` with the error's own status."""
-    retry_after = exc.retry_after()
-    headers = None if retry_after is None else {"retry-after": retry_after}
-    return json_response(exc.to_body(), exc.status, headers)
+    headers = {}
+    if (retry_after := exc.retry_after()) is not None:
+        headers["retry-after"] = retry_after
+    if (challenge := exc.challenge()) is not None:
+        headers["www-authenticate"] = challenge
+    return json_response(exc.to_body(), exc.status, headers or None)

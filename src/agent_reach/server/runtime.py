@@ -17,6 +17,7 @@ from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.service import ContextService
+from agent_reach.identity.tls import delivery_context
 from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
@@ -91,6 +92,7 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """Open backends and clients, start the background loops; close all of it on exit."""
     node_id = settings.node_id or uuid.uuid4().hex[:12]
+    tls = delivery_context(settings)  # a bad AR_AGENT_* file fails before anything opens
     metrics = Metrics()
     export = (
         OtlpExport(settings.otlp_endpoint, clock, service_name="agent-reach", node_id=node_id)
@@ -105,7 +107,7 @@ async def open_runtime(
         await backends.aclose()
         raise
     security = await open_security(settings, backends, policy, clock, metrics)
-    transports = open_transports(security.guard.dial_address)
+    transports = open_transports(security.guard.dial_address, tls)
     decision_log = DecisionLog(settings.decision_log, clock)
     registry = Registry(
         backends.registry,
@@ -240,6 +242,7 @@ async def open_runtime(
         await registry.stop()
         await routing.matching.aclose()
         await transports.aclose()
+        await security.aclose()
         await backends.aclose()
         await decision_log.aclose()
         if webhook_client is not None:

@@ -14,7 +14,11 @@ from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
 from agent_reach.backends.memory.runs import MemoryRunStore, MemoryWorkflowStore
-from agent_reach.backends.memory.tasks import MemoryAnswerCache, MemoryTaskStore
+from agent_reach.backends.memory.tasks import (
+    MemoryAnswerCache,
+    MemoryKeySetStore,
+    MemoryTaskStore,
+)
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 
@@ -30,6 +34,7 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         journal=MemoryJournalStore(),
         answers=MemoryAnswerCache(clock, settings.answer_memory_bytes),
         keys=MemoryKeyStore(),
+        keysets=MemoryKeySetStore(clock),
         quotas=MemoryQuotaStore(clock),
         contexts=MemoryContextStore(clock),
         fleet_load=MemoryFleetLoadStore(clock),

@@ -1,4 +1,4 @@
-"""Task documents and cached answers in memory: JSON blobs with an expiry each."""
+"""Task documents, cached answers and key sets in memory: blobs with an expiry each."""
 
 from __future__ import annotations
 
@@ -19,6 +19,19 @@ class MemoryTaskStore:
 
     async def get(self, task_id: str) -> bytes | None:
         return self._tasks.get(task_id)
+
+
+class MemoryKeySetStore:
+    """`KeySetStore` in a dict with per-document expiry."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._documents: ExpiringDict[bytes] = ExpiringDict(clock.monotonic)
+
+    async def put(self, name: str, document: bytes, ttl_s: float) -> None:
+        self._documents.set(name, document, ttl_s)
+
+    async def get(self, name: str) -> bytes | None:
+        return self._documents.get(name)
 
 
 class MemoryAnswerCache:

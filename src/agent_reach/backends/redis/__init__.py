@@ -33,7 +33,11 @@ from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore
 from agent_reach.backends.redis.replication import ReplicaWait
 from agent_reach.backends.redis.runs import RedisRunStore, RedisWorkflowStore
-from agent_reach.backends.redis.tasks import RedisAnswerCache, RedisTaskStore
+from agent_reach.backends.redis.tasks import (
+    RedisAnswerCache,
+    RedisKeySetStore,
+    RedisTaskStore,
+)
 from agent_reach.backends.redis.why import RedisWhyStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
@@ -110,6 +114,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         journal=RedisJournalStore(client, prefix),
         answers=RedisAnswerCache(client, prefix),
         keys=RedisKeyStore(client, prefix),
+        keysets=RedisKeySetStore(client, prefix),
         quotas=RedisQuotaStore(client, prefix),
         contexts=RedisContextStore(client, prefix),
         fleet_load=RedisFleetLoadStore(client, prefix),

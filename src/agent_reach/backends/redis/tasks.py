@@ -1,6 +1,6 @@
-"""Task documents and cached answers in Redis: one string per item, expiring by PX.
+"""Task documents, cached answers and key sets in Redis: one string per item, expiring by PX.
 
-Keys under ``<prefix>:``: ``task:<task id>`` and ``answer:<key>``.
+Keys under ``<prefix>:``: ``task:<task id>``, ``answer:<key>`` and ``keyset:<name>``.
 """
 
 from __future__ import annotations
@@ -54,3 +54,16 @@ class RedisAnswerCache(_ExpiringBlobs):
 
     async def get(self, key: str) -> bytes | None:
         return await self._get(key)
+
+
+class RedisKeySetStore(_ExpiringBlobs):
+    """`KeySetStore` on Redis."""
+
+    def __init__(self, client: Redis | RedisCluster, prefix: str) -> None:
+        super().__init__(client, prefix, "keyset")
+
+    async def put(self, name: str, document: bytes, ttl_s: float) -> None:
+        await self._put(name, document, ttl_s)
+
+    async def get(self, name: str) -> bytes | None:
+        return await self._get(name)
