@@ -106,7 +106,9 @@ def test_express_service_through_the_sidecar(
             "/v1/invoke", json={"capability": "order.status", "payload": {"order_id": "Z/../9"}}
         )
         assert missing.status_code == 502  # the service's 404, its path value percent-encoded
-        assert "no order Z/../9" in missing.json()["error"]["agent_answer"]
+        # the sidecar's error, holding the service's own JSON answer
+        relayed = missing.json()["error"]["agent_answer"]["error"]
+        assert relayed["agent_answer"] == {"message": "no order Z/../9"}
         delivery = {
             "request_id": "cancel-1",
             "capability": "order.cancel",

@@ -99,8 +99,10 @@ def test_soap_fault_is_a_502_with_the_fault_code_and_string(
         )
         assert answer.status_code == 502
         error = answer.json()["error"]
-        assert "Client.UnknownSku" in error["agent_answer"]
-        assert "no such sku: NOPE" in error["agent_answer"]
+        fault = error["agent_answer"]["error"]  # the sidecar's answer, as docs/adapters.md shows
+        assert fault["code"] == "soap_fault"
+        assert fault["fault_code"].endswith("Client.UnknownSku")
+        assert fault["fault_string"] == "no such sku: NOPE"
         assert ledger.calls == ["NOPE"]  # a fault is the service's decision: never retried
 
 

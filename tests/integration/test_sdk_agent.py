@@ -243,7 +243,7 @@ def test_handler_exception_reaches_the_caller_as_502_agent_error(
         direct = httpx.post(f"{server.url}/invoke", json=delivery("boom-1", "broken.cap", {}))
 
     assert (failed.value.status, failed.value.code) == (502, "agent_error")
-    assert "handler_error" in failed.value.details["agent_answer"]
+    assert failed.value.details["agent_answer"]["error"]["code"] == "handler_error"
     assert direct.status_code == 500
     assert direct.json() == {"error": {"code": "handler_error", "message": "库存系统不可用"}}
     assert runs == {"boom-1": 2}  # a failed run is not remembered: a redelivery runs again

@@ -126,7 +126,9 @@ def test_a_handler_failing_before_its_first_event_fails_like_any_handler(
     with SyncReachClient(coordinator) as client, pytest.raises(AgentFailed) as failed:
         client.invoke("story.tell", payload={"fail": "at once"})
     assert (failed.value.status, failed.value.code) == (502, "agent_error")
-    assert "no story today" in failed.value.details["agent_answer"]
+    assert failed.value.details["agent_answer"] == {
+        "error": {"code": "handler_error", "message": "no story today"}
+    }
     assert len(ledger.runs) == 1  # handler_error is not retryable: never run again
 
 

@@ -10,8 +10,7 @@ from agent_reach.adapters.translation import CompiledTranslation
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-
-ERROR_EXCERPT_BYTES = 512  # how much of a failing service's answer the caller gets to see
+from agent_reach.invoke.transports.http_body import failure_answer
 
 
 def variables_of(delivery: Delivery, context: Any = None) -> dict[str, Any]:
@@ -84,7 +83,7 @@ def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) ->
         failure = AgentFailed(
             f"the service answered HTTP {status}",
             http_status=status,
-            agent_answer=body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
+            agent_answer=failure_answer(body),
         )
         failure.retryable = status >= 500 or status == 429  # type: ignore[misc]
         raise failure

@@ -29,7 +29,17 @@ def check_routable(decision: RouteDecision, request: InvokeRequest, request_id: 
         raise Ambiguous("the text fits several capabilities too equally to choose", **details)
     if request.capability is None:
         raise NoMatch("the text fits no registered capability well enough", **details)
-    raise NoCapability("no registered agent offers the capability", **details)
+    raise no_capability(request.capability, **details)
+
+
+def no_capability(capability: str, **details: Any) -> NoCapability:
+    """404 `no_capability`, naming the capability that nobody registered."""
+    return NoCapability(
+        f"no registered agent offers the capability {capability!r}: register an agent "
+        "for it, or check its name (GET /v1/capabilities lists the registered ones)",
+        capability=capability,
+        **details,
+    )
 
 
 def check_payload(

@@ -14,12 +14,17 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from agent_reach.model.agents import Capability, TimeoutClass
 from agent_reach.model.decisions import RouteDecision
 
 DEFAULT_MAX_HOP = 5  # five hops stop two agents bouncing a request forever
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
+
+# The error type of a body that lacks every one of several alternative fields; its
+# context names them (`fields`), and the API reports a problem at each.
+ONE_OF_TYPE = "missing_one_of"
 
 RequestId = Annotated[str, StringConstraints(pattern=REQUEST_ID_PATTERN)]
 Status = Literal["ok", "fallback", "degraded", "suspended", "queued", "running", "error"]
@@ -38,7 +43,12 @@ class RouteRequest(BaseModel):
     @model_validator(mode="after")
     def _capability_or_text(self) -> RouteRequest:
         if self.capability is None and self.text is None:
-            raise ValueError("give `capability` or `text`")
+            raise PydanticCustomError(
+                ONE_OF_TYPE,
+                "give `capability` (a capability name, e.g. inventory.check) or `text` "
+                "(the user's words to route): the body has neither",
+                {"fields": ["capability", "text"]},
+            )
         return self
 
 

@@ -16,6 +16,7 @@ from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
+from agent_reach.server.media import JsonBodies
 from agent_reach.server.openapi import add_invoke_operation
 from agent_reach.server.routes import (
     agents,
@@ -86,7 +87,7 @@ class CoordinatorApp:
         self.api.include_router(events.router)
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
-        self._control_plane = BodyLimit(self.api, settings.max_body_bytes)
+        self._control_plane = BodyLimit(JsonBodies(self.api), settings.max_body_bytes)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         runtime = self.runtime

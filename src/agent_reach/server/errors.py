@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from agent_reach.errors import InvalidRequest, ReachError, ValidationFailed
+from agent_reach.model.invocations import ONE_OF_TYPE
 from agent_reach.server.responses import error_response
 
 log = structlog.get_logger("agent_reach.server")
@@ -25,16 +26,19 @@ def invalid_body(errors: Sequence[Any]) -> ReachError:
     """Malformed JSON is 400 `invalid_json`; a well-formed body that breaks the schema is 422."""
     if any(e.get("type") == "json_invalid" for e in errors):
         return InvalidRequest("the body is not valid JSON", code="invalid_json")
-    problems = [
-        {
-            "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
-            "problem": e.get("msg"),
-        }
-        for e in errors
-    ]
+    problems = [{"field": field, "problem": e.get("msg")} for e in errors for field in _fields(e)]
     outside = any(tuple(e.get("loc", ()))[:1] in _OUTSIDE_THE_BODY for e in errors)
     where = "the request" if outside else "the body"
     return ValidationFailed(f"{where} does not match the schema", problems=problems)
+
+
+def _fields(error: Any) -> list[str]:
+    """Where a problem is: its field's dotted path; for a body lacking every one of
+    several alternatives (`missing_one_of`), each of them."""
+    path = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+    if error.get("type") == ONE_OF_TYPE:
+        return [".".join(filter(None, (path, name))) for name in error["ctx"]["fields"]]
+    return [path]
 
 
 def install_error_handlers(app: FastAPI) -> None:

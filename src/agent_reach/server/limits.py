@@ -79,7 +79,7 @@ class BodyLimit:
                 if name == b"content-length" and value.isdigit() and int(value) > limit:
                     raise PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
         except ReachError as exc:
-            await _refuse(send, exc)
+            await refuse(send, exc)
             return
         received = 0
         started = refused = False
@@ -100,7 +100,7 @@ class BodyLimit:
             if received > limit:
                 error = PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
                 if not (started or refused):
-                    await _refuse(send, error)
+                    await refuse(send, error)
                 refused = True
                 raise error
             return message
@@ -108,7 +108,7 @@ class BodyLimit:
         await self.app(scope, counted_receive, guarded_send)
 
 
-async def _refuse(send: Any, error: ReachError) -> None:
+async def refuse(send: Any, error: ReachError) -> None:
     """Answer `error` and close: the rest of the request is never read."""
     await send(
         {

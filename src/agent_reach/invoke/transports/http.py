@@ -27,12 +27,12 @@ from agent_reach.invoke.transports.http_body import (
     BadBody,
     BodyTooLarge,
     decode_content,
+    failure_answer,
     shape_result,
 )
 from agent_reach.invoke.transports.protocol import Shaped
 from agent_reach.model.agents import TransportSpec
 
-ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
 REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
@@ -106,7 +106,7 @@ def _check_status(response: pool.Response) -> None:
         failure = AgentFailed(
             f"the agent answered HTTP {response.status}",
             http_status=response.status,
-            agent_answer=response.body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace"),
+            agent_answer=failure_answer(response.body),
         )
         failure.retryable = _is_retryable(response)  # type: ignore[misc]
         raise failure

@@ -21,6 +21,8 @@ from agent_reach.invoke.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 from agent_reach.invoke.sse import assemble
 from agent_reach.invoke.transports.protocol import Shaped
 
+ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
+ERROR_JSON_BYTES = 8 * 1024  # a failing agent's JSON answer up to this size comes whole
 ACCEPT_ENCODING = "gzip, deflate"  # what deliveries ask for (RFC 9110 §12.5.3)
 _DECODE_STEP = 64 * 1024  # output produced per decompress call while watching the limit
 _TEXT_TYPES = frozenset({"text/plain"})
@@ -125,3 +127,15 @@ def _text(body: bytes, charset: str) -> str:
         return body.decode(charset)
     except (LookupError, UnicodeDecodeError):
         raise BadBody(f"the answer is not text in {charset!r}") from None
+
+
+def failure_answer(body: bytes) -> Any:
+    """What a caller sees of a failing agent's answer (`agent_answer`): a JSON object or
+    array of at most `ERROR_JSON_BYTES` as itself, so an error body the agent sent
+    arrives as an object; anything else as text, its first `ERROR_EXCERPT_BYTES`."""
+    if len(body) <= ERROR_JSON_BYTES and body.lstrip()[:1] in (b"{", b"["):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return body[:ERROR_EXCERPT_BYTES].decode("utf-8", "replace")

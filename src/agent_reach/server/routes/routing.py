@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
-from agent_reach.errors import NoCapability
 from agent_reach.ids import new_request_id
+from agent_reach.invoke.checks import no_capability
 from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.security.ownership import require_not_observer
@@ -59,9 +59,5 @@ async def route(
     )
     if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
         # as `/v1/invoke` answers it: nobody registered the capability
-        raise NoCapability(
-            "no registered agent offers the capability",
-            trace_id=trace.trace_id,
-            route=decision,
-        )
+        raise no_capability(body.capability, trace_id=trace.trace_id, route=decision)
     return json_response(decision, headers={"x-trace-id": trace.trace_id})
