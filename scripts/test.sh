@@ -22,6 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 (cd tests/adapters/peers && npm install --no-package-lock --no-audit --no-fund --silent)
+(cd tests/identity/idp && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

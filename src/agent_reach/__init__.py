@@ -25,11 +25,13 @@ from agent_reach.errors import (
 from agent_reach.sdk import (
     Agent,
     AgentRequest,
+    ClientCredentials,
     Orchestrator,
     ReachClient,
     StreamEvent,
     SyncOrchestrator,
     SyncReachClient,
+    TokenUnavailable,
 )
 from agent_reach.server.app import create_app
 
@@ -40,6 +42,7 @@ __all__ = [
     "AgentTimeout",
     "AgentUnreachable",
     "CallerError",
+    "ClientCredentials",
     "Conflict",
     "HopLimit",
     "InvalidRequest",
@@ -56,6 +59,7 @@ __all__ = [
     "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
+    "TokenUnavailable",
     "ValidationFailed",
     "create_app",
 ]

@@ -11,6 +11,7 @@ PUBLIC_NAMES = [
     "AgentTimeout",
     "AgentUnreachable",
     "CallerError",
+    "ClientCredentials",
     "Conflict",
     "HopLimit",
     "InvalidRequest",
@@ -27,6 +28,7 @@ PUBLIC_NAMES = [
     "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
+    "TokenUnavailable",
     "ValidationFailed",
     "create_app",
 ]

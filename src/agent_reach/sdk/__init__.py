@@ -8,13 +8,16 @@ from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import ReachClient, SyncReachClient
 from agent_reach.sdk.orchestrator import Orchestrator, SyncOrchestrator
 from agent_reach.sdk.streams import StreamEvent
+from agent_reach.sdk.tokens import ClientCredentials, TokenUnavailable
 
 __all__ = [
     "Agent",
     "AgentRequest",
+    "ClientCredentials",
     "Orchestrator",
     "ReachClient",
     "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
+    "TokenUnavailable",
 ]

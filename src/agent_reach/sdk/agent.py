@@ -48,6 +48,7 @@ from agent_reach.model.agents import (
 )
 from agent_reach.sdk.agent_stream import LiveStream
 from agent_reach.sdk.client import ReachClient
+from agent_reach.sdk.tokens import TokenProvider
 from agent_reach.server.responses import dump_json, json_response
 
 _rng = random.Random()  # our own: callers seeding `random` do not steer backoff
@@ -227,13 +228,16 @@ class Agent:
         generic: bool = False,
         context_fields: Sequence[str] = (),
         api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
         min_instances: int = 0,
         skills: Sequence[SkillSpec] = (),
         input_schema: dict[str, Any] | None = None,
         health_check: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
-        `health_check`, when given, decides what `GET /health` answers (200 or 503)."""
+        `health_check`, when given, decides what `GET /health` answers (200 or 503);
+        `token_provider` (an IdP token callable, or `ClientCredentials`) authenticates
+        registration and heartbeats instead of `api_key`."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -248,6 +252,7 @@ class Agent:
         self.generic = generic
         self.context_fields = list(context_fields)
         self.api_key = api_key
+        self.token_provider = token_provider
         self.min_instances = min_instances
         self.skills = list(skills)
         self.input_schema = input_schema
@@ -346,7 +351,9 @@ class Agent:
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         spec = self.spec()
         async with (
-            ReachClient(self.coordinator_url, api_key=self.api_key) as client,
+            ReachClient(
+                self.coordinator_url, api_key=self.api_key, token_provider=self.token_provider
+            ) as client,
             # Context URLs in deliveries are relative to the coordinator unless it says otherwise.
             httpx.AsyncClient(base_url=self.coordinator_url, timeout=CONTEXT_TIMEOUT_S) as http,
         ):

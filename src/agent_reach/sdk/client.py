@@ -24,6 +24,7 @@ from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeResult, TaskView
 from agent_reach.sdk.streams import StreamEvent, read_events, read_events_sync
+from agent_reach.sdk.tokens import BearerAuth, TokenProvider
 
 # The `long` timeout class delivers within 30 s; 5 s more covers routing and transfer.
 DEFAULT_TIMEOUT_S = 35.0
@@ -152,14 +153,20 @@ def _not_a_stream(call: _Call[Any], response: httpx.Response) -> None:
 
 
 class _ClientCore:
-    """What both clients share: the coordinator URL and the headers every call carries."""
+    """What both clients share: the coordinator URL, the headers every call carries and
+    the token provider's authentication (instead of an API key)."""
 
-    def __init__(self, base_url: str, *, api_key: str | None) -> None:
+    def __init__(
+        self, base_url: str, *, api_key: str | None, token_provider: TokenProvider | None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers: dict[str, str] = {}
         self._owns_connections = True
+        if api_key is not None and token_provider is not None:
+            raise ValueError("give api_key or token_provider, not both")
         if api_key is not None:
             self._headers["authorization"] = f"Bearer {api_key}"
+        self._auth = None if token_provider is None else BearerAuth(token_provider)
 
     def for_handler(self, *, hop: int, traceparent: str | None) -> Self:
         """A client on the same connections that passes a handler's hop budget and trace on.
@@ -182,13 +189,20 @@ class ReachClient(_ClientCore):
     Use it as ``async with ReachClient(url) as client: ...`` or call `aclose`.
     Raises the `agent_reach.errors` class of any error answer, and `ReachError` with
     code `coordinator_unreachable` when the coordinator cannot be reached at all.
+    Credentials: an `api_key`, or a `token_provider` (a callable returning an IdP
+    token, sync or async, or `ClientCredentials`; see `agent_reach.sdk.tokens`).
     """
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
-        super().__init__(base_url, api_key=api_key)
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+        super().__init__(base_url, api_key=api_key, token_provider=token_provider)
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s, auth=self._auth)
 
     async def invoke(
         self,
@@ -334,13 +348,19 @@ class ReachClient(_ClientCore):
 
 
 class SyncReachClient(_ClientCore):
-    """Blocking twin of `ReachClient`: the same methods, answers and errors."""
+    """Blocking twin of `ReachClient`: the same methods, answers and errors (a callable
+    `token_provider` must be a plain function here)."""
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
-        super().__init__(base_url, api_key=api_key)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        super().__init__(base_url, api_key=api_key, token_provider=token_provider)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, auth=self._auth)
 
     def invoke(
         self,
