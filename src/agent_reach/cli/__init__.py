@@ -19,6 +19,7 @@ from agent_reach.cli import (
     agents,
     demo,
     explain,
+    feedback,
     invoke,
     keys,
     observe,
@@ -27,6 +28,7 @@ from agent_reach.cli import (
     sidecar,
     workflows,
 )
+from agent_reach.cli.common import Command, Group
 from agent_reach.cli.serve import GC_THRESHOLDS
 
 __all__ = ["GC_THRESHOLDS", "app"]
@@ -36,18 +38,20 @@ app = typer.Typer(
     help="Agent-Reach: discovery, routing and delivery between agents.",
     no_args_is_help=True,
     add_completion=False,
+    cls=Group,
 )
-app.command()(serve.serve)
+app.command(cls=Command)(serve.serve)
 app.add_typer(agents.app, name="agents")
-app.add_typer(keys.app, name="keys", no_args_is_help=True)
-app.add_typer(acl.app, name="acl", no_args_is_help=True)
-app.command()(invoke.invoke)
-app.command()(explain.route)
-app.command()(demo.demo)
-app.command()(explain.trace)
-app.command()(explain.why)
-app.command()(observe.top)
-app.command()(observe.deadletters)
-app.add_typer(policy.app, name="policy", no_args_is_help=True)
-app.command()(sidecar.sidecar)
-app.add_typer(workflows.app, name="workflow", no_args_is_help=True)
+app.add_typer(keys.app, name="keys")
+app.add_typer(acl.app, name="acl")
+app.command(cls=Command)(invoke.invoke)
+app.command(cls=Command)(explain.route)
+app.command(cls=Command)(feedback.feedback)
+app.command(cls=Command)(demo.demo)
+app.command(cls=Command)(explain.trace)
+app.command(cls=Command)(explain.why)
+app.command(cls=Command)(observe.top)
+app.command(cls=Command)(observe.deadletters)
+app.add_typer(policy.app, name="policy")
+app.command(cls=Command)(sidecar.sidecar)
+app.add_typer(workflows.app, name="workflow")

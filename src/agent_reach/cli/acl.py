@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_reach.cli.common import (
+    Command,
+    commands,
     reporting_errors,
 )
 from agent_reach.clock import SYSTEM_CLOCK
@@ -28,14 +30,16 @@ from agent_reach.security.access import (
     principal_matches,
 )
 
-app = typer.Typer(help="Explain access decisions of a policy file.")
+app = commands("Explain access decisions of a policy file.")
 
 
-@app.command("check")
+@app.command("check", cls=Command)
 @reporting_errors
 def acl_check(
     principal: Annotated[str, typer.Argument(metavar="PRINCIPAL", help="The principal's name.")],
-    capability: Annotated[str, typer.Argument(metavar="CAPABILITY")],
+    capability: Annotated[
+        str, typer.Argument(metavar="CAPABILITY", help="The capability tag to check.")
+    ],
     domain: Annotated[str | None, typer.Option(help="The principal's domain, if any.")] = None,
     role: Annotated[str, typer.Option(help="caller, agent, observer or admin.")] = "caller",
     grant: Annotated[

@@ -15,7 +15,9 @@ from rich.table import Table
 from agent_reach.cli.common import (
     DEFAULT_COORDINATOR_URL,
     ApiKey,
+    Command,
     CoordinatorUrl,
+    commands,
     optional,
     reporting_errors,
 )
@@ -23,16 +25,17 @@ from agent_reach.config import load_mapping
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.sdk.client import SyncReachClient
 
-app = typer.Typer(help="Register, list and deregister agent instances.", no_args_is_help=True)
+app = commands("Register, list and deregister agent instances.")
 _STATUS_STYLES = {"unknown": "cyan", "healthy": "green", "suspect": "yellow", "offline": "red"}
 
 
-@app.command("register")
+@app.command("register", cls=Command)
 @reporting_errors
 def register_agent(
     file: Annotated[
         Path,
         typer.Argument(
+            metavar="FILE",
             exists=True,
             dir_okay=False,
             help="JSON or YAML: the v1 body or the legacy `agent:` form.",
@@ -57,7 +60,7 @@ def register_agent(
     )
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 @reporting_errors
 def list_agents(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
@@ -68,10 +71,10 @@ def list_agents(
     Console().print(instances_table(views))
 
 
-@app.command("deregister")
+@app.command("deregister", cls=Command)
 @reporting_errors
 def deregister_agent(
-    agent_id: Annotated[str, typer.Argument(metavar="ID", help="Instance id.")],
+    agent_id: Annotated[str, typer.Argument(metavar="ID", help="The instance's id.")],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -81,10 +84,12 @@ def deregister_agent(
     Console().print(f"deregistered [bold]{escape(agent_id)}[/]")
 
 
-@app.command("import-a2a")
+@app.command("import-a2a", cls=Command)
 @reporting_errors
 def import_a2a(
-    url: Annotated[str, typer.Argument(help="The A2A agent's base URL or its agent card URL.")],
+    url: Annotated[
+        str, typer.Argument(metavar="URL", help="The A2A agent's base URL or its agent card URL.")
+    ],
     agent_id: Annotated[
         str | None, typer.Option("--id", help="Instance id; default: from the URL's host and port.")
     ] = None,

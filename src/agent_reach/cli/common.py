@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from agent_reach.errors import (
     ReachError,
@@ -32,8 +33,38 @@ CoordinatorUrl = Annotated[
 ]
 ApiKey = Annotated[
     str | None,
-    typer.Option("--api-key", envvar="AR_API_KEY", help="API key (Bearer); env AR_API_KEY."),
+    typer.Option("--api-key", envvar="AR_API_KEY", help="API key, sent as a Bearer token."),
 ]
+
+
+def _bare_flags(params: list[Any]) -> list[Any]:
+    """Typer 0.29's rich help writes an option's type beside it, and for a flag that type
+    is `<bool>` (its own `--help` too: the type column reads `metavar`, else the type,
+    and never asks whether the option takes a value). An empty metavar leaves flags bare.
+    """
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """A command whose help shows flags without a type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _bare_flags(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A group of commands whose help shows flags without a type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _bare_flags(super().get_params(ctx))
+
+
+def commands(help_text: str) -> typer.Typer:
+    """A group of commands, as every group of `agent-reach` is made."""
+    return typer.Typer(cls=Group, help=help_text, no_args_is_help=True)
 
 
 def reporting_errors(command: Callable[P, R]) -> Callable[P, R]:

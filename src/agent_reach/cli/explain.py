@@ -31,7 +31,9 @@ from agent_reach.troubleshooting.report import why_report
 
 @reporting_errors
 def route(
-    text: Annotated[str | None, typer.Argument(help="User text to route by meaning.")] = None,
+    text: Annotated[
+        str | None, typer.Argument(metavar="TEXT", help="User text to route by meaning.")
+    ] = None,
     capability: Annotated[str | None, typer.Option(help="Capability tag to route.")] = None,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
@@ -46,7 +48,9 @@ def route(
 
 @reporting_errors
 def trace(
-    trace_id: Annotated[str, typer.Argument(metavar="TRACE_ID", help="32 hex digits.")],
+    trace_id: Annotated[
+        str, typer.Argument(metavar="TRACE_ID", help="The trace's id: 32 hex digits.")
+    ],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:
@@ -57,7 +61,13 @@ def trace(
 
 @reporting_errors
 def why(
-    request_id: Annotated[str, typer.Argument(metavar="REQUEST_ID")],
+    request_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="REQUEST_ID",
+            help="The request's id (in its answer); a trace id shows that trace's requests.",
+        ),
+    ],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

@@ -13,15 +13,17 @@ from rich.table import Table
 from agent_reach.cli.common import (
     DEFAULT_COORDINATOR_URL,
     ApiKey,
+    Command,
     CoordinatorUrl,
     call,
+    commands,
     reporting_errors,
 )
 
-app = typer.Typer(help="Create, list and revoke API keys (needs an admin key).")
+app = commands("Create, list and revoke API keys (needs an admin key).")
 
 
-@app.command("create")
+@app.command("create", cls=Command)
 @reporting_errors
 def create_key(
     principal: Annotated[str, typer.Option(help="Who the key is for, e.g. order-bot.")],
@@ -57,7 +59,7 @@ def create_key(
     console.print(created["key"], soft_wrap=True, highlight=False)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 @reporting_errors
 def list_keys(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
@@ -78,10 +80,10 @@ def list_keys(
     Console().print(table)
 
 
-@app.command("revoke")
+@app.command("revoke", cls=Command)
 @reporting_errors
 def revoke_key(
-    key_id: Annotated[str, typer.Argument(metavar="KEY_ID")],
+    key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id (keys list).")],
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

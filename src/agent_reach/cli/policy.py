@@ -15,16 +15,18 @@ from rich.table import Table
 from agent_reach.cli.common import (
     DEFAULT_COORDINATOR_URL,
     ApiKey,
+    Command,
     CoordinatorUrl,
     call,
+    commands,
     reporting_errors,
 )
 from agent_reach.config import load_mapping
 
-app = typer.Typer(help="Show, replace and audit the policy in force (at run time).")
+app = commands("Show, replace and audit the policy in force (at run time).")
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 @reporting_errors
 def show_policy(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
@@ -36,12 +38,17 @@ def show_policy(
     console.print_json(orjson.dumps(status["policy"]).decode())
 
 
-@app.command("set")
+@app.command("set", cls=Command)
 @reporting_errors
 def set_policy(
     file: Annotated[
         Path,
-        typer.Argument(exists=True, dir_okay=False, help="TOML or YAML: the policy file's schema."),
+        typer.Argument(
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="TOML or YAML: the policy file's schema.",
+        ),
     ],
     if_match: Annotated[
         str | None,
@@ -63,7 +70,7 @@ def set_policy(
     )
 
 
-@app.command("changes")
+@app.command("changes", cls=Command)
 @reporting_errors
 def policy_changes(
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Newest changes to show.")] = 20,

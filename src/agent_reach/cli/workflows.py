@@ -14,8 +14,10 @@ from rich.tree import Tree
 from agent_reach.cli.common import (
     DEFAULT_COORDINATOR_URL,
     ApiKey,
+    Command,
     CoordinatorUrl,
     call,
+    commands,
     reporting_errors,
     status_text,
 )
@@ -24,15 +26,17 @@ from agent_reach.errors import (
     InvalidRequest,
 )
 
-app = typer.Typer(help="Run workflows (DAGs of capability steps) and show their runs.")
+app = commands("Run workflows (DAGs of capability steps) and show their runs.")
 # What a saved definition has beyond what a run takes inline.
 _DEFINITION_ONLY = ("name", "description", "inputs")
 
 
-@app.command("run")
+@app.command("run", cls=Command)
 @reporting_errors
 def run_workflow(
-    file: Annotated[Path, typer.Argument(help="The workflow as YAML or JSON.", exists=True)],
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="The workflow as YAML or JSON.", exists=True)
+    ],
     input_json: Annotated[str, typer.Option("--input", help="The run's input as JSON.")] = "{}",
     run_async: Annotated[
         bool, typer.Option("--async", help="Print the run id and return.")
@@ -59,7 +63,7 @@ def run_workflow(
     Console().print(workflow_tree(view))
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 @reporting_errors
 def show_workflow(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
@@ -71,7 +75,7 @@ def show_workflow(
     Console().print(workflow_tree(view))
 
 
-@app.command("cancel")
+@app.command("cancel", cls=Command)
 @reporting_errors
 def cancel_workflow(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")],
