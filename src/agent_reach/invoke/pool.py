@@ -484,9 +484,12 @@ class HttpPool:
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         resolve: Resolve | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """`resolve`, when given, picks the address each new connection dials (and may
-        refuse with `ConnectFailed`): the hook for an allow list checked at dial time."""
+        refuse with `ConnectFailed`): the hook for an allow list checked at dial time.
+        `ssl_context` is what https origins are dialled with (default: the system's
+        trusted CAs, no client certificate)."""
         self.resolve = resolve
         self.max_connections = max_connections_per_origin
         self.connect_timeout_s = connect_timeout_s
@@ -495,7 +498,7 @@ class HttpPool:
         self.closed = False
         self._origins: dict[tuple[str, str, int], _Origin] = {}
         self._targets: dict[str, _Target] = {}
-        self._ssl_context: ssl.SSLContext | None = None
+        self._ssl_context = ssl_context
         self._sweep: asyncio.TimerHandle | None = None
 
     async def request(

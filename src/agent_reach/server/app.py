@@ -12,12 +12,15 @@ from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.errors import ReachError
 from agent_reach.faces import a2a_routes
+from agent_reach.identity.origins import OriginGuard
+from agent_reach.identity.tls import serving_context
 from agent_reach.routing.policy_source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
 from agent_reach.server.media import JsonBodies
 from agent_reach.server.openapi import add_invoke_operation
+from agent_reach.server.responses import error_response
 from agent_reach.server.routes import (
     agents,
     contexts,
@@ -50,6 +53,7 @@ class CoordinatorApp:
         source = PolicySource(  # a bad file fails here, not later
             clock, settings.policy_file, settings.route_affinity_default
         )
+        self.ssl_context = serving_context(settings)  # HTTPS (AR_TLS_*); likewise
         # Imported here, not at the top: the `mcp` SDK takes ~1 s to import, and every
         # agent process imports this module through `agent_reach` without serving MCP.
         from agent_reach.faces.mcp_server import McpFace
@@ -93,17 +97,31 @@ class CoordinatorApp:
         runtime = self.runtime
         if runtime is not None and scope["type"] == "http":
             send = _naming_node(send, runtime.node_id.encode())
-        if (
-            runtime is not None
-            and scope["type"] == "http"
-            and scope["path"] == "/v1/invoke"
-            and scope["method"] == "POST"
-        ):
-            await handle_invoke(scope, receive, send, runtime.invoke, self.settings.max_body_bytes)
-        elif scope["type"] == "http" and scope["path"] == "/mcp":
+            if scope["path"] == "/v1/invoke" and scope["method"] == "POST":
+                await handle_invoke(
+                    scope, receive, send, runtime.invoke, self.settings.max_body_bytes
+                )
+                return
+            try:
+                _check_origin(runtime.security.origins, scope)
+            except ReachError as exc:
+                await error_response(exc)(scope, receive, send)
+                return
+        if scope["type"] == "http" and scope["path"] == "/mcp":
             await self.mcp(scope, receive, send)
         else:
             await self._control_plane(scope, receive, send)
+
+
+def _check_origin(origins: OriginGuard, scope: dict[str, Any]) -> None:
+    """403 `origin_not_allowed` for a foreign browser origin or, on loopback, Host."""
+    host = origin = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value
+        elif name == b"origin":
+            origin = value
+    origins.check(scope["path"], host, origin)
 
 
 def _naming_node(send: Any, node: bytes) -> Any:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Query, Request
 
 from agent_reach.errors import InvalidRequest
+from agent_reach.identity.certificates import peer_of
 from agent_reach.model.keys import Principal
 from agent_reach.security.ownership import require_observer
 from agent_reach.server.runtime import runtime_of
@@ -16,9 +17,11 @@ async def authenticated(
     request: Request, authorization: Annotated[str | None, Header()] = None
 ) -> Principal:
     """The caller's principal, or 401 `unauthorized` (the same answer for every bad key);
-    400 `duplicate_authorization` for two Authorization headers, as on `/v1/invoke`."""
+    400 `duplicate_authorization` for two Authorization headers, as on `/v1/invoke`.
+    Without Authorization, a verified client certificate the policy maps is the credential."""
     check_one_authorization(request)
-    return await runtime_of(request).security.authenticate(authorization)
+    peer = peer_of(request.scope)
+    return await runtime_of(request).security.authenticate(authorization, peer)
 
 
 def check_one_authorization(request: Request) -> None:

@@ -21,6 +21,11 @@ on a POST), a header-read and an idle timeout, and no reading while the client d
 not read its answers. The server runs the app's
 lifespan around serving and shuts down gracefully: it stops accepting, lets requests
 in flight finish within a grace period and closes idle connections.
+
+With an `ssl.SSLContext` (a coordinator's comes from `AR_TLS_CERT`, `identity/tls.py`)
+the same port speaks HTTPS: asyncio's TLS transport under the same protocol; a
+verified client certificate is read once per connection and reaches the invoke fast
+path and the ASGI scope (`extensions["tls"]`).
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ import asyncio
 import contextlib
 import signal
 import socket
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 import structlog
 import uvloop
@@ -55,6 +62,9 @@ BACKLOG = 2048  # uvicorn's default listen backlog
 TICK_S = 0.1  # how soon `should_exit` and expired timeouts are noticed, as uvicorn's tick
 STARTUP_FAILURE = 3  # the exit status of `run` when the app does not start, as uvicorn's
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A client that connects and never completes the handshake holds a socket the idle
+# timeouts cannot see yet (the connection starts after it): as long as a request head.
+HANDSHAKE_TIMEOUT_S = HEADER_TIMEOUT_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +87,16 @@ class EdgeServer:
         host: str = DEFAULT_HOST,
         port: int = DEFAULT_PORT,
         config: EdgeConfig = EdgeConfig(),
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """`ssl_context`: serve HTTPS with it; by default a coordinator's own (AR_TLS_*)."""
         self.app = app
         self.host = host
         self.port = port
         self.config = config
+        if ssl_context is None and isinstance(app, CoordinatorApp):
+            ssl_context = app.ssl_context
+        self.ssl_context = ssl_context
         self.started = False
         self.should_exit = False
         self.force_exit = False  # a second SIGINT: stop without waiting
@@ -109,20 +124,28 @@ class EdgeServer:
                 self.invoke, self.body_limit = app.runtime.invoke, app.settings.max_body_bytes
                 self.node_header = b"x-reach-node: %s\r\n" % app.runtime.node_id.encode()
             try:
-                backlog = self.config.backlog
+                tls: dict[str, Any] = {}
+                if self.ssl_context is not None:
+                    tls = {"ssl": self.ssl_context, "ssl_handshake_timeout": HANDSHAKE_TIMEOUT_S}
 
                 def accept() -> HttpConnection:
                     return HttpConnection(self, loop)
 
+                backlog = self.config.backlog
                 if sockets is None:
                     listeners.append(
-                        await loop.create_server(accept, self.host, self.port, backlog=backlog)
+                        await loop.create_server(
+                            accept, self.host, self.port, backlog=backlog, **tls
+                        )
                     )
                 for sock in sockets or ():
-                    listeners.append(await loop.create_server(accept, sock=sock, backlog=backlog))
+                    listeners.append(
+                        await loop.create_server(accept, sock=sock, backlog=backlog, **tls)
+                    )
                 self.started = True
                 host, port = listeners[0].sockets[0].getsockname()[:2]
-                log.info("server_started", url=f"http://{host}:{port}")
+                scheme = "http" if self.ssl_context is None else "https"
+                log.info("server_started", url=f"{scheme}://{host}:{port}")
                 while not self.should_exit:
                     await asyncio.sleep(TICK_S)
                     self._expire(loop.time())

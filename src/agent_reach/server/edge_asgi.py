@@ -91,21 +91,22 @@ def http_scope(
     client: tuple[str, int],
     server: tuple[str, int],
     state: dict[str, Any],
+    tls: Message | None = None,
 ) -> Message:
     """The ASGI `http` scope of one request; `InvalidRequest` for a target that is not
-    a valid path."""
+    a valid path. `tls`: the connection's TLS extension (`identity.certificates`)."""
     try:
         parsed = httptools.parse_url(url)
         raw_path: bytes = parsed.path
         path = raw_path.decode("ascii")
     except (httptools.HttpParserInvalidURLError, UnicodeDecodeError):
         raise InvalidRequest("the request target is not a valid URL", code="invalid_url") from None
-    return {
+    scope = {
         "type": "http",
         "asgi": ASGI_VERSION,
         "http_version": http_version,
         "method": method.decode("ascii"),
-        "scheme": "http",
+        "scheme": "http" if tls is None else "https",
         "path": unquote(path) if "%" in path else path,
         "raw_path": raw_path,
         "query_string": parsed.query or b"",
@@ -115,6 +116,9 @@ def http_scope(
         "server": server,
         "state": state.copy(),  # the lifespan's state, shallow-copied per request (ASGI spec)
     }
+    if tls is not None:
+        scope["extensions"] = {"tls": tls}
+    return scope
 
 
 class AsgiExchange:

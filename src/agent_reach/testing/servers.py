@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,10 @@ STARTUP_TIMEOUT_S = 15.0
 
 class ServerThread:
     """One server on its own thread and uvloop event loop: a coordinator (or any app
-    given an `edge` config) on the edge server, every other app on uvicorn (httptools)."""
+    given an `edge` config) on the edge server, every other app on uvicorn (httptools).
+
+    HTTPS with `ssl_context` (a coordinator serves its own AR_TLS_* without it).
+    """
 
     def __init__(
         self,
@@ -33,6 +37,7 @@ class ServerThread:
         host: str = "127.0.0.1",
         port: int = 0,
         edge: EdgeConfig | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -40,10 +45,10 @@ class ServerThread:
         self.sock.bind((host, port))
         self.sock.listen(2048)  # accept from now on: an agent may be called during its startup
         self.host, self.port = self.sock.getsockname()[:2]
-        self.url = f"http://{self.host}:{self.port}"
         self.server: EdgeServer | uvicorn.Server
         if edge is not None or isinstance(app, CoordinatorApp):
-            self.server = EdgeServer(app, self.host, self.port, edge or EdgeConfig())
+            self.server = EdgeServer(app, self.host, self.port, edge or EdgeConfig(), ssl_context)
+            ssl_context = self.server.ssl_context
         else:
             config = uvicorn.Config(
                 app,
@@ -53,7 +58,11 @@ class ServerThread:
                 log_level="warning",
                 access_log=False,
             )
+            if ssl_context is not None:
+                config.load()
+                config.ssl = ssl_context
             self.server = uvicorn.Server(config)
+        self.url = f"{'http' if ssl_context is None else 'https'}://{self.host}:{self.port}"
         self.thread = threading.Thread(target=self._run, name=f"server-{self.port}", daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.error: StartupFailed | None = None

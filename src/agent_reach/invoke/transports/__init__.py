@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 from agent_reach.errors import ValidationFailed
 from agent_reach.invoke.pool import HttpPool, Resolve
 from agent_reach.invoke.transports.a2a import A2ATransport
@@ -37,13 +39,16 @@ class Transports:
             await transport.aclose()
 
 
-def open_transports(resolve: Resolve | None = None) -> Transports:
+def open_transports(
+    resolve: Resolve | None = None, ssl_context: ssl.SSLContext | None = None
+) -> Transports:
     """Every built-in transport, sharing one pooled HTTP client.
 
     `resolve` picks (and may refuse) the address of every new connection: the dial-time
-    half of the endpoint guard.
+    half of the endpoint guard. `ssl_context`: how https agents are verified and what
+    client certificate they are shown (`identity.tls.delivery_context`).
     """
-    client = HttpPool(resolve=resolve)
+    client = HttpPool(resolve=resolve, ssl_context=ssl_context)
     return Transports(
         {
             "http": HttpTransport(client),
