@@ -10,7 +10,7 @@ trusted certificate stands for. Pure functions on plain data.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,7 @@ def tls_extension(ssl_object: ssl.SSLObject | ssl.SSLSocket) -> dict[str, Any]:
     return {"tls_version": ssl_object.version(), "client_cert_name": subject, "peer": peer}
 
 
-def peer_of(scope: dict[str, Any]) -> PeerCertificate | None:
+def peer_of(scope: Mapping[str, Any]) -> PeerCertificate | None:
     """The verified client certificate of the request's connection, if any."""
     tls = scope.get("extensions", {}).get("tls")
     if tls is None:
