@@ -23,6 +23,7 @@ from agent_reach.config import Settings
 from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, Unauthorized
 from agent_reach.identity.certificates import PeerCertificate, certificate_principal
 from agent_reach.identity.oidc import OidcVerifier, looks_like_jwt, open_oidc
+from agent_reach.identity.origins import OriginGuard
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
@@ -67,9 +68,11 @@ class SecurityService:
         enabled: bool,
         guard: EndpointGuard,
         metrics_digest: str | None = None,
+        origins: OriginGuard,
         tokens: OidcVerifier | None = None,
     ) -> None:
         self.guard = guard
+        self.origins = origins
         self.tokens = tokens
         self._metrics_digest = metrics_digest
         self.keys = keys
@@ -310,6 +313,7 @@ async def open_security(
         metrics,
         enabled=enabled,
         guard=EndpointGuard(settings.endpoint_allow),
+        origins=OriginGuard(settings),
         metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
         tokens=open_oidc(settings, backends, policy, clock),
     )

@@ -35,6 +35,7 @@ from agent_reach.server.routes import (
     routing,
     tasks,
     traces,
+    traffic,
     workflows,
 )
 from agent_reach.server.routes.dashboard import mount_dashboard
@@ -89,6 +90,7 @@ class CoordinatorApp:
         self.api.include_router(workflows.router)
         self.api.include_router(learning.router)
         self.api.include_router(events.router)
+        self.api.include_router(traffic.router)  # the dashboard's charts
         mount_dashboard(self.api)
         add_invoke_operation(self.api)
         self._control_plane = BodyLimit(JsonBodies(self.api), settings.max_body_bytes)

@@ -85,6 +85,8 @@ async def answer_invoke(
     declared: int | None = None
     accept: bytes | None = None
     content_type: bytes | None = None
+    host: bytes | None = None
+    origin: bytes | None = None
     header_bytes = 0
     for name, value in headers:
         header_bytes += len(name) + len(value)
@@ -102,9 +104,14 @@ async def answer_invoke(
             accept = value
         elif name == b"content-type":
             content_type = value
+        elif name == b"host":
+            host = value
+        elif name == b"origin":
+            origin = value
     trace = continue_trace(traceparent)
     try:
         check_headers(len(headers), header_bytes)
+        service.security.origins.check("/v1/invoke", host, origin)
         if len(authorization) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
         if declared != 0:
