@@ -37,6 +37,8 @@ from tls_kit import (
 )
 
 from agent_reach.config import Settings
+from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.sdk.client import SyncReachClient
 from agent_reach.server.app import create_app
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread
@@ -408,3 +410,56 @@ def test_nginx_demanding_mutual_tls_verifies_the_coordinators_certificate(
             lambda: [line for line in agent.posts() if " SUCCESS " in line], "nginx's log"
         )
     assert len(verified) == 1
+
+
+def test_the_sdk_agent_serves_tls_and_demands_the_coordinators_certificate(
+    pki: Pki, start_coordinator: Any, backend: str
+):
+    coordinator = start_coordinator(
+        tls_cert=pki.coordinator.cert,
+        tls_key=pki.coordinator.key,
+        tls_client_ca=pki.shop_ca,
+        agent_ca_file=pki.agents_ca,
+        agent_client_cert=pki.coordinator_client.cert,
+        agent_client_key=pki.coordinator_client.key,
+    )
+    agent = Agent(
+        "order-1",
+        ["order.get"],
+        coordinator_url=coordinator.url,
+        tls_cert=pki.agent.cert,
+        tls_key=pki.agent.key,
+        tls_client_ca=pki.shop_ca,  # the CA of the coordinator's client certificate
+        coordinator_ca_file=pki.shop_ca,
+        client_cert=pki.order_agent.cert,  # its SPIFFE ID is its principal: no API key
+        client_key=pki.order_agent.key,
+    )
+    executions: list[str] = []
+
+    @agent.handler
+    async def handle(request: AgentRequest) -> dict[str, Any]:
+        executions.append(request.request_id)
+        return {"order": "shipped"}
+
+    server = ServerThread(agent.app, ssl_context=agent.ssl_context)
+    agent.endpoint_url = f"{server.url}/invoke"
+    assert agent.endpoint_url.startswith("https://")
+    with server:
+        assert agent.is_registered
+        caller = SyncReachClient(
+            coordinator.url,
+            ca_file=pki.shop_ca,
+            client_cert=pki.web_caller.cert,
+            client_key=pki.web_caller.key,
+        )
+        with caller:
+            answers = [caller.invoke("order.get", payload={"n": n}) for n in range(2)]
+        # The agent refuses a caller without a certificate from its client CA.
+        for leaf in (None, pki.rogue_order_agent):
+            with (
+                pytest.raises(httpx.TransportError),
+                httpx.Client(verify=client_context(pki.agents_ca, leaf)) as direct,
+            ):
+                direct.post(agent.endpoint_url, json={"request_id": "x"})
+    assert [a.result for a in answers] == [{"order": "shipped"}] * 2
+    assert executions == [a.request_id for a in answers]  # each once, and nothing else

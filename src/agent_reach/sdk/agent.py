@@ -20,10 +20,12 @@ import contextlib
 import inspect
 import random
 import socket
+import ssl
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -37,6 +39,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError, error_from_body
+from agent_reach.identity.tls import TlsSettingError, server_context
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.sse import MEDIA_TYPE
 from agent_reach.model.agents import (
@@ -47,7 +50,7 @@ from agent_reach.model.agents import (
     normalize_capability,
 )
 from agent_reach.sdk.agent_stream import LiveStream
-from agent_reach.sdk.client import ReachClient
+from agent_reach.sdk.client import ReachClient, coordinator_tls
 from agent_reach.sdk.tokens import TokenProvider
 from agent_reach.server.responses import dump_json, json_response
 
@@ -233,11 +236,25 @@ class Agent:
         skills: Sequence[SkillSpec] = (),
         input_schema: dict[str, Any] | None = None,
         health_check: Callable[[], Awaitable[bool]] | None = None,
+        tls_cert: str | Path | None = None,
+        tls_key: str | Path | None = None,
+        tls_client_ca: str | Path | None = None,
+        coordinator_ca_file: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
         `health_check`, when given, decides what `GET /health` answers (200 or 503);
         `token_provider` (an IdP token callable, or `ClientCredentials`) authenticates
-        registration and heartbeats instead of `api_key`."""
+        registration and heartbeats instead of `api_key`.
+
+        TLS: with `tls_cert` and `tls_key` (PEM files) the agent serves HTTPS and
+        registers an ``https://`` endpoint; with `tls_client_ca` too, it answers only
+        callers (the coordinator) presenting a certificate that CA issued.
+        `coordinator_ca_file` is trusted for an https coordinator beside the system's
+        CAs; `client_cert` and `client_key` are presented to a coordinator that asks for
+        a client certificate (its policy may map it to this agent's principal, so no
+        key is needed). A file that cannot be used raises `TlsSettingError` here."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -257,6 +274,9 @@ class Agent:
         self.skills = list(skills)
         self.input_schema = input_schema
         self.health_check = health_check
+        self.ssl_context = _serving_context(tls_cert, tls_key, tls_client_ca)
+        self._coordinator_tls = coordinator_tls(coordinator_ca_file, client_cert, client_key)
+        self._coordinator_files = (coordinator_ca_file, client_cert, client_key)
         self._handlers: dict[str, Callable[[AgentRequest], Awaitable[Any]]] = {}
         self._default: Callable[[AgentRequest], Awaitable[Any]] | None = None
         self._runs = _RunOnce(REMEMBERED_REQUESTS)
@@ -329,8 +349,8 @@ class Agent:
         """Serve the agent with uvicorn until interrupted (blocking).
 
         Port 0 picks a free port. Unless `endpoint_url` was set, the agent registers
-        ``http://<host>:<port>/invoke`` with the port actually bound (the machine's
-        host name when `host` binds every interface).
+        ``http://<host>:<port>/invoke`` (``https://`` when it serves TLS) with the port
+        actually bound (the machine's host name when `host` binds every interface).
         """
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -343,8 +363,12 @@ class Agent:
             advertised = socket.gethostname() if host in _WILDCARD_HOSTS else host
             if ":" in advertised:
                 advertised = f"[{advertised}]"
-            self.endpoint_url = f"http://{advertised}:{sock.getsockname()[1]}/invoke"
+            scheme = "http" if self.ssl_context is None else "https"
+            self.endpoint_url = f"{scheme}://{advertised}:{sock.getsockname()[1]}/invoke"
         config = uvicorn.Config(self.app, lifespan="on", access_log=False, log_level=log_level)
+        if self.ssl_context is not None:
+            config.load()
+            config.ssl = self.ssl_context  # uvicorn serves the context given, as built
         uvicorn.Server(config).run(sockets=[sock])
 
     @contextlib.asynccontextmanager
@@ -352,10 +376,19 @@ class Agent:
         spec = self.spec()
         async with (
             ReachClient(
-                self.coordinator_url, api_key=self.api_key, token_provider=self.token_provider
+                self.coordinator_url,
+                api_key=self.api_key,
+                token_provider=self.token_provider,
+                ca_file=self._coordinator_files[0],
+                client_cert=self._coordinator_files[1],
+                client_key=self._coordinator_files[2],
             ) as client,
             # Context URLs in deliveries are relative to the coordinator unless it says otherwise.
-            httpx.AsyncClient(base_url=self.coordinator_url, timeout=CONTEXT_TIMEOUT_S) as http,
+            httpx.AsyncClient(
+                base_url=self.coordinator_url,
+                timeout=CONTEXT_TIMEOUT_S,
+                verify=self._coordinator_tls,
+            ) as http,
         ):
             self._client, self._context_http = client, http
             # One attempt before serving, so a started agent is registered whenever the
@@ -503,6 +536,22 @@ def _context_link(http: httpx.AsyncClient, block: dict[str, Any] | None) -> _Con
     if not isinstance(url, str) or not isinstance(token, str):
         return None
     return _ContextLink(http, url, token)
+
+
+def _serving_context(
+    cert: str | Path | None, key: str | Path | None, client_ca: str | Path | None
+) -> ssl.SSLContext | None:
+    """The agent's HTTPS context, or None to serve plain HTTP."""
+    if cert is None and key is None and client_ca is None:
+        return None
+    if cert is None or key is None:
+        raise TlsSettingError("tls_cert and tls_key go together (tls_client_ca needs both)")
+    return server_context(
+        Path(cert),
+        Path(key),
+        None if client_ca is None else Path(client_ca),
+        names=("tls_cert", "tls_key", "tls_client_ca"),
+    )
 
 
 def _as_async(fn: Callable[[AgentRequest], Any]) -> Callable[[AgentRequest], Awaitable[Any]]:

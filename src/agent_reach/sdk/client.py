@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
@@ -20,6 +22,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from agent_reach.errors import ReachError, error_from_body
+from agent_reach.identity.tls import client_context
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeResult, TaskView
@@ -152,6 +155,21 @@ def _not_a_stream(call: _Call[Any], response: httpx.Response) -> None:
     raise ReachError(f"expected a stream, got {type(answer).__name__}", code="unexpected_answer")
 
 
+def coordinator_tls(
+    ca_file: str | Path | None, client_cert: str | Path | None, client_key: str | Path | None
+) -> ssl.SSLContext | bool:
+    """How a client verifies an https coordinator: the system's CAs (True) unless a CA
+    file or a client certificate asks for a context of its own."""
+    if ca_file is None and client_cert is None:
+        return True
+    return client_context(
+        None if ca_file is None else Path(ca_file),
+        None if client_cert is None else Path(client_cert),
+        None if client_key is None else Path(client_key),
+        names=("ca_file", "client_cert", "client_key"),
+    )
+
+
 class _ClientCore:
     """What both clients share: the coordinator URL, the headers every call carries and
     the token provider's authentication (instead of an API key)."""
@@ -200,9 +218,20 @@ class ReachClient(_ClientCore):
         api_key: str | None = None,
         token_provider: TokenProvider | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        ca_file: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
     ) -> None:
+        """`ca_file`: PEM CA(s) an https coordinator's certificate is verified against,
+        beside the system's; `client_cert` and `client_key`: presented to a coordinator
+        that asks for a client certificate (the credential where its policy maps it)."""
         super().__init__(base_url, api_key=api_key, token_provider=token_provider)
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s, auth=self._auth)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout_s,
+            auth=self._auth,
+            verify=coordinator_tls(ca_file, client_cert, client_key),
+        )
 
     async def invoke(
         self,
@@ -358,9 +387,17 @@ class SyncReachClient(_ClientCore):
         api_key: str | None = None,
         token_provider: TokenProvider | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        ca_file: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
     ) -> None:
         super().__init__(base_url, api_key=api_key, token_provider=token_provider)
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, auth=self._auth)
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout_s,
+            auth=self._auth,
+            verify=coordinator_tls(ca_file, client_cert, client_key),
+        )
 
     def invoke(
         self,
