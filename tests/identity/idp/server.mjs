@@ -52,9 +52,6 @@ function ttlOf(client) {
 const provider = new Provider(issuer, {
   jwks: config.jwks,
   clients: config.clients ?? [],
-  // An administrator's registration may name the client (so a test's principal has a
-  // readable `sub`); any other gets a random id.
-  idFactory: (ctx) => (isAdmin(ctx) && ctx.get('x-idp-client-id')) || randomUUID(),
   cookies: { keys: ['agent-reach-test-idp'] },
   scopes: ['openid', 'offline_access', ...(config.scopes ?? [])],
   claims: { openid: ['sub'] },
@@ -85,7 +82,12 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
-    registration: { enabled: true },
+    registration: {
+      enabled: true,
+      // An administrator's registration may name the client (so a test's principal has
+      // a readable `sub`); any other gets a random id.
+      idFactory: (ctx) => (isAdmin(ctx) && ctx.get('x-idp-client-id')) || randomUUID(),
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (_ctx, _client, oneOf) => oneOf ?? resources[0],
