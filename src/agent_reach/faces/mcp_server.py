@@ -27,9 +27,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_reach.errors import ReachError, ValidationFailed
 from agent_reach.faces.catalog import LiveCapability, live_capabilities
+from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
+from agent_reach.identity.certificates import peer_of
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import new_trace
+from agent_reach.server.fastpath import read_body
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import Runtime
 
@@ -101,16 +104,30 @@ class McpFace:
             return
         headers = dict(scope.get("headers") or [])
         try:
-            await runtime.security.authenticate(_text(headers.get(b"authorization")))
+            await runtime.security.authenticate(
+                _text(headers.get(b"authorization")),
+                peer_of(scope),
+                resource=resource_audience(runtime.settings, scope),
+            )
         except ReachError as exc:
-            await json_response(exc.to_body(), exc.status)(scope, receive, send)
+            body = b""
+            if scope["method"] == "POST":
+                with contextlib.suppress(ReachError):
+                    body = await read_body(receive, runtime.settings.max_body_bytes, None)
+            answer = refusal(runtime.settings, scope, exc, request_id_of(body))
+            await answer(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
 
     async def _principal(self, runtime: Runtime, ctx: ServerRequestContext[Any, Any]) -> Principal:
         request = ctx.request
-        header = request.headers.get("authorization") if request is not None else None
-        return await runtime.security.authenticate(header)
+        if request is None:
+            return await runtime.security.authenticate(None)
+        return await runtime.security.authenticate(
+            request.headers.get("authorization"),
+            peer_of(request.scope),
+            resource=resource_audience(runtime.settings, request.scope),
+        )
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -85,8 +85,7 @@ class OriginGuard:
         seen = origin.decode("latin-1").strip().lower()
         if seen in self.allowed:
             return None
-        name = _hostname(host_text)
-        if (_is_ip(name) or is_loopback(name)) and seen == f"{self.scheme}://{host_text}":
+        if cannot_rebind(host_text) and seen == f"{self.scheme}://{host_text}":
             return None  # the coordinator's own origin, under a name no one can rebind
         return (
             f"Origin {seen!r} may not use this coordinator; allow it with "
@@ -104,6 +103,13 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def cannot_rebind(host: str) -> bool:
+    """Whether a Host value (`name[:port]`) is an IP literal or a loopback name: no DNS
+    name that someone else could point at this machine."""
+    name = _hostname(host.strip().lower())
+    return _is_ip(name) or is_loopback(name)
 
 
 def _hostname(host: str) -> str:

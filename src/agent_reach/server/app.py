@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.errors import ReachError
-from agent_reach.faces import a2a_routes
+from agent_reach.faces import a2a_routes, mcp_auth
 from agent_reach.identity.origins import OriginGuard
 from agent_reach.identity.tls import serving_context
 from agent_reach.routing.policy_source import PolicySource
@@ -86,6 +86,7 @@ class CoordinatorApp:
         for module in (*routers, policy):
             self.api.include_router(module.router)
         self.api.include_router(a2a_routes.router)
+        self.api.include_router(mcp_auth.router)  # /mcp's OAuth protected resource metadata
         self.api.include_router(requests.router)  # `agent-reach why`
         self.api.include_router(workflows.router)
         self.api.include_router(learning.router)
