@@ -1,4 +1,5 @@
-"""The `TaskStore` and `AnswerCache` contracts on every backend: bytes by key, expiring."""
+"""The `TaskStore`, `AnswerCache` and `KeySetStore` contracts on every backend: bytes by
+key, expiring."""
 
 from __future__ import annotations
 
@@ -6,39 +7,42 @@ import pytest
 from contract_kit import Timeline
 
 from agent_reach.backends.bundle import Backends
-from agent_reach.backends.protocols import AnswerCache, TaskStore
+from agent_reach.backends.protocols import AnswerCache, KeySetStore, TaskStore
 
 TTL_S = 0.3  # short, so a real Redis expiry runs out within the test
 LONG_S = 60.0
 DOCUMENT = '{"status": "suspended", "原因": "无可用实例"}'.encode() + b"\x00\xff"
 
 
-@pytest.fixture(params=["tasks", "answers"])
-def blobs(backends: Backends, request: pytest.FixtureRequest) -> TaskStore | AnswerCache:
-    """Both stores keep bytes under a key for a ttl: one suite covers both."""
-    store: TaskStore | AnswerCache = getattr(backends, request.param)
+Blobs = TaskStore | AnswerCache | KeySetStore
+
+
+@pytest.fixture(params=["tasks", "answers", "keysets"])
+def blobs(backends: Backends, request: pytest.FixtureRequest) -> Blobs:
+    """The three stores keep bytes under a key for a ttl: one suite covers them."""
+    store: Blobs = getattr(backends, request.param)
     return store
 
 
-async def test_a_stored_document_is_returned_byte_for_byte(blobs: TaskStore | AnswerCache) -> None:
+async def test_a_stored_document_is_returned_byte_for_byte(blobs: Blobs) -> None:
     await blobs.put("task-1", DOCUMENT, LONG_S)
 
     assert await blobs.get("task-1") == DOCUMENT
 
 
-async def test_put_again_replaces_the_document(blobs: TaskStore | AnswerCache) -> None:
+async def test_put_again_replaces_the_document(blobs: Blobs) -> None:
     await blobs.put("task-1", b"old", LONG_S)
     await blobs.put("task-1", b"new", LONG_S)
 
     assert await blobs.get("task-1") == b"new"
 
 
-async def test_an_unknown_key_is_none(blobs: TaskStore | AnswerCache) -> None:
+async def test_an_unknown_key_is_none(blobs: Blobs) -> None:
     assert await blobs.get("never-stored") is None
 
 
 async def test_a_document_expires_after_its_ttl(
-    blobs: TaskStore | AnswerCache, timeline: Timeline
+    blobs: Blobs, timeline: Timeline
 ) -> None:
     await blobs.put("task-1", DOCUMENT, TTL_S)
     await blobs.put("task-2", DOCUMENT, LONG_S)
