@@ -7,12 +7,15 @@
 `--service-ms S --workers N` makes it a service of bounded capacity, like a real one:
 N requests are served at once, each for S ms, the rest wait their turn (N / S requests
 a second at most), so an overload benchmark can overload the agent, not the machine.
+
+`--tls-cert FILE --tls-key FILE` serves HTTPS instead (bench/overhead.py --tls).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 from dataclasses import dataclass
 
 import httptools
@@ -88,9 +91,9 @@ class EchoProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-async def serve(host: str, port: int) -> None:
+async def serve(host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(EchoProtocol, host, port, backlog=4096)
+    server = await loop.create_server(EchoProtocol, host, port, backlog=4096, ssl=ssl_context)
     async with server:
         await server.serve_forever()
 
@@ -101,16 +104,22 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9040)
     parser.add_argument("--service-ms", type=float, help="each POST takes this long")
     parser.add_argument("--workers", type=int, default=8, help="POSTs served at once")
+    parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS")
+    parser.add_argument("--tls-key", help="its PEM private key")
     args = parser.parse_args()
+    context = None
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
     global SERVICE
     if args.service_ms is not None:
         SERVICE = Service(args.service_ms / 1000, asyncio.Semaphore(args.workers))
     try:
         import uvloop
     except ImportError:
-        asyncio.run(serve(args.host, args.port))
+        asyncio.run(serve(args.host, args.port, context))
     else:
-        uvloop.run(serve(args.host, args.port))
+        uvloop.run(serve(args.host, args.port, context))
 
 
 if __name__ == "__main__":

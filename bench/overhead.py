@@ -22,6 +22,12 @@ medians of req/s, p50/p99 and server CPU per request, the ratios c/a and c/b (me
 of each repeat's own ratio; c/b of every repeat too), the p50 the coordinator adds,
 and the goals (+0.3 ms p50 at c=1; >= 20% of nginx's req/s with p99 < 20 ms at c=64);
 `--json` writes it all, every run included.
+
+`--tls` runs every hop over TLS, with certificates of a private CA made for the run:
+wrk speaks HTTPS to each target, the echo agent serves HTTPS, nginx terminates TLS and
+proxies to the agent over TLS (verifying it, keep-alive upstream), and the coordinator
+serves HTTPS (AR_TLS_CERT) and delivers to the https agent verified against
+AR_AGENT_CA_FILE; c/b is then the coordinator's TLS throughput over nginx's.
 Needs Debian's nginx and wrk: `apt-get install -y nginx wrk`.
 """
 
@@ -37,6 +43,7 @@ import secrets
 import shlex
 import shutil
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -139,6 +146,52 @@ http {{
   }}
 }}
 """
+# The same proxy with TLS on both sides: in from wrk, out to the https echo agent.
+NGINX_TLS = {
+    "listen 127.0.0.1:{port};": "listen 127.0.0.1:{port} ssl;\n"
+    "    ssl_certificate {cert};\n"
+    "    ssl_certificate_key {key};",
+    "proxy_pass http://agent;": "proxy_pass https://agent;\n"
+    "      proxy_ssl_verify on;\n"
+    "      proxy_ssl_trusted_certificate {ca};\n"
+    "      proxy_ssl_name localhost;\n"
+    "      proxy_ssl_session_reuse on;",
+}
+
+
+def nginx_conf(tls: bool) -> str:
+    """nginx's config template, with TLS in and out when asked."""
+    conf = NGINX_CONF
+    if tls:
+        for plain, secured in NGINX_TLS.items():
+            conf = conf.replace(plain, secured)
+    return conf
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A private CA and one certificate for 127.0.0.1 and localhost, as PEM files: every
+    server of the run presents it, every client trusts the CA."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+    def client_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+
+def make_tls_files(directory: Path) -> TlsFiles:
+    """The run's CA and certificate in `directory` (trustme: the test extra)."""
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1", "localhost")
+    files = TlsFiles(directory / "ca.pem", directory / "cert.pem", directory / "key.pem")
+    ca.cert_pem.write_to_path(str(files.ca))
+    leaf.cert_chain_pems[0].write_to_path(str(files.cert))
+    leaf.private_key_pem.write_to_path(str(files.key))
+    return files
 
 
 Process = subprocess.Popen[bytes]
@@ -194,7 +247,7 @@ def main() -> None:
         sys.exit(f"error: {exc}")
     results = medians(runs)
     summary = summarize(runs)
-    render(console, results, summary, args.workers)
+    render(console, results, summary, args.workers, args.tls)
     if args.json:
         report = {
             "config": {
@@ -205,6 +258,7 @@ def main() -> None:
                 "coordinator_cmd": args.coordinator_cmd,
                 "workers": args.workers,
                 "security": "keys, access rules" + ("" if args.no_quota else ", a quota"),
+                "tls": args.tls,
             },
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "results": [asdict(r) for r in results],
@@ -249,6 +303,11 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="leave the quota out of the policy (on Redis it is one EVALSHA per request)",
     )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="every hop over TLS: into each target and from nginx and the coordinator to the agent",
+    )
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument(
         "--profile",
@@ -280,17 +339,26 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
 
     try:
         agent_port, nginx_port, coord_port = free_ports(3)
+        tls = make_tls_files(tmp) if args.tls else None
+        context = None if tls is None else tls.client_context()
+        scheme = "http" if tls is None else "https"
         echo_agent = str(REPO / "bench" / "echo_agent.py")
-        agent = start("agent", [sys.executable, echo_agent, "--port", str(agent_port)])
-        wait_healthy("echo agent", agent, agent_port, "/health", tmp / "agent.log")
+        agent_cmd = [sys.executable, echo_agent, "--port", str(agent_port)]
+        if tls is not None:
+            agent_cmd += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+        agent = start("agent", agent_cmd)
+        wait_healthy("echo agent", agent, agent_port, "/health", tmp / "agent.log", tls=context)
 
         conf = tmp / "nginx.conf"
+        files = {} if tls is None else {"ca": tls.ca, "cert": tls.cert, "key": tls.key}
         conf.write_text(
-            NGINX_CONF.format(tmp=tmp, agent_port=agent_port, port=nginx_port, workers=args.workers)
+            nginx_conf(tls is not None).format(
+                tmp=tmp, agent_port=agent_port, port=nginx_port, workers=args.workers, **files
+            )
         )
         error_log = str(tmp / "nginx-error.log")
         nginx = start("nginx", [NGINX, "-p", str(tmp), "-e", error_log, "-c", str(conf)])
-        wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log")
+        wait_healthy("nginx", nginx, nginx_port, "/health", tmp / "nginx-error.log", tls=context)
 
         # The embedded default as deployed: security on (API keys, access rules, a
         # quota), the decision log written to a file, tracing on.
@@ -305,6 +373,10 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
             AR_POLICY_FILE=str(policy),
             AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
         )
+        if tls is not None:
+            env.update(
+                AR_TLS_CERT=str(tls.cert), AR_TLS_KEY=str(tls.key), AR_AGENT_CA_FILE=str(tls.ca)
+            )
         if args.workers > 1:  # workers share their state through Redis
             redis_url = os.environ.get("AR_REDIS_URL")
             if redis_url is None:
@@ -323,16 +395,17 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         if args.workers > 1:
             cmd += f" --workers {args.workers}"
         coord = start("coordinator", shlex.split(cmd), env)
-        wait_healthy("coordinator", coord, coord_port, "/healthz", tmp / "coordinator.log", cmd)
-        caller_key = register_agent(coord_port, agent_port, admin_key)
+        coord_log = tmp / "coordinator.log"
+        wait_healthy("coordinator", coord, coord_port, "/healthz", coord_log, cmd, context)
+        caller_key = register_agent(coord_port, agent_port, admin_key, context)
 
         script = tmp / "post.lua"
         script.write_text(WRK_SCRIPT % (caller_key, json.dumps(BODY)))
         yield (
             [
-                Target("direct", f"http://127.0.0.1:{agent_port}/invoke", agent.pid),
-                Target("nginx", f"http://127.0.0.1:{nginx_port}/invoke", nginx.pid),
-                Target("coordinator", f"http://127.0.0.1:{coord_port}/v1/invoke", coord.pid),
+                Target("direct", f"{scheme}://127.0.0.1:{agent_port}/invoke", agent.pid),
+                Target("nginx", f"{scheme}://127.0.0.1:{nginx_port}/invoke", nginx.pid),
+                Target("coordinator", f"{scheme}://127.0.0.1:{coord_port}/v1/invoke", coord.pid),
             ],
             script,
         )
@@ -361,9 +434,19 @@ def free_ports(count: int) -> list[int]:
 
 
 def http_call(
-    port: int, method: str, path: str, body: str | None = None, key: str | None = None
+    port: int,
+    method: str,
+    path: str,
+    body: str | None = None,
+    key: str | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    """One request to 127.0.0.1:`port`, over TLS with `tls`."""
+    conn = (
+        http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        if tls is None
+        else http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=tls)
+    )
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
         if key is not None:
@@ -375,12 +458,20 @@ def http_call(
         conn.close()
 
 
-def wait_healthy(name: str, proc: Process, port: int, path: str, log: Path, cmd: str = "") -> None:
+def wait_healthy(
+    name: str,
+    proc: Process,
+    port: int,
+    path: str,
+    log: Path,
+    cmd: str = "",
+    tls: ssl.SSLContext | None = None,
+) -> None:
     """Poll GET `path` until it answers 200; fail with the process's last output otherwise."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         with contextlib.suppress(OSError, http.client.HTTPException):
-            if http_call(port, "GET", path)[0] == 200:
+            if http_call(port, "GET", path, tls=tls)[0] == 200:
                 return
         time.sleep(0.05)
     if proc.poll() is not None:
@@ -392,28 +483,35 @@ def wait_healthy(name: str, proc: Process, port: int, path: str, log: Path, cmd:
     raise BenchError(f"{name} on 127.0.0.1:{port} {what}.\n{command}last output:\n{tail}")
 
 
-def register_agent(coord_port: int, agent_port: int, admin_key: str) -> str:
-    """Mint the agent's and the caller's keys, register the echo agent, invoke it once;
-    the caller's key."""
+def register_agent(
+    coord_port: int, agent_port: int, admin_key: str, tls: ssl.SSLContext | None = None
+) -> str:
+    """Mint the agent's and the caller's keys, register the echo agent (at an https
+    endpoint with `tls`), invoke it once; the caller's key."""
     keys = {}
     for principal, role in (("echo-agent", "agent"), ("bench-caller", "caller")):
         request = {"principal": principal, "domain": "bench", "role": role}
-        status, body = http_call(coord_port, "POST", "/v1/keys", json.dumps(request), admin_key)
+        status, body = http_call(
+            coord_port, "POST", "/v1/keys", json.dumps(request), admin_key, tls
+        )
         if status != 201:
             raise BenchError(f"minting a key answered {status}: {body[:500]!r}")
         keys[role] = json.loads(body)["key"]
     registration = {
         "id": AGENT_ID,
         "capabilities": [CAPABILITY],
-        "transport": {"type": "http", "endpoint": f"http://127.0.0.1:{agent_port}/invoke"},
+        "transport": {
+            "type": "http",
+            "endpoint": f"{'http' if tls is None else 'https'}://127.0.0.1:{agent_port}/invoke",
+        },
         "ttl": 3600,
     }
     status, body = http_call(
-        coord_port, "POST", "/v1/agents", json.dumps(registration), keys["agent"]
+        coord_port, "POST", "/v1/agents", json.dumps(registration), keys["agent"], tls
     )
     if not 200 <= status < 300:
         raise BenchError(f"registering the echo agent answered {status}: {body[:500]!r}")
-    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY, keys["caller"])
+    status, body = http_call(coord_port, "POST", "/v1/invoke", BODY, keys["caller"], tls)
     if not 200 <= status < 300:
         raise BenchError(f"a first POST /v1/invoke answered {status}: {body[:500]!r}")
     return keys["caller"]
@@ -574,13 +672,20 @@ def summarize(runs: list[Result]) -> list[Ratio]:
     return rows
 
 
-def render(console: Console, results: list[Result], summary: list[Ratio], workers: int = 1) -> None:
+def render(
+    console: Console,
+    results: list[Result],
+    summary: list[Ratio],
+    workers: int = 1,
+    tls: bool = False,
+) -> None:
     where = (
         "wrk -t1 on CPU 0, servers on CPU 1"
         if workers == 1
         else f"{workers} workers each (coordinator on Redis), wrk sharing the cores"
     )
-    table = Table(title=f"one hop, {len(BODY)}-byte JSON POST, {where}")
+    over = ", TLS in and out" if tls else ""
+    table = Table(title=f"one hop{over}, {len(BODY)}-byte JSON POST, {where}")
     for column in ("c", "target", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "errors"):
         table.add_column(column, justify="left" if column == "target" else "right")
     for r in results:

@@ -58,3 +58,43 @@ def test_the_c64_goal_needs_the_share_and_the_p99(bench):
     [row] = bench.summarize(runs)
     assert row.coordinator_over_nginx == pytest.approx(0.225)
     assert row.goal_met is False  # p99 over 20 ms
+
+
+def test_the_tls_variant_secures_both_of_nginxs_sides(bench):
+    plain = bench.nginx_conf(False)
+    secured = bench.nginx_conf(True)
+    assert plain == bench.NGINX_CONF
+    for before, after in bench.NGINX_TLS.items():
+        assert before in plain and before not in secured
+        assert after in secured
+    text = secured.format(tmp="/t", agent_port=1, port=2, workers=1, ca="C", cert="P", key="K")
+    assert "listen 127.0.0.1:2 ssl;" in text and "proxy_pass https://agent;" in text
+    assert "proxy_ssl_verify on;" in text and "proxy_ssl_trusted_certificate C;" in text
+
+
+def test_the_echo_agent_serves_https_with_the_runs_certificate(bench, tmp_path):
+    import http.client
+    import subprocess
+    import sys
+
+    tls = bench.make_tls_files(tmp_path)
+    [port] = bench.free_ports(1)
+    agent = subprocess.Popen(
+        [sys.executable, str(BENCH.with_name("echo_agent.py")), "--port", str(port),
+         "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        bench.wait_healthy(
+            "echo agent", agent, port, "/health", tmp_path / "none.log", tls=tls.client_context()
+        )
+        assert bench.http_call(port, "POST", "/invoke", bench.BODY, tls=tls.client_context()) == (
+            200,
+            b'{"result":{"echo":"pong","ok":true}}',
+        )
+        with pytest.raises((OSError, http.client.HTTPException)):  # plain HTTP gets no answer
+            bench.http_call(port, "GET", "/health")
+    finally:
+        agent.terminate()
+        agent.wait(10)
