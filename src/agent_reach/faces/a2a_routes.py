@@ -10,6 +10,7 @@ from agent_reach.faces.a2a_card import CARD_PATH, RPC_PATH, agent_card
 from agent_reach.faces.a2a_rpc import A2AEndpoint, RpcError, rpc_error_of
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
 from agent_reach.faces.catalog import live_capabilities
+from agent_reach.identity.certificates import peer_of
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.responses import json_response
@@ -26,7 +27,9 @@ async def card(request: Request) -> Response:
     principal: Principal | None = ANONYMOUS
     if security.enabled:
         try:
-            principal = await security.authenticate(request.headers.get("authorization"))
+            principal = await security.authenticate(
+                request.headers.get("authorization"), peer_of(request.scope)
+            )
         except ReachError:
             principal = None  # no valid key: the card without skills
     skills = [] if principal is None else live_capabilities(runtime, principal)
@@ -42,7 +45,9 @@ async def rpc(request: Request) -> Response:
     runtime = runtime_of(request)
     try:
         try:
-            principal = await runtime.security.authenticate(request.headers.get("authorization"))
+            principal = await runtime.security.authenticate(
+                request.headers.get("authorization"), peer_of(request.scope)
+            )
         except ReachError as exc:
             raise rpc_error_of(exc) from None
         call_id, result = await A2AEndpoint(runtime).call(
