@@ -16,6 +16,7 @@ import httpx
 import orjson
 from pydantic import SecretStr
 
+from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.server.app import CoordinatorApp, create_app
 from agent_reach.testing.fake_agent import FakeAgent
@@ -83,9 +84,16 @@ class Reach:
     in one process, so there `second()` is the first coordinator again."""
 
     def __init__(
-        self, backend: str, admin_key: str, *, issuers: list[str], **settings: Any
+        self,
+        backend: str,
+        admin_key: str,
+        *,
+        issuers: list[str],
+        clock: Clock = SYSTEM_CLOCK,
+        **settings: Any,
     ) -> None:
         self.backend = backend
+        self.clock = clock
         self.admin_key = admin_key
         self._settings = {
             "auth": "on",
@@ -190,6 +198,6 @@ class Reach:
 
     def _start(self) -> None:
         settings = Settings(admin_key=SecretStr(self.admin_key), **self._settings)
-        app = create_app(settings)
+        app = create_app(settings, self.clock)
         self.servers.append(ServerThread(app).start())
         self.apps.append(app)
