@@ -1,11 +1,14 @@
 """Headless Chromium (Debian's `chromium` package) driven by Playwright, against a real coordinator.
 
 Playwright never downloads a browser here: it launches `/usr/bin/chromium`, which
-`scripts/test.sh` installs with apt-get when it is missing.
+`scripts/test.sh` installs with apt-get when it is missing, as it installs a CJK font
+(`fonts-noto-cjk`) when none is there.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,10 +46,24 @@ suspend_s = 30
 StartAgent = Callable[..., tuple[FakeAgent, ServerThread]]
 
 
+def has_cjk_font() -> bool:
+    """A font with Chinese glyphs is installed (fontconfig, which Chromium asks)."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True)
+    return bool(found.stdout.strip())
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/test.sh or apt-get install -y chromium")
+    if not has_cjk_font():
+        pytest.fail(
+            "no CJK font: Chinese names would be drawn as boxes in the screenshots; "
+            "run scripts/test.sh or apt-get install -y fonts-noto-cjk"
+        )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser

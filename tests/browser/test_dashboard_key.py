@@ -41,6 +41,7 @@ def test_the_key_prompt_hints_how_to_pass_a_key(page: Page, secured: str) -> Non
     form = page.locator("form.key-form")
     expect(form).to_be_visible()
     expect(form).to_contain_text("/ui/#key=")
+    expect(form).to_contain_text("/ui/#/traffic?key=")
     expect(form).to_contain_text("--role observer")
 
 
@@ -52,3 +53,17 @@ def test_a_key_in_the_fragment_opens_the_dashboard_and_leaves_the_address_bar(
     expect(page.locator("#connection")).to_have_class(re.compile(r"\blive\b"))
     expect(page.locator("form.key-form")).to_have_count(0)
     assert ADMIN_KEY not in page.url
+
+
+def test_a_key_in_the_fragment_opens_the_view_it_names(page: Page, secured: str) -> None:
+    page.goto(f"{secured}/ui/#/traffic?by=instance&key={ADMIN_KEY}")
+
+    expect(page.locator("#connection")).to_have_class(re.compile(r"\blive\b"))
+    expect(page.locator('#nav a[data-view="traffic"]')).to_have_class(re.compile(r"\bactive\b"))
+    expect(page.locator('.switch a[data-by="instance"]')).to_have_class(re.compile(r"\bactive\b"))
+    assert ADMIN_KEY not in page.url
+    assert page.url.endswith("/ui/#/traffic?by=instance")
+
+    page.goto(f"{secured}/ui/#/decisions")  # the key stays for the tab: no prompt
+    expect(page.locator("#connection")).to_have_class(re.compile(r"\blive\b"))
+    expect(page.locator("form.key-form")).to_have_count(0)

@@ -41,11 +41,13 @@ from agent_reach.invoke.transports.protocol import Normalization, Shaped
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import Attempt
 from agent_reach.observability.metrics import Metrics
+from agent_reach.observability.timeseries import Outcome
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
 
+DECLINED_STATUSES = frozenset({421, 429})  # "not mine" and "too busy": the agent said no
 NOT_TAKEN = 503  # RFC 9110 §15.6.4: "currently unable to handle the request"
 
 
@@ -191,6 +193,8 @@ class AttemptLoop:
             if exc.retryable and not exc.details.get("connect_timeout"):
                 self.health.record_delivery(instance, ok=False)
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
+            declined = exc.details.get("http_status") in DECLINED_STATUSES
+            self._chart(spec.id, elapsed_ms, "refused" if declined else "error")
             self._trace(trace, span_id, delivery, spec.id, number, started, exc.code, via)
             chain.attempts.append(
                 Attempt(
@@ -213,6 +217,7 @@ class AttemptLoop:
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
         self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
+        self._chart(spec.id, elapsed_ms, "ok")
         self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via)
         chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
         if isinstance(result, Shaped):
@@ -244,6 +249,7 @@ class AttemptLoop:
             if end.outcome != CALLER_GONE:  # the caller leaving says nothing of the agent
                 window.record(ok=ok, latency_ms=elapsed_ms)
                 self.health.record_delivery(instance, ok=ok)
+                self._chart(instance.id, elapsed_ms, "ok" if ok else "error")
             self.metrics.child(self.metrics.attempt_seconds, end.outcome).observe(elapsed_ms / 1000)
             self._trace(trace, span_id, delivery, instance.id, number, started, end.outcome, via)
             message = end.error.message if end.error is not None else None
@@ -253,6 +259,10 @@ class AttemptLoop:
 
         stream.on_end(record)
         return Delivered(stream, instance, attempts, "sse")
+
+    def _chart(self, agent_id: str, elapsed_ms: float, outcome: Outcome) -> None:
+        """The attempt in the dashboard's per-instance time series."""
+        self.metrics.recent.attempt(self.clock.wall(), agent_id, elapsed_ms / 1000, outcome)
 
     def _trace(
         self,

@@ -29,6 +29,13 @@ from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.troubleshooting.journal import RequestJournal
 
+# Answers given instead of a delivery: the router would not guess, a caller may not, or a
+# limit said no. The dashboard charts them apart from failures.
+REFUSALS = frozenset(
+    {"no_match", "ambiguous", "no_capability", "forbidden", "quota_exceeded", "overloaded"}
+)
+UNROUTED = "(unrouted)"  # the dashboard's name for requests that reached no capability
+
 
 class Finisher:
     """Turns a delivery into the caller's answer and records how each request ended."""
@@ -162,10 +169,11 @@ class Finisher:
     def recorded(
         self, answer: Answer, error: ReachError | None, task: TaskEntry, span: Span, started: float
     ) -> None:
-        """The request's latency, its invoke span and its journal entry."""
-        self.metrics.request_seconds_of(self.label(span.name)).observe(
-            self.clock.monotonic() - started
-        )
+        """The request's latency (and its point on the dashboard's charts), its invoke span
+        and its journal entry."""
+        latency_s = self.clock.monotonic() - started
+        self.metrics.request_seconds_of(self.label(span.name)).observe(latency_s)
+        self._chart(error, span, latency_s)
         self.tracer.end(span, error.code if error is not None else None)
         if self.journal is not None:
             self.journal.record(
@@ -176,6 +184,16 @@ class Finisher:
                 answer,
                 started,
             )
+
+    def _chart(self, error: ReachError | None, span: Span, latency_s: float) -> None:
+        """The request in the dashboard's time series (a refusal's latency is not counted)."""
+        capability = self.label(span.name) if span.name else UNROUTED
+        if error is None:
+            self.metrics.recent.request(self.clock.wall(), capability, latency_s, "ok")
+        elif error.code in REFUSALS:
+            self.metrics.recent.request(self.clock.wall(), capability, None, "refused")
+        else:
+            self.metrics.recent.request(self.clock.wall(), capability, latency_s, "error")
 
     def _learn_weights(
         self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy

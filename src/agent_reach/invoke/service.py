@@ -29,7 +29,7 @@ from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.dispatch import Dispatcher
-from agent_reach.invoke.finish import Finisher, ended_answer, error_answer
+from agent_reach.invoke.finish import UNROUTED, Finisher, ended_answer, error_answer
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.schemas import PayloadSchemas
@@ -41,6 +41,7 @@ from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.spans import Span
+from agent_reach.observability.timeseries import Outcome
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.monitor import HealthMonitor
@@ -178,6 +179,9 @@ class InvokeService:
             answer = await self.admission.refuse(request, limit, request_id, trace.trace_id)
         except ReachError as exc:
             answer = error_answer(exc, request_id, trace)
+        capability = self.finish.label(request.capability) if request.capability else UNROUTED
+        shed: Outcome = "refused" if answer.status >= 400 else "ok"  # ok: remembered, degraded
+        self.metrics.recent.request(self.clock.wall(), capability, None, shed)
         if self.journal is not None:
             self.journal.record(
                 request_id, principal, trace.trace_id, request.context_id, answer, started

@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent_reach.observability.timeseries import TrafficSeries
+
 LATENCY_BUCKETS_S = (
     0.0005,
     0.001,
@@ -248,6 +250,7 @@ class Metrics:
             "Largest event-loop lag over the last few seconds",
             registry=r,
         )
+        self.recent = TrafficSeries()  # not exported: the last 15 minutes, for the dashboard
 
     def request_seconds_of(self, capability: str) -> _Bucketed:
         """`request_seconds` for one capability."""

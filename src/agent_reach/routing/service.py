@@ -121,6 +121,9 @@ class RoutingService:
         self._record(
             decision, request, started, kind, request_id, trace_id, parent_span_id, principal
         )
+        self.metrics.recent.decision(
+            self.clock.wall(), matches[0].confidence if matches else 0.0, decision.margin
+        )
         return decision
 
     async def caught_up(self, capability: str) -> None:

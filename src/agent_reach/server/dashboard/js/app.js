@@ -11,8 +11,9 @@ import * as run from "./views/run.js";
 import * as runs from "./views/runs.js";
 import * as trace from "./views/trace.js";
 import * as traces from "./views/traces.js";
+import * as traffic from "./views/traffic.js";
 
-const VIEWS = { registry, decisions, traces, trace, agent, queues, policy, request, runs, run };
+const VIEWS = { registry, traffic, decisions, traces, trace, agent, queues, policy, request, runs, run };
 const VIEWER_ROLES = new Set(["observer", "admin"]); // who may see every principal's traffic
 const NAV_OF = { trace: "traces", agent: "registry", request: "traces", run: "runs" }; // detail views light up their list's tab
 const HIDDEN_RECHECK_MS = 1000;
@@ -90,7 +91,8 @@ function askForKey(errorBox, why) {
   const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
   const hint = h("span", { class: "key-hint" },
     "Make one with: agent-reach keys create --principal ops --role observer. ",
-    "Or open /ui/#key=<your key>: the key stays in this tab and leaves the address bar at once.");
+    "Or open /ui/#key=<your key> (or /ui/#/traffic?key=<your key> for a view): ",
+    "the key stays in this tab and leaves the address bar at once.");
   const form = h("form", { class: "key-form" }, why, input, h("button", { type: "submit" }, "Use key"), hint);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -108,12 +110,23 @@ function wrongRole(who) {
   return `This key is ${who.principal}'s, a ${who.role} key. The dashboard shows every principal's requests, decisions and traces, so it needs an observer or admin key (a ${who.role} key sees only its own, through the API): `;
 }
 
-// "/ui/#key=<key>": take the key for this tab and drop it from the address bar and history.
+// "/ui/#key=<key>", or "/ui/#/<view>?key=<key>" to open a view with it: take the key for
+// this tab and drop it from the address bar and history; the view (and its other
+// parameters) stay.
 function takeKeyFromHash() {
-  const match = location.hash.match(/^#key=([^&]+)/);
-  if (!match) return;
-  setKey(decodeURIComponent(match[1]));
-  history.replaceState(null, "", location.pathname + location.search);
+  const legacy = location.hash.match(/^#key=([^&]+)/);
+  if (legacy) {
+    setKey(decodeURIComponent(legacy[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+    return;
+  }
+  const [path, query] = location.hash.split("?");
+  const params = new URLSearchParams(query ?? "");
+  if (!params.has("key")) return;
+  setKey(params.get("key"));
+  params.delete("key");
+  const rest = params.toString();
+  history.replaceState(null, "", location.pathname + location.search + path + (rest ? `?${rest}` : ""));
 }
 
 window.addEventListener("hashchange", () => {
