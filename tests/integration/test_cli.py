@@ -129,9 +129,10 @@ def test_route_prints_every_candidate_with_factors_rule_and_policy(coordinator: 
     assert result.exit_code == 0, result.output
     for factor in decision.weights:
         assert factor in result.output
-    [row] = [line for line in result.output.splitlines() if "stock-01" in line and "→" in line]
-    assert f"{decision.candidates[0].score:.3f}" in row
-    assert "rule exact" in result.output
+    [title] = [line for line in result.output.splitlines() if line.startswith("→ ")]
+    assert "inventory.check on stock-01" in title
+    assert f"score {decision.candidates[0].score:.3f}" in title
+    assert "chosen by rule exact" in result.output
     assert f"policy {decision.policy_version}" in result.output
 
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import orjson
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 from rich.text import Text
 from rich.tree import Tree
 
@@ -17,14 +17,11 @@ from agent_reach.cli.common import (
     ApiKey,
     CoordinatorUrl,
     call,
-    optional,
     reporting_errors,
     status_text,
 )
-from agent_reach.errors import (
-    InvalidRequest,
-)
-from agent_reach.model.decisions import RouteDecision, TextMatch
+from agent_reach.cli.route_view import decision_view
+from agent_reach.errors import InvalidRequest, NotFound
 from agent_reach.sdk.client import SyncReachClient
 from agent_reach.troubleshooting.report import why_report
 
@@ -43,7 +40,7 @@ def route(
         raise InvalidRequest("give TEXT or --capability (one of them)", code="invalid_arguments")
     with SyncReachClient(coordinator, api_key=api_key) as client:
         decision = client.route(capability, text=text)
-    Console().print(decision_table(decision))
+    Console().print(decision_view(decision))
 
 
 @reporting_errors
@@ -71,74 +68,33 @@ def why(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:
-    """Walk one request: routing, registry, context, delivery; name the first wrong step."""
+    """Walk one request: routing, registry, context, delivery; name the first wrong step.
+
+    Given a trace id, say so and walk each request of that trace.
+    """
+    console = Console()
+    try:
+        console.print(why_report(_walk(coordinator, api_key, request_id)))
+        return
+    except NotFound as exc:
+        in_trace = exc.details.get("request_ids")
+        if not in_trace:
+            raise
+    console.print(
+        f"{escape(request_id)} is a trace id; its requests: {escape(', '.join(in_trace))}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    for number, each in enumerate(in_trace, 1):
+        console.print()
+        console.rule(f"request {number} of {len(in_trace)}: {escape(each)}", align="left")
+        console.print(why_report(_walk(coordinator, api_key, each)))
+
+
+def _walk(coordinator: str, api_key: str | None, request_id: str) -> dict[str, Any]:
     path = f"/v1/requests/{quote(request_id, safe='')}/why"
-    Console().print(why_report(orjson.loads(call(coordinator, api_key, "GET", path))))
-
-
-def decision_table(decision: RouteDecision) -> Table:
-    """Every candidate with each factor and its score; the chosen one highlighted."""
-    weights = decision.weights
-    factors = list(weights) + sorted(
-        {name for c in decision.candidates for name in c.factors} - set(weights)
-    )
-    chosen = decision.agent_id or "none"
-    caption = f"rule [bold]{decision.rule}[/] · policy {decision.policy_version}"
-    if decision.refused_by is not None:
-        caption += f" (refused by {decision.refused_by})"
-    if decision.margin is not None:
-        caption += f" · margin {decision.margin:.3f}"
-    if decision.text is not None:
-        caption += "\n" + _text_explained(decision.text, decision.margin)
-    table = Table(
-        title=f"route decision: {chosen}",
-        title_justify="left",
-        caption=caption,
-        caption_justify="left",
-    )
-    table.add_column("", no_wrap=True)
-    table.add_column("capability", no_wrap=True)
-    table.add_column("agent", no_wrap=True)
-    table.add_column("matchers", no_wrap=True)
-    for name in factors:
-        weight = weights.get(name)
-        header = name if weight is None else f"{name}\n×{weight:.2f}"
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("score", justify="right", no_wrap=True)
-    for candidate in decision.candidates:
-        is_chosen = (candidate.capability, candidate.agent_id) == (
-            decision.capability,
-            decision.agent_id,
-        )
-        table.add_row(
-            "→" if is_chosen else "",
-            candidate.capability,
-            candidate.agent_id,
-            " ".join(f"{name} {score:.2f}" for name, score in candidate.match.items()),
-            *(optional(candidate.factors.get(name), "{:.3f}") for name in factors),
-            f"{candidate.score:.3f}",
-            style="bold green" if is_chosen else None,
-        )
-    return table
-
-
-def _text_explained(text: TextMatch, margin: float | None) -> str:
-    """How a text was matched: matchers, calibration, thresholds, what was learned, params."""
-    gap = "-" if margin is None else f"{margin:.3f}"
-    lines = [
-        f"matchers {' + '.join(text.matchers) or 'none'}"
-        + (f" (pending: {', '.join(text.pending)})" if text.pending else "")
-        + (" · calibrated on the catalog" if text.calibrated else " · not calibrated (few cards)"),
-        f"thresholds: match ≥ {text.min_confidence:g}, gap to the next capability {gap}"
-        f" ≥ {text.margin:g} (calibrated confidences, the match column)",
-    ]
-    if text.learned:
-        lines.append(f"learned example {text.learned['id']} → {text.learned['capability']}")
-    if text.not_mine:
-        lines.append(f"said not mine (421) before: {', '.join(text.not_mine)}")
-    if text.params is not None:
-        lines.append(f"params {orjson.dumps(text.params).decode()}")
-    return "\n".join(lines)
+    walked: dict[str, Any] = orjson.loads(call(coordinator, api_key, "GET", path))
+    return walked
 
 
 def trace_tree(document: dict[str, Any]) -> Tree:

@@ -22,6 +22,7 @@ from agent_reach.errors import (
     ReachError,
     StoreUnavailable,
 )
+from agent_reach.identity.tls import delivery_context
 from agent_reach.observability.logging import configure_logging
 from agent_reach.server import edge
 from agent_reach.server.app import create_app
@@ -56,12 +57,34 @@ def serve(
             "more than 1 needs the Redis backend."
         ),
     ] = 1,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="PEM certificate (chain): serve HTTPS; env AR_TLS_CERT."),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="PEM private key of --tls-cert; env AR_TLS_KEY."),
+    ] = None,
+    tls_client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="PEM CA(s): require client certificates they issued (mutual TLS); "
+            "env AR_TLS_CLIENT_CA.",
+        ),
+    ] = None,
 ) -> None:
     """Run the coordinator (settings from --config or AR_* variables; flags win).
 
     A bad setting is one line on stderr and exit status 2, before anything starts.
     """
-    overrides: dict[str, Any] = {"host": host, "port": port}
+    overrides: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "tls_cert": tls_cert,
+        "tls_key": tls_key,
+        "tls_client_ca": tls_client_ca,
+    }
     try:
         if config is not None:
             settings = Settings.from_file(config, **overrides)
@@ -69,7 +92,8 @@ def serve(
             settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
         configure_logging(settings.log_level, json=settings.log_json)
         check_workers(settings, workers)
-        coordinator = create_app(settings)  # reads the policy file
+        coordinator = create_app(settings)  # reads the policy file and the AR_TLS_* files
+        delivery_context(settings)  # the AR_AGENT_* files: here, not once in each worker
     except ValidationError as exc:
         _refuse_to_start(*setting_problems(exc))
     except ReachError as exc:

@@ -156,6 +156,10 @@ class RequestJournal:
             entry.reads = [r for r in reads if r.context_id == entry.context_id]
         return entries
 
+    def of_trace(self, trace_id: str) -> list[JournalEntry]:
+        """Every kept entry of the requests in trace `trace_id`, oldest first."""
+        return [self._entry(kept) for kept in self._answered if kept[2] == trace_id]
+
     def _entry(self, kept: _Answered) -> JournalEntry:
         request_id, principal, trace_id, context_id, answer, wall, now, started = kept
         return JournalEntry(

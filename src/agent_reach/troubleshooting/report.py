@@ -41,11 +41,7 @@ def why_report(document: dict[str, Any]) -> Group:
 def _details(step: dict[str, Any]) -> list[str]:
     name = step["step"]
     if name == "routing" and step.get("decision"):
-        return [
-            f"  routing: {c['capability']} {c['agent_id']} score {c['score']:.3f} "
-            + " ".join(f"{k} {v:.2f}" for k, v in c["factors"].items())
-            for c in step["decision"].get("candidates", [])
-        ]
+        return [_candidate_line(c) for c in step["decision"].get("candidates", [])]
     if name == "registry":
         return [_instance_line(i) for i in step.get("instances", [])]
     if name == "context":
@@ -59,8 +55,22 @@ def _details(step: dict[str, Any]) -> list[str]:
             f"  attempt {a['number']}: {a['agent_id']} {a['outcome']} in {a['duration_ms']:.1f} ms"
             + (f" ({a['error']})" if a.get("error") else "")
             for a in step.get("attempts", [])
+        ] + [
+            f"  waiting for: {i['agent_id']} ({i.get('status', '?')})"
+            + (f", last error {i['last_error']}" if i.get("last_error") else "")
+            for i in step.get("instances", [])
         ]
     return []
+
+
+def _candidate_line(candidate: dict[str, Any]) -> str:
+    """A candidate as the decision kept it; from a trace, only capability and instance."""
+    line = f"  routing: {candidate['capability']} {candidate['agent_id']}"
+    if "score" in candidate:
+        line += f" score {candidate['score']:.3f} " + " ".join(
+            f"{k} {v:.2f}" for k, v in candidate["factors"].items()
+        )
+    return line
 
 
 def _instance_line(instance: dict[str, Any]) -> str:

@@ -5,7 +5,12 @@
    their call windows looked at that time;
 3. context — what of the context the agent read (fields and sizes; values only for
    principals who may read them);
-4. delivery — the attempts, and the agent's answer or error.
+4. delivery — the attempts, and the agent's answer or error; for a suspended request,
+   why no instance took it.
+
+A suspended answer (202) carries no decision and no attempts: the walk reads them from
+the request's spans in the trace store (the route span: capability, instance, rule;
+one attempt span each), when this coordinator still has them.
 
 Each step gets a verdict: `ok`, `suspect` (looks wrong), `failed`, or `not_reached`;
 the walk names the first step that is `suspect` or `failed`.
@@ -54,9 +59,25 @@ def may_read_values(principal: Principal, entry: JournalEntry) -> bool:
     return ownership.may_use(principal, entry.principal)
 
 
-def walk(entry: JournalEntry, history: History, principal: Principal) -> dict[str, Any]:
+def request_spans(trace: dict[str, Any] | None, request_id: str) -> list[dict[str, Any]]:
+    """The route and attempt spans of `request_id` in a `TraceStore.get` document, in
+    start order: the children of the invoke spans noted with its id."""
+    if trace is None:
+        return []
+    spans = trace["spans"]
+    invokes = {s["span_id"] for s in spans if s["kind"] == "invoke" and s["note"] == request_id}
+    return [s for s in spans if s["parent_id"] in invokes and s["kind"] in ("route", "attempt")]
+
+
+def walk(
+    entry: JournalEntry,
+    history: History,
+    principal: Principal,
+    spans: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The four steps of `entry`, with the first one that looks wrong; the instances'
-    states come from the history recorded with the entry when it has one."""
+    states come from the history recorded with the entry when it has one. `spans` (from
+    `request_spans`) stand in for the decision and attempts an answer does not carry."""
     if entry.recorded is not None:
         history = entry.recorded
     body = entry.body()
@@ -64,6 +85,10 @@ def walk(entry: JournalEntry, history: History, principal: Principal) -> dict[st
     route = body.get("route") if isinstance(body.get("route"), dict) else None
     if route is None and error is not None and isinstance(error.get("route"), dict):
         route = error["route"]
+    if route is None and error is None and spans:
+        route = _route_of(spans)
+        if not body.get("attempts"):
+            body["attempts"] = _attempts_of(spans)
     show_values = may_read_values(principal, entry)
     steps = [
         _routing(route, error, body.get("degraded")),
@@ -93,6 +118,36 @@ def walk(entry: JournalEntry, history: History, principal: Principal) -> dict[st
     }
 
 
+def _route_of(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The decision as its route span kept it: capability, instance and rule."""
+    span = next((s for s in spans if s["kind"] == "route"), None)
+    if span is None:
+        return None
+    capability, agent_id = span["name"], span["agent_id"]
+    candidates = [] if agent_id is None else [{"capability": capability, "agent_id": agent_id}]
+    return {
+        "capability": capability,
+        "agent_id": agent_id,
+        "rule": span["note"],
+        "candidates": candidates,
+        "from_trace": True,
+    }
+
+
+def _attempts_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt as its span kept it: number, instance, outcome and duration."""
+    return [
+        {
+            "number": s["attempt"],
+            "agent_id": s["agent_id"],
+            "outcome": s["status"],
+            "duration_ms": s["duration_ms"],
+        }
+        for s in spans
+        if s["kind"] == "attempt"
+    ]
+
+
 def _routing(
     route: dict[str, Any] | None, error: dict[str, Any] | None, degraded: Any
 ) -> dict[str, Any]:
@@ -120,6 +175,8 @@ def _routing(
         finding = f"the router refused to guess ({route.get('refused_by')}); generic {chosen}"
         return {**step, "verdict": "suspect", "finding": finding}
     finding = f"routed to {chosen} by rule {rule}, among {len(candidates)} candidates"
+    if route.get("from_trace"):
+        finding = f"routed to {chosen} by rule {rule} (as its trace shows)"
     return {**step, "verdict": "ok", "finding": finding}
 
 
@@ -152,7 +209,9 @@ def _registry(
     problems = _instance_problems(mine)
     if problems:
         return {**step, "verdict": "suspect", "finding": f"{chosen}: " + "; ".join(problems)}
-    return {**step, "verdict": "ok", "finding": f"{chosen} was healthy and leased"}
+    state = mine.get("at_the_time") if mine else None
+    health = "healthy" if state is None else f"health {state['health']}"
+    return {**step, "verdict": "ok", "finding": f"{chosen} was leased, {health}"}
 
 
 def _instance_problems(instance: dict[str, Any] | None) -> list[str]:
@@ -227,8 +286,10 @@ def _delivery(
             failed = [a for a in attempts if a.get("outcome") != "ok"]
             finding = f"answered by {body.get('agent_id')} after {len(failed)} failed"
             return {**step, "verdict": "suspect", "finding": finding}
-        if status in ("queued", "suspended"):
-            return {**step, "verdict": "ok", "finding": f"{status}: the answer comes as a task"}
+        if status == "suspended":
+            return _suspended(step, body)
+        if status == "queued":
+            return {**step, "verdict": "ok", "finding": "queued: the answer comes as a task"}
         if status == "degraded":
             return {**step, "verdict": "suspect", "finding": "a remembered answer (degraded)"}
         return {**step, "verdict": "ok", "finding": f"{body.get('agent_id')} answered"}
@@ -241,6 +302,23 @@ def _delivery(
     finding += f"ended {error['code']}"
     if last.get("error"):
         finding += f": {last['error']}"
+    return {**step, "verdict": "failed", "finding": finding}
+
+
+def _suspended(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """Every attempt failed, or none could be made: the request waits for an instance."""
+    attempts = step["attempts"]
+    instances = [i for i in body.get("instances") or [] if isinstance(i, dict)]
+    step["instances"] = instances
+    if attempts:
+        outcomes = ", ".join(f"{a.get('agent_id')} {a.get('outcome')}" for a in attempts)
+        finding = f"{_attempts(len(attempts))} failed ({outcomes}), so it was suspended"
+    else:
+        finding = "no instance could be tried, so it was suspended"
+    finding += ": replayed once an instance answers its probe"
+    until, since = body.get("suspended_until"), body.get("created_at")
+    if isinstance(until, int | float) and isinstance(since, int | float):
+        finding += f", for up to {until - since:.0f} s"
     return {**step, "verdict": "failed", "finding": finding}
 
 
