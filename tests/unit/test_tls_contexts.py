@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from cryptography.hazmat.primitives import serialization
 
 from agent_reach.config import Settings
 from agent_reach.identity.tls import (
@@ -30,12 +31,21 @@ def files(ca: trustme.CA, tmp_path: Path) -> dict[str, Path]:
         "ca": tmp_path / "ca.pem",
         "other_key": tmp_path / "other-key.pem",
         "garbage": tmp_path / "garbage.pem",
+        "encrypted_key": tmp_path / "encrypted-key.pem",
     }
     leaf.cert_chain_pems[0].write_to_path(str(paths["cert"]))
     leaf.private_key_pem.write_to_path(str(paths["key"]))
     ca.cert_pem.write_to_path(str(paths["ca"]))
     trustme.CA().issue_cert("x").private_key_pem.write_to_path(str(paths["other_key"]))
     paths["garbage"].write_text("not a certificate\n")
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    paths["encrypted_key"].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"secret"),
+        )
+    )
     return paths
 
 
@@ -71,6 +81,10 @@ def test_the_delivery_context_adds_the_agent_ca_to_the_system_store(files):
         ({"tls_cert": "garbage", "tls_key": "key"}, "AR_TLS_CERT ({garbage}) and AR_TLS_KEY"),
         ({"tls_cert": "cert", "tls_key": "other_key"}, "are not a PEM certificate and its"),
         (
+            {"tls_cert": "cert", "tls_key": "encrypted_key"},
+            "AR_TLS_KEY ({encrypted_key}) is encrypted: give the key unencrypted",
+        ),
+        (
             {"tls_cert": "cert", "tls_key": "key", "tls_client_ca": "garbage"},
             "AR_TLS_CLIENT_CA ({garbage}) holds no PEM CA certificate",
         ),
@@ -90,7 +104,10 @@ def test_a_bad_file_is_one_line_naming_the_setting_and_the_file(files, tmp_path,
         delivery_context(built)
     message = raised.value.message
     expected = says.format(
-        missing=paths["missing.pem"], garbage=files["garbage"], cert=files["cert"]
+        missing=paths["missing.pem"],
+        garbage=files["garbage"],
+        cert=files["cert"],
+        encrypted_key=files["encrypted_key"],
     )
     assert expected in message and "\n" not in message
     assert raised.value.code == "bad_tls_setting"

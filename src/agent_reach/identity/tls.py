@@ -93,8 +93,13 @@ def _load_chain(
 ) -> None:
     _check_readable(cert, cert_name)
     _check_readable(key, key_name)
+
+    def encrypted() -> str:
+        # Else OpenSSL would prompt for a pass phrase on the terminal, and a service hang.
+        raise TlsSettingError(f"{key_name} ({key}) is encrypted: give the key unencrypted")
+
     try:
-        context.load_cert_chain(cert, key)
+        context.load_cert_chain(cert, key, password=encrypted)
     except ssl.SSLError as exc:
         raise TlsSettingError(
             f"{cert_name} ({cert}) and {key_name} ({key}) are not a PEM certificate and its "
