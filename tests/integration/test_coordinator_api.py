@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent_reach.testing.waiting import wait_until
+
 
 def test_register_answers_201_with_the_instance_and_lists_it(http, register, fake_agents):
     _, endpoint = fake_agents()
@@ -20,7 +22,11 @@ def test_register_answers_201_with_the_instance_and_lists_it(http, register, fak
     view = response.json()
     assert view["id"] == "product-assistant-01"
     assert view["capabilities"] == ["product.query", "inventory.check"]
-    assert view["status"] == "healthy"
+    assert view["status"] == "unknown"  # until the probe sent at registration answers
+    wait_until(
+        lambda: http.get("/v1/agents/product-assistant-01").json()["status"] == "healthy",
+        "the probe sent at registration to pass",
+    )
     listed = http.get("/v1/agents").json()["agents"]
     assert [a["id"] for a in listed] == ["product-assistant-01"]
     assert listed[0]["display_name"] == "商品助手"
@@ -152,6 +158,10 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
     agent, endpoint = fake_agents()
     register("inv-1", endpoint, "inventory.check")
     register("inv-2", endpoint, "inventory.check", weight=0.5)
+    wait_until(
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     decision = http.post("/v1/route", json={"capability": "inventory.check"}).json()
     assert decision["agent_id"] == "inv-1"
     assert decision["capability"] == "inventory.check"

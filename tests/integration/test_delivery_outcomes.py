@@ -14,6 +14,7 @@ import pytest
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 # 1 s per try, one re-send allowed, no pause before it.
 POLICY = """
@@ -95,8 +96,14 @@ def test_connect_timeouts_do_not_count_against_an_instances_health(
         attempt = response.json()["error"]["attempts"][0]
         assert attempt["outcome"] == "agent_unreachable"
         assert "timed out" in attempt["error"]
+    wait_until(
+        lambda: 'agent_reach_probes_total{result="fail"} 1.0' in coordinator.get("/metrics").text,
+        "the probe sent at registration to fail",
+    )
     (agent,) = coordinator.get("/v1/agents").json()["agents"]
-    assert agent["status"] == "healthy"
+    # Its probes cannot connect either, so it never answered: `unknown`, not out. Had the
+    # 4 connect timeouts counted, they and the registration's probe would be 5: offline.
+    assert agent["status"] == "unknown"
 
 
 def test_a_5xx_then_an_unreachable_instance_is_the_5xx_never_a_parked_request(

@@ -18,6 +18,7 @@ import pytest
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 # The retry must connect afresh and be answered within the class's time: 0.3 s left no
 # room on a loaded CI host, where a connect on loopback once took longer (the loop thread
@@ -81,6 +82,10 @@ def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
 
         slow.delay_s = 0.0
         register("preferred-1", preferred_server, 10)
+        wait_until(  # until then it is `unknown`, and any instance that answered wins
+            lambda: http.get("/v1/agents/preferred-1").json()["status"] == "healthy",
+            "the probe sent at registration to pass",
+        )
         control = invoke(None)  # a new request goes where the scores say
         assert control.json()["agent_id"] == "preferred-1", control.text
 

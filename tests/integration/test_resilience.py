@@ -232,6 +232,8 @@ def test_probes_take_an_unhealthy_instance_offline_and_bring_it_back(http, regis
     def status() -> str:
         return http.get("/v1/agents/a-1").json()["status"]
 
+    wait_until(lambda: status() == "healthy", "the probe sent at registration to pass")
+
     def marked(state: str) -> bool:
         line = f'agent_reach_health_transitions_total{{state="{state}"}} 1.0'
         return line in http.get("/metrics").text.splitlines()

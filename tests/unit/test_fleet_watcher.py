@@ -46,7 +46,7 @@ def _published(feed: EventFeed, watcher: FleetWatcher) -> list[tuple[str, dict[s
 def test_registration_health_change_and_removal_become_feed_events() -> None:
     clock, index = ManualClock(), RegistryIndex()
     watcher, feed = _watcher(index, clock)
-    index.upsert(_record("a-1"), clock.monotonic() + LEASE_S)
+    index.upsert(_record("a-1"), clock.monotonic() + LEASE_S).health = "healthy"
 
     assert [k for k, _ in _published(feed, watcher)] == ["registration"]
     index.by_id["a-1"].health = "suspect"
@@ -62,7 +62,9 @@ def test_losing_an_instance_below_min_instances_raises_one_scale_event_with_its_
     clock, index = ManualClock(), RegistryIndex()
     watcher, _ = _watcher(index, clock)
     for agent_id in ("a-1", "a-2"):
-        index.upsert(_record(agent_id, min_instances=2), clock.monotonic() + LEASE_S)
+        index.upsert(
+            _record(agent_id, min_instances=2), clock.monotonic() + LEASE_S
+        ).health = "healthy"
     assert watcher.look() == []
 
     index.by_id["a-2"].health = "offline"
@@ -76,7 +78,7 @@ def test_losing_an_instance_below_min_instances_raises_one_scale_event_with_its_
 def test_an_expired_lease_counts_as_a_loss() -> None:
     clock, index = ManualClock(), RegistryIndex()
     watcher, _ = _watcher(index, clock)
-    index.upsert(_record("a-1", min_instances=1), clock.monotonic() + LEASE_S)
+    index.upsert(_record("a-1", min_instances=1), clock.monotonic() + LEASE_S).health = "healthy"
     watcher.look()
 
     clock.advance(LEASE_S + 1)
@@ -88,7 +90,7 @@ def test_an_expired_lease_counts_as_a_loss() -> None:
 def test_no_minimum_means_no_scale_event() -> None:
     clock, index = ManualClock(), RegistryIndex()
     watcher, _ = _watcher(index, clock)
-    index.upsert(_record("a-1"), clock.monotonic() + LEASE_S)
+    index.upsert(_record("a-1"), clock.monotonic() + LEASE_S).health = "healthy"
     watcher.look()
 
     index.by_id["a-1"].health = "offline"
@@ -101,7 +103,9 @@ def test_the_event_id_names_the_lost_registration_so_coordinators_agree_on_it() 
     for _ in range(2):  # two coordinators, each with its own index of the same records
         clock, index = ManualClock(), RegistryIndex()
         watcher, _ = _watcher(index, clock)
-        index.upsert(_record("a-1", min_instances=1, at=1234.5), clock.monotonic() + LEASE_S)
+        index.upsert(
+            _record("a-1", min_instances=1, at=1234.5), clock.monotonic() + LEASE_S
+        ).health = "healthy"
         watcher.look()
         index.by_id["a-1"].health = "suspect"
         events += watcher.look()
@@ -116,7 +120,9 @@ def test_a_minimum_declared_in_the_policy_raises_the_scale_event_too() -> None:
     policy.current = RoutingPolicy(min_instances={"docs.search": 2})
     watcher = FleetWatcher(index, clock, feed, policy, MemoryIdempotencyStore(clock, 1 << 20))
     for agent_id in ("a-1", "a-2"):
-        index.upsert(_record(agent_id, min_instances=1), clock.monotonic() + LEASE_S)
+        index.upsert(
+            _record(agent_id, min_instances=1), clock.monotonic() + LEASE_S
+        ).health = "healthy"
     watcher.look()
 
     index.by_id["a-2"].health = "offline"

@@ -141,3 +141,24 @@ def test_a_flapping_health_check_changes_the_state_no_faster_than_the_thresholds
             changes += 1
         state = after
     assert changes <= runs_long_enough
+
+
+def test_a_new_instance_is_unknown_until_a_probe_passes() -> None:
+    tracker = HealthTracker()
+    assert tracker.state == "unknown"
+    assert tracker.record(ok=True, source="probe", now=1.0) == "healthy"
+
+
+def test_an_instance_that_never_answered_is_never_suspect_only_out_after_offline_after() -> None:
+    tracker = HealthTracker()
+    states = [tracker.record(ok=False, source="probe", now=float(n)) for n in range(OFFLINE_AFTER)]
+    assert states == ["unknown"] * (OFFLINE_AFTER - 1) + ["offline"]
+
+
+def test_a_probe_sent_before_the_latest_failure_does_not_clear_it() -> None:
+    # The probe sent at registration answers after the first deliveries already failed.
+    tracker = HealthTracker(state="healthy")
+    for _ in range(SUSPECT_AFTER):
+        tracker.record(ok=False, source="delivery", now=2.0)
+    assert tracker.record(ok=True, source="probe", now=2.5, sent_at=1.0) == "suspect"
+    assert tracker.record(ok=True, source="probe", now=3.5, sent_at=3.0) == "healthy"

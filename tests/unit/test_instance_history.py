@@ -14,7 +14,7 @@ def indexed(clock: ManualClock, agent_id: str = "a-1") -> tuple[RegistryIndex, I
     spec = AgentSpec(
         id=agent_id, capabilities=["cap.one"], transport={"endpoint": "http://127.0.0.1:1/x"}
     )
-    index.upsert(InstanceRecord(spec, clock.wall()), clock.monotonic() + 30)
+    index.upsert(InstanceRecord(spec, clock.wall()), clock.monotonic() + 30).health = "healthy"
     return index, InstanceHistory(index, clock)
 
 

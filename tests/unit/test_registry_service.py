@@ -49,7 +49,7 @@ async def test_heartbeat_extends_the_lease_by_its_ttl(registry, clock):
     clock.advance(8)
     assert await registry.heartbeat("a-1") == 10
     clock.advance(8)
-    assert registry.get("a-1").status == "healthy"
+    assert registry.get("a-1").status == "unknown"  # leased; no probe has answered here
     assert registry.get("a-1").lease_expires_in_s == pytest.approx(2.0)
 
 

@@ -20,7 +20,9 @@ def add(index: RegistryIndex, agent_id: str, *caps: str, lease_left: float = 60.
         transport={"endpoint": f"http://127.0.0.1:1/{agent_id}"},
         **extra,
     )
-    return index.upsert(InstanceRecord(spec, 0.0), NOW + lease_left)
+    instance = index.upsert(InstanceRecord(spec, 0.0), NOW + lease_left)
+    instance.health = "healthy"  # probed: a new instance is `unknown` until then
+    return instance
 
 
 def test_exact_capability_picks_the_best_scored_live_instance():
@@ -59,6 +61,19 @@ def test_suspect_instances_are_routable_but_scored_down():
     decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
     assert decision.agent_id == "healthy"
     assert decision.candidates[1].factors["health"] == 0.5
+
+
+def test_an_instance_no_probe_answered_yet_loses_to_any_that_answered_but_alone_is_routed():
+    index = RegistryIndex()
+    new = add(index, "new", "x", weight=5.0)  # its weight alone would win
+    new.health = "unknown"
+    busy = add(index, "busy", "x")
+    busy.stats.in_flight = 60  # nearly full: scored low on load
+    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    assert decision.agent_id == "busy"
+    assert decision.candidates[1].factors["health"] == 0.5
+    index.remove("busy")
+    assert decide(exact_match("x"), index, RoutingPolicy(), now=NOW).agent_id == "new"
 
 
 def test_success_rate_and_affinity_count_with_default_weights():

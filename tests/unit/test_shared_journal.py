@@ -39,7 +39,9 @@ def _setup() -> tuple[RequestJournal, SharedJournal, ManualClock]:
     spec = AgentSpec(
         id="a-1", capabilities=["echo"], transport=TransportSpec(endpoint="http://127.0.0.1:9/")
     )
-    index.upsert(InstanceRecord(spec=spec, registered_at=1.0), clock.monotonic() + 30)
+    index.upsert(
+        InstanceRecord(spec=spec, registered_at=1.0), clock.monotonic() + 30
+    ).health = "healthy"
     history = InstanceHistory(index, clock)
     history.sample()
     journal = RequestJournal(clock, node_id="coord-a")

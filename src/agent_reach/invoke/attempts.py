@@ -191,7 +191,7 @@ class AttemptLoop:
             elapsed_ms = (self.clock.monotonic() - started) * 1000
             window.record(ok=False, latency_ms=elapsed_ms)
             if exc.retryable and not exc.details.get("connect_timeout"):
-                self.health.record_delivery(instance, ok=False)
+                self.health.record_delivery(instance, ok=False, error=f"{exc.code}: {exc.message}")
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
             declined = exc.details.get("http_status") in DECLINED_STATUSES
             self._chart(spec.id, elapsed_ms, "refused" if declined else "error")

@@ -36,6 +36,7 @@ from agent_reach.invoke.schemas import PayloadSchemas
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
+from agent_reach.invoke.unreached import unreached_instances
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import ANONYMOUS, Principal
@@ -418,7 +419,15 @@ class InvokeService:
             self.metrics.requests.labels(capability, "suspended").inc()
             log.info("request_suspended", request_id=task.task_id, capability=capability)
             span.status = "suspended"
-            answer = await self.tasks.accept(task, "suspended", suspend_s=policy.delivery.suspend_s)
+            why = unreached_instances(
+                self.routing.index,
+                capability,
+                exc.details.get("attempts") or [],
+                self.clock.monotonic(),
+            )
+            answer = await self.tasks.accept(
+                task, "suspended", suspend_s=policy.delivery.suspend_s, why=why
+            )
             return answer, None
         except Forbidden:
             raise  # without the route: it would show what the caller may not reach

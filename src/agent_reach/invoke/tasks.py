@@ -92,8 +92,16 @@ class TaskBoard:
     _replays: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_REPLAYS))
     _held: set[tuple[str, str]] = field(default_factory=set)  # (queue, entry id) being worked
 
-    async def accept(self, task: TaskEntry, status: Status, *, suspend_s: float = 0.0) -> Answer:
-        """Record the task, queue it, and answer 202 with where to poll."""
+    async def accept(
+        self,
+        task: TaskEntry,
+        status: Status,
+        *,
+        suspend_s: float = 0.0,
+        why: list[dict[str, Any]] | None = None,
+    ) -> Answer:
+        """Record the task, queue it, and answer 202 with where to poll; a suspended
+        task keeps `why` (its `instances`: who could have taken it, and why not)."""
         now = self.clock.wall()
         queue = WORK if status == "queued" else SUSPENDED
         if queue == SUSPENDED:
@@ -108,6 +116,8 @@ class TaskBoard:
         }
         if queue == SUSPENDED:
             document["suspended_until"] = task.expires_at
+            if why is not None:
+                document["instances"] = why
         await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
         await self.queues.push(queue, _ENTRY.dump_json(task))
         return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})

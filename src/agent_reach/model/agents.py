@@ -51,7 +51,8 @@ Capability = Annotated[
     str, StringConstraints(pattern=CAPABILITY_PATTERN), BeforeValidator(normalize_capability)
 ]
 TimeoutClass = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
-HealthStatus = Literal["healthy", "suspect", "offline"]
+# unknown: registered, no probe has answered yet (routable; any instance that answered wins)
+HealthStatus = Literal["unknown", "healthy", "suspect", "offline"]
 
 
 class TransportSpec(BaseModel):

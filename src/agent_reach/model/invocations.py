@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from agent_reach.model.agents import Capability, TimeoutClass
+from agent_reach.model.agents import Capability, HealthStatus, TimeoutClass
 from agent_reach.model.decisions import RouteDecision
 
 DEFAULT_MAX_HOP = 5  # five hops stop two agents bouncing a request forever
@@ -106,6 +106,14 @@ class InvokeResult:
     normalized: str = "json"
 
 
+class InstanceFailure(BaseModel):
+    """An instance that could not take a suspended request: its health, and why."""
+
+    agent_id: str
+    status: HealthStatus
+    last_error: str | None = Field(None, description="its latest failed delivery or probe")
+
+
 class TaskView(BaseModel):
     """`GET /v1/tasks/{id}` and the 202 answer that points to it."""
 
@@ -118,6 +126,9 @@ class TaskView(BaseModel):
     created_at: float | None = None
     updated_at: float | None = None
     suspended_until: float | None = None
+    instances: list[InstanceFailure] | None = Field(
+        None, description="suspended: each instance that could have taken it, and why not"
+    )
     poll: str | None = None
     http_status: int | None = Field(None, description="set once finished: the answer's status")
     answer: Any = Field(None, description="set once finished: the invoke answer or error body")

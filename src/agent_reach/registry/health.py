@@ -1,11 +1,18 @@
-"""The health state machine of one instance: healthy -> suspect -> offline and back.
+"""The health state machine of one instance: unknown -> healthy -> suspect -> offline and back.
+
+A new instance is `unknown` until a probe passes or a delivery succeeds (its first probe
+is sent at registration): routable, but any instance that has answered is preferred.
+Failing before it ever answered, it is never `suspect` (there is nothing to suspect
+yet): it stays `unknown` until OFFLINE_AFTER failures take it out.
 
 Probes and deliveries feed the same counter of consecutive failures (active and
 passive detection). An offline instance gets no traffic; only a successful probe
 sent after it went out brings it back, and while it stays offline it is re-probed
 after a pause that doubles with each ejection (Envoy-style): going offline is one,
 every failed re-probe another; the deliveries and probes still in flight when it
-went out count for nothing. So recovery does not wait a whole probe interval.
+went out count for nothing. So recovery does not wait a whole probe interval. Nor
+does a passing probe sent before the latest failure clear it (the probe sent at
+registration may answer after the first deliveries failed).
 
 A passing probe readmits an instance but does not prove it: one whose health
 endpoint passes while it fails every delivery (a fast-failing "black hole") is
@@ -36,29 +43,34 @@ Source = Literal["probe", "delivery"]
 class HealthTracker:
     """Consecutive failures and the state they lead to; returns the state after each event."""
 
-    state: HealthStatus = "healthy"
+    state: HealthStatus = "unknown"
     failures: int = 0
     ejections: int = 0
     reprobe_at: float | None = None
     ejected_at: float | None = None
     readmitted_at: float | None = None
+    failed_at: float | None = None  # the latest failure: a probe sent before it is stale
 
     def record(
         self, *, ok: bool, source: Source, now: float, sent_at: float | None = None
     ) -> HealthStatus:
         """Apply one probe or delivery outcome and return the (possibly new) state;
         `sent_at` is when a probe was sent (default: `now`)."""
+        sent_at = now if sent_at is None else sent_at
         if self.state == "offline":
-            return self._while_out(ok, source, now, now if sent_at is None else sent_at)
+            return self._while_out(ok, source, now, sent_at)
+        if ok and source == "probe" and self.failed_at is not None and sent_at < self.failed_at:
+            return self.state  # passed before the failures that came since: says nothing
         if ok:
             if self.ejections and (source == "delivery" or self._stayed_in(now)):
                 self.ejections, self.readmitted_at = 0, None
             self.state, self.failures, self.reprobe_at = "healthy", 0, None
             return self.state
         self.failures += 1
+        self.failed_at = now
         if self.failures >= OFFLINE_AFTER:
             self._eject(now)
-        elif self.failures >= SUSPECT_AFTER:
+        elif self.failures >= SUSPECT_AFTER and self.state != "unknown":
             self.state = "suspect"
         return self.state
 
@@ -92,6 +104,8 @@ class HealthTracker:
         self.state = state
         if state == "healthy":
             self.failures, self.reprobe_at = 0, None
+        elif state == "unknown":
+            self.reprobe_at = None
         elif state == "suspect":
             self.failures = max(self.failures, SUSPECT_AFTER)
         else:

@@ -15,7 +15,7 @@ from agent_reach.registry.stats import CallWindow
 class Instance:
     """One registered instance as routing sees it: spec, lease deadline, health and stats."""
 
-    __slots__ = ("_record", "id", "lease_until", "spec", "stats", "tracker")
+    __slots__ = ("_record", "id", "last_error", "lease_until", "spec", "stats", "tracker")
 
     def __init__(self, record: InstanceRecord, lease_until: float) -> None:
         self.id = record.spec.id  # fixed: a record with another id is another instance
@@ -24,6 +24,7 @@ class Instance:
         self.lease_until = lease_until
         self.tracker = HealthTracker()
         self.stats = CallWindow()
+        self.last_error: str | None = None  # the latest failed probe or delivery, until a success
 
     @property
     def health(self) -> HealthStatus:

@@ -1,10 +1,11 @@
 """Active probes and passive detection feeding each instance's health state machine.
 
-Every instance with a live lease is probed every `interval_s` (spread out so probes
-do not arrive together); an offline instance is probed only when its ejection pause
-ends (which doubles while it keeps failing), so a flapping instance cannot return
-faster than the pause allows. Deliveries report their outcomes too. Each state
-change is logged, counted, and announced to the other coordinators through the
+Every instance with a live lease is probed at first sight (it stays `unknown` until a
+probe or a delivery answers, so it is asked at once), then every `interval_s` (spread
+out so probes do not arrive together); an offline instance is probed only when its
+ejection pause ends (which doubles while it keeps failing), so a flapping instance
+cannot return faster than the pause allows. Deliveries report their outcomes too. Each
+state change is logged, counted, and announced to the other coordinators through the
 registry store.
 """
 
@@ -32,6 +33,7 @@ TICK_S = 0.05  # how often due probes are looked for: the granularity of re-prob
 MAX_PARALLEL_PROBES = 64  # a registry of thousands is probed in waves, not all at once
 
 Probe = Callable[[Instance], Awaitable[bool]]
+PROBE_FAILED = "its health check failed (no 2xx answer within the probe timeout)"
 
 
 class HealthMonitor:
@@ -56,8 +58,9 @@ class HealthMonitor:
         self._slots = asyncio.Semaphore(MAX_PARALLEL_PROBES)
         self._wake = asyncio.Event()
 
-    def record_delivery(self, instance: Instance, *, ok: bool) -> None:
-        """Feed one delivery outcome into the instance's state machine."""
+    def record_delivery(self, instance: Instance, *, ok: bool, error: str | None = None) -> None:
+        """Feed one delivery outcome (and the failure's `error`) into the instance's state."""
+        instance.last_error = None if ok else error or instance.last_error
         before = instance.tracker.state
         after = instance.tracker.record(ok=ok, source="delivery", now=self.clock.monotonic())
         if after != before:
@@ -90,8 +93,9 @@ class HealthMonitor:
             if instance.lease_until <= now or agent_id in self._probing:
                 continue
             at = self._next_probe.get(agent_id)
-            if at is None:  # first sight: a random point in the first interval
-                self._next_probe[agent_id] = now + _rng.uniform(0, self.interval_s)
+            if at is None:  # first sight: at once, it is `unknown` until a probe answers
+                self._next_probe[agent_id] = now
+                due.append(instance)
                 continue
             reprobe = instance.tracker.reprobe_at
             if reprobe is not None:  # ejected: back only after its pause and a passing probe
@@ -111,8 +115,13 @@ class HealthMonitor:
         finally:
             self._probing.discard(instance.id)
         now = self.clock.monotonic()
-        self._next_probe[instance.id] = now + self.interval_s
+        # After the first probe, a random point in the next interval: instances seen
+        # together (a restart reading a whole registry) are not probed together forever.
+        first = instance.tracker.state == "unknown" and not instance.tracker.failures
+        pause = _rng.uniform(0, self.interval_s) if first else self.interval_s
+        self._next_probe[instance.id] = now + pause
         self.metrics.probes.labels("pass" if ok else "fail").inc()
+        instance.last_error = None if ok else PROBE_FAILED
         before = instance.tracker.state
         after = instance.tracker.record(ok=ok, source="probe", now=now, sent_at=sent_at)
         if after != before:

@@ -4,18 +4,24 @@ Past its `max_queue` an instance is scored down. The original system: "when
 order-service has more than 100 waiting, lower its weight and divert". Waiting here is
 in flight on every coordinator together (this one's own count plus what the others
 last published, `registry/fleet_load.py`).
+
+An instance no probe or delivery has answered yet (`unknown`, just registered) is
+scored down the same way: any instance that has answered wins, but alone it is still
+tried (a request is not refused because its agent registered a moment ago).
 """
 
 from __future__ import annotations
 
 from agent_reach.registry.index import Instance
 
-HEALTH_FACTOR = {"healthy": 1.0, "suspect": 0.5, "offline": 0.0}  # suspect: routable, scored down
+# suspect and unknown: routable, scored down
+HEALTH_FACTOR = {"healthy": 1.0, "unknown": 0.5, "suspect": 0.5, "offline": 0.0}
 LATENCY_REF_MS = 100.0  # a p50 of 100 ms halves the latency factor; 0 ms gives 1
 # Past its max_queue (its own, else the policy's) an instance keeps a tenth of its score:
 # any instance of the same capability under its own limit wins, and when all are past
 # theirs, the load still ranks.
 OVER_QUEUE_SCALE = 0.1
+UNKNOWN_SCALE = 0.1  # not yet answered: below every instance that has, ranked as the rest
 
 
 def score_of(
@@ -50,4 +56,6 @@ def score_of(
     for name, w in weights:
         total += w * factors[name]
     scale = 1.0 if in_flight <= (spec.max_queue or default_max_queue) else OVER_QUEUE_SCALE
+    if instance.tracker.state == "unknown":
+        scale *= UNKNOWN_SCALE
     return spec.weight * scale * total, factors

@@ -45,7 +45,12 @@ class TaskPending(ReachError):
     code = "task_pending"
 
     def __init__(self, task: TaskView) -> None:
-        super().__init__(f"task {task.task_id} is still {task.status}", task_id=task.task_id)
+        why = "; ".join(
+            f"{i.agent_id} ({i.status}): {i.last_error or 'no error recorded'}"
+            for i in task.instances or ()
+        )
+        message = f"task {task.task_id} is still {task.status}" + (f" — {why}" if why else "")
+        super().__init__(message, task_id=task.task_id)
         self.task = task
 
 

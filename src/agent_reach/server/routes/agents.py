@@ -54,6 +54,7 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     # The first registrant owns the id; an admin re-registering it keeps that owner.
     owner = existing.owner if existing is not None else principal.name
     await runtime.registry.register(spec, owner if security.enabled else None)
+    runtime.health.probe_soon([spec.id])  # `unknown` until a probe answers: ask at once
     return json_response(runtime.registry.get(spec.id), 201)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, get_args
 
 from fastapi import APIRouter, Header, Request
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from agent_reach.errors import StoreUnavailable
+from agent_reach.model.agents import HealthStatus
 from agent_reach.server.auth import check_one_authorization
 from agent_reach.server.responses import json_response
 from agent_reach.server.routes.queues import queue_depths
@@ -38,7 +39,7 @@ async def metrics(
     runtime = runtime_of(request)
     await runtime.security.authorize_scrape(authorization)
     gauges = runtime.metrics
-    counts = {"healthy": 0, "suspect": 0, "offline": 0}
+    counts = dict.fromkeys(get_args(HealthStatus), 0)
     for view in runtime.registry.views():
         counts[view.status] += 1
     for state, count in counts.items():
