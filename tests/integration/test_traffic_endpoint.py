@@ -53,6 +53,12 @@ def test_requests_attempts_and_refusals_are_counted_where_they_happened(
     assert sum(body["instances"]["echo-1"]["requests"]) == 3
     assert sum(body["instances"]["broken-1"]["errors"]) == 2
     assert "(unknown)" not in body["instances"]  # nothing was delivered for it
+    by_instance = http.get("/v1/traffic", params={"by": "instance"}).json()
+    assert "capabilities" not in by_instance
+    assert sum(by_instance["instances"]["echo-1"]["requests"]) == 3
+    wrong = http.get("/v1/traffic", params={"by": "agent"})
+    assert wrong.status_code == 422
+    assert wrong.json()["error"]["code"] == "validation_error"
 
 
 def test_text_decisions_fill_the_confidence_histogram_with_the_policy_thresholds(

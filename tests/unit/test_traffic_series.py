@@ -126,3 +126,25 @@ def test_routing_decisions_are_binned_by_confidence_and_margin() -> None:
 def test_a_window_that_is_not_whole_buckets_is_refused() -> None:
     with pytest.raises(ValueError, match="multiple"):
         TrafficSeries(bucket_s=7, window_s=60)
+
+
+def test_quantiles_read_once_follow_later_requests() -> None:
+    series = TrafficSeries()
+    series.request(T0, "c", 0.010, "ok")
+    assert series.snapshot(T0)["capabilities"]["c"]["p99_ms"][-1] == pytest.approx(10, rel=0.02)
+
+    series.request(T0, "c", 0.500, "ok")
+
+    assert series.snapshot(T0)["capabilities"]["c"]["p99_ms"][-1] == pytest.approx(500, rel=0.02)
+
+
+def test_a_snapshot_of_one_kind_leaves_the_other_out() -> None:
+    series = TrafficSeries()
+    series.request(T0, "c", 0.01, "ok")
+    series.attempt(T0, "i", 0.01, "ok")
+
+    snap = series.snapshot(T0, ("instances",))
+
+    assert "capabilities" not in snap
+    assert list(snap["instances"]) == ["i"]
+    assert snap["total"]["requests"][-1] == 1

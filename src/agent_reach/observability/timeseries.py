@@ -29,18 +29,20 @@ _MIN_MS = 0.01  # shorter latencies share the lowest bin
 CONFIDENCE_BINS = 20  # 0.05 wide: fine enough to see the thresholds' neighbourhood
 
 Outcome = Literal["ok", "error", "refused"]
+Kind = Literal["capabilities", "instances"]
 
 
 class _Cell:
-    """One series in one bucket."""
+    """One series in one bucket; p50 and p99 are worked out once per change, when read."""
 
-    __slots__ = ("count", "errors", "latency", "refusals")
+    __slots__ = ("count", "errors", "latency", "quantiles", "refusals")
 
     def __init__(self) -> None:
         self.count = 0
         self.errors = 0
         self.refusals = 0
         self.latency: dict[int, int] = {}  # log bin -> count
+        self.quantiles: tuple[float | None, float | None] | None = None
 
     def add(self, latency_s: float | None, outcome: Outcome) -> None:
         self.count += 1
@@ -49,24 +51,28 @@ class _Cell:
         elif outcome == "refused":
             self.refusals += 1
         if latency_s is not None:
-            index = _latency_bin(latency_s * 1000)
-            self.latency[index] = self.latency.get(index, 0) + 1
+            index = math.ceil(math.log(max(latency_s * 1000, _MIN_MS)) / _LOG_RATIO)
+            latency = self.latency
+            latency[index] = latency.get(index, 0) + 1
+            self.quantiles = None
 
-    def merge(self, other: _Cell) -> None:
-        self.count += other.count
-        self.errors += other.errors
-        self.refusals += other.refusals
-        for index, n in other.latency.items():
-            self.latency[index] = self.latency.get(index, 0) + n
+    def p50_p99(self) -> tuple[float | None, float | None]:
+        if self.quantiles is None:
+            self.quantiles = (
+                latency_quantile(self.latency, 0.5),
+                latency_quantile(self.latency, 0.99),
+            )
+        return self.quantiles
 
 
 class _Bucket:
-    __slots__ = ("capabilities", "confidence", "instances", "margin", "start")
+    __slots__ = ("capabilities", "confidence", "instances", "margin", "start", "total")
 
     def __init__(self, start: int) -> None:
         self.start = start
         self.capabilities: dict[str, _Cell] = {}
         self.instances: dict[str, _Cell] = {}
+        self.total = _Cell()  # every request, whatever its capability
         self.confidence = [0] * CONFIDENCE_BINS
         self.margin = [0] * CONFIDENCE_BINS
 
@@ -80,12 +86,15 @@ class TrafficSeries:
         self.bucket_s = bucket_s
         self.window_s = window_s
         self._buckets: deque[_Bucket] = deque(maxlen=window_s // bucket_s + 1)
+        self._newest: _Bucket | None = None
 
     def request(
         self, at_s: float, capability: str, latency_s: float | None, outcome: Outcome
     ) -> None:
         """One request ended at wall time `at_s` (a refusal has no latency to count)."""
-        _cell(self._bucket(at_s).capabilities, capability).add(latency_s, outcome)
+        bucket = self._bucket(at_s)
+        _cell(bucket.capabilities, capability).add(latency_s, outcome)
+        bucket.total.add(latency_s, outcome)
 
     def attempt(self, at_s: float, instance: str, latency_s: float, outcome: Outcome) -> None:
         """One delivery attempt to `instance` ended."""
@@ -99,10 +108,13 @@ class TrafficSeries:
         if margin is not None:
             bucket.margin[_unit_bin(margin)] += 1
 
-    def snapshot(self, now_s: float) -> dict[str, Any]:
+    def snapshot(
+        self, now_s: float, kinds: tuple[Kind, ...] = ("capabilities", "instances")
+    ) -> dict[str, Any]:
         """The window ending at `now_s`: one value per bucket start in `times` for every
-        series (rates are left to the reader: a count over `bucket_s`, and over the
-        elapsed part for the newest bucket), and the routing histograms summed over it."""
+        series of `kinds` and their total (rates are left to the reader: a count over
+        `bucket_s`; the newest bucket is still filling), and the routing histograms summed
+        over the window."""
         newest = self._start(now_s)
         times = [newest - k * self.bucket_s for k in range(self.window_s // self.bucket_s)][::-1]
         position = {t: n for n, t in enumerate(times)}
@@ -117,9 +129,8 @@ class TrafficSeries:
             "window_s": self.window_s,
             "now": now_s,
             "times": times,
-            "total": _series([(b.start, _merged(b.capabilities.values())) for b in kept], position),
-            "capabilities": _by_name(kept, "capabilities", position),
-            "instances": _by_name(kept, "instances", position),
+            "total": _series([(b.start, b.total) for b in kept], position),
+            **{kind: _by_name(kept, kind, position) for kind in kinds},
             "routing": {
                 "bins": [round(n / CONFIDENCE_BINS, 4) for n in range(CONFIDENCE_BINS)],
                 "confidence": confidence,
@@ -131,6 +142,9 @@ class TrafficSeries:
         return int(at_s // self.bucket_s) * self.bucket_s
 
     def _bucket(self, at_s: float) -> _Bucket:
+        newest = self._newest
+        if newest is not None and newest.start <= at_s < newest.start + self.bucket_s:
+            return newest
         start = self._start(at_s)
         buckets = self._buckets
         if buckets and buckets[-1].start >= start:
@@ -138,7 +152,7 @@ class TrafficSeries:
                 if bucket.start == start:
                     return bucket
             return buckets[-1]
-        bucket = _Bucket(start)
+        bucket = self._newest = _Bucket(start)
         buckets.append(bucket)
         while buckets[0].start <= start - self.window_s:
             buckets.popleft()
@@ -156,15 +170,8 @@ def _cell(cells: dict[str, _Cell], name: str) -> _Cell:
     return cell
 
 
-def _merged(cells: Any) -> _Cell:
-    total = _Cell()
-    for cell in cells:
-        total.merge(cell)
-    return total
-
-
 def _by_name(
-    kept: list[_Bucket], kind: Literal["capabilities", "instances"], position: dict[int, int]
+    kept: list[_Bucket], kind: Kind, position: dict[int, int]
 ) -> dict[str, dict[str, list[Any]]]:
     cells: dict[str, list[tuple[int, _Cell]]] = {}
     for bucket in kept:
@@ -187,8 +194,7 @@ def _series(found: list[tuple[int, _Cell]], position: dict[int, int]) -> dict[st
         series["requests"][n] = cell.count
         series["errors"][n] = cell.errors
         series["refusals"][n] = cell.refusals
-        series["p50_ms"][n] = latency_quantile(cell.latency, 0.5)
-        series["p99_ms"][n] = latency_quantile(cell.latency, 0.99)
+        series["p50_ms"][n], series["p99_ms"][n] = cell.p50_p99()
     return series
 
 
@@ -204,10 +210,6 @@ def latency_quantile(bins: dict[int, int], q: float) -> float | None:
         if seen >= rank:
             return round(math.exp((index - 0.5) * _LOG_RATIO), 3)
     raise AssertionError("unreachable: rank <= total")
-
-
-def _latency_bin(ms: float) -> int:
-    return math.ceil(math.log(max(ms, _MIN_MS)) / _LOG_RATIO)
 
 
 def _unit_bin(value: float) -> int:

@@ -46,7 +46,7 @@ export function mount(root, route) {
     intervalMs: 2000,
     async refresh() {
       const [traffic, registry] = await Promise.all([
-        getJSON("/v1/traffic"), by === "instance" ? getJSON("/v1/agents") : null,
+        getJSON("/v1/traffic", { by }), by === "instance" ? getJSON("/v1/agents") : null,
       ]);
       const labels = new Map((registry?.agents ?? []).map((a) => [a.id, a.display_name ? `${a.id} · ${a.display_name}` : a.id]));
       hint.textContent = `coordinator ${traffic.node} · last ${traffic.window_s / 60} min · ${traffic.bucket_s} s buckets · every 2 s`;
