@@ -53,6 +53,13 @@ const provider = new Provider(issuer, {
   jwks: config.jwks,
   clients: config.clients ?? [],
   cookies: { keys: ['agent-reach-test-idp'] },
+  // ID tokens too are signed with a key the IdP holds (a set rotated to ES256 has no RS256).
+  clientDefaults: {
+    grant_types: ['authorization_code'],
+    id_token_signed_response_alg: config.sign_alg ?? 'RS256',
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+  },
   scopes: ['openid', 'offline_access', ...(config.scopes ?? [])],
   claims: { openid: ['sub'] },
   findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
