@@ -1,9 +1,12 @@
 """The README's quick tour, run as written: its code blocks, in order, in one shell.
 
-Python blocks are saved under the name their first line gives (``# caller.py``); bash
-blocks run in one `bash` session in a scratch directory whose `.venv` is this
-repository's. Only the ports change (8500, 9040, 9041 become free ones), so the tour
-can run next to anything else; the environment is a user's, without any `AR_*`.
+Bash blocks run in one `bash` session that starts in a stand-in for the repository (a
+folder whose `.venv` is this repository's); each Python block is saved, at its turn,
+in the shell's current folder under the name its first line gives (``# caller.py``),
+as a user saving it would. Only the ports change (8500, 9040, 9041 become free ones),
+so the tour can run next to anything else; the environment is a user's, without any
+`AR_*`. The tour works in a scratch folder of its own: it leaves nothing in the folder
+it started in.
 """
 
 from __future__ import annotations
@@ -49,20 +52,23 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
             code = code.replace(old, new)
         return code
 
-    (tmp_path / ".venv").symlink_to(REPOSITORY / ".venv")
+    start, scratch = tmp_path / "repository", tmp_path / "tmp"
+    start.mkdir()
+    scratch.mkdir()
+    (start / ".venv").symlink_to(REPOSITORY / ".venv")
     script = [HARNESS]
     for language, code in tour_blocks(README.read_text(encoding="utf-8")):
         if language == "python":
             name = code.splitlines()[0].removeprefix("# ").strip()
-            (tmp_path / name).write_text(localize(code), encoding="utf-8")
+            script.append(f"cat > {name} <<'PYTHON_BLOCK'\n{localize(code)}PYTHON_BLOCK")
         elif language == "bash":
             script.append(localize(code))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
-    env.update(COLUMNS="160", PYTHONIOENCODING="utf-8")
+    env.update(COLUMNS="160", PYTHONIOENCODING="utf-8", TMPDIR=str(scratch))
 
     finished = subprocess.run(
         ["bash", "-c", "\n".join(script)],
-        cwd=tmp_path,
+        cwd=start,
         env=env,
         capture_output=True,
         text=True,
@@ -75,10 +81,15 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
     assert finished.returncode == 0, output + finished.stderr
     assert "inventory-01 {'sku': 'X5-BLUE-256', 'in_stock': True}" in output
     assert "order.track logistics-01 {'order': 'A1001'" in output
-    assert "route decision: logistics-01" in output
-    trace_id = (tmp_path / "caller.out").read_text(encoding="utf-8").splitlines()[-1]
+    assert "route: order.track → logistics-01" in output
+    assert [p.name for p in start.iterdir()] == [".venv"]  # nothing left where it started
+    (folder,) = scratch.iterdir()  # where `cd "$(mktemp -d)"` took it
+    assert {"inventory_agent.py", "logistics_agent.py", "caller.py"} <= {
+        p.name for p in folder.iterdir()
+    }
+    trace_id = (folder / "caller.out").read_text(encoding="utf-8").splitlines()[-1]
     assert f"trace {trace_id}  ok" in output
     assert f"http://127.0.0.1:{ports['8500']}/ui/#key=" in output
     assert "state_in_memory" in finished.stderr  # serve said what a restart loses
     assert "Traceback" not in finished.stderr
-    assert (tmp_path / "decisions.jsonl").stat().st_size > 0
+    assert (folder / "decisions.jsonl").stat().st_size > 0
