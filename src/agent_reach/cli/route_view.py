@@ -43,7 +43,7 @@ def _header(decision: RouteDecision) -> Text:
     header = Text.assemble(
         ("route: ", "bold"), (target, "bold green" if decision.agent_id else "bold red")
     )
-    header.append(f" · rule {decision.rule}")
+    header.append(f"\nrule {decision.rule}")
     if decision.refused_by is not None:
         header.append(f" (refused by {decision.refused_by})")
     header.append(f" · policy {decision.policy_version}")
