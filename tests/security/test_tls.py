@@ -10,8 +10,11 @@ at the agent.
 from __future__ import annotations
 
 import shutil
+import signal
 import ssl
 import subprocess
+import sys
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,7 +222,7 @@ def test_an_https_coordinator_answers_httpx_urllib_and_curl(
 
 
 def test_a_spiffe_certificate_registers_and_heartbeats_with_no_api_key(
-    pki: Pki, start_coordinator: Any, agents: Any, backend: str
+    pki: Pki, start_coordinator: Any, agents: Any, backend: str, admin_key: str
 ):
     mutual = {
         "tls_cert": pki.coordinator.cert,
@@ -247,6 +250,16 @@ def test_a_spiffe_certificate_registers_and_heartbeats_with_no_api_key(
         for coordinator in (first, second):
             answer = web.post(f"{coordinator.url}/v1/invoke", json=_invoke("order.get"))
             assert answer.status_code == 200, answer.text
+        # The mapping is policy: removed at run time on one coordinator, the certificate
+        # is no credential on any of them (its handshake still succeeds).
+        policy = tomllib.loads(POLICY)
+        policy["identity"]["certificates"] = policy["identity"]["certificates"][1:]
+        change = web.put(f"{first.url}/v1/policy", json=policy, headers=_bearer(admin_key))
+        assert change.status_code == 200, change.text
+        wait_until(
+            lambda: order.post(f"{second.url}/v1/agents/order-1/heartbeat").status_code == 401,
+            "the order agent's certificate to stop being a credential",
+        )
     assert len(fake.received) == 2
 
 
@@ -463,3 +476,58 @@ def test_the_sdk_agent_serves_tls_and_demands_the_coordinators_certificate(
                 direct.post(agent.endpoint_url, json={"request_id": "x"})
     assert [a.result for a in answers] == [{"order": "shipped"}] * 2
     assert executions == [a.request_id for a in answers]  # each once, and nothing else
+
+
+SERVING_AGENT = """
+import sys
+from agent_reach.sdk.agent import Agent
+
+ca, cert, key, client_ca, client_cert, client_key, url = sys.argv[1:]
+agent = Agent(
+    "order-served",
+    ["order.get"],
+    coordinator_url=url,
+    tls_cert=cert,
+    tls_key=key,
+    tls_client_ca=client_ca,
+    coordinator_ca_file=ca,
+    client_cert=client_cert,
+    client_key=client_key,
+)
+agent.handler(lambda request: {"served": "over tls"})
+agent.serve(port=0, log_level="warning")
+"""
+
+
+@pytest.mark.parametrize("backend", ["memory"])
+def test_the_sdk_agents_serve_registers_an_https_endpoint(pki: Pki, start_coordinator: Any):
+    coordinator = start_coordinator(
+        tls_cert=pki.coordinator.cert,
+        tls_key=pki.coordinator.key,
+        tls_client_ca=pki.shop_ca,
+        agent_ca_file=pki.agents_ca,
+        agent_client_cert=pki.coordinator_client.cert,
+        agent_client_key=pki.coordinator_client.key,
+    )
+    order = pki.order_agent
+    files = (pki.shop_ca, pki.agent.cert, pki.agent.key, pki.shop_ca, order.cert, order.key)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVING_AGENT, *map(str, files), coordinator.url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    index = coordinator.runtime.registry.index.by_id
+    try:
+        wait_until(lambda: "order-served" in index or process.poll() is not None, "registration")
+        assert process.poll() is None, process.communicate()[1]
+        assert index["order-served"].spec.transport.endpoint.startswith("https://127.0.0.1:")
+        with _client(pki, pki.web_caller) as web:
+            answer = web.post(f"{coordinator.url}/v1/invoke", json=_invoke("order.get"))
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"] == {"served": "over tls"}
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+    # It shut down gracefully and deregistered on the way out, by its certificate alone.
+    wait_until(lambda: "order-served" not in index, "deregistration")
