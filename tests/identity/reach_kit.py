@@ -170,13 +170,11 @@ class Reach:
         assert answer.status_code == 201, answer.text
         return str(answer.json()["key"])
 
-    def set_policy(self, **sections: Any) -> int:
-        """Replace sections of the policy in force (`PUT /v1/policy` as the admin); returns
-        its new version."""
+    def set_policy(self, **sections: Any) -> None:
+        """Replace sections of the policy in force (`PUT /v1/policy` as the admin)."""
         current = self.admin("GET", "/v1/policy").json()["policy"]
         answer = self.admin("PUT", "/v1/policy", json={**current, **sections})
         assert answer.status_code == 200, answer.text
-        return int(answer.json()["version"])
 
     def refusal(self, credential: str | None, path: str = "/v1/agents") -> Refusal:
         """A GET with `credential` as urllib sees it (it must be refused)."""
