@@ -385,7 +385,10 @@ def test_an_agent_demanding_mutual_tls_gets_the_coordinators_client_certificate(
             f"{anonymous.url}/v1/invoke", json=_invoke("strict.get"), headers=_bearer(admin_key)
         )
     assert statuses == [200, 200, 200]
-    assert refused.status_code >= 500, refused.text
+    # Refused at the handshake: never read by the agent, so never sent as far as the
+    # caller is concerned (safe to try elsewhere), and the reason is named.
+    assert _last_attempt(refused) == "agent_unreachable", refused.text
+    assert "refused the TLS handshake (tlsv13 alert certificate required)" in refused.text
     # Three invocations, three executions, each with the coordinator's certificate.
     assert [e["client_cn"] for e in agent.executions] == ["coordinator"] * 3
 

@@ -58,6 +58,21 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 _NO_BODY_METHODS = frozenset({"GET", "HEAD"})
 _POOL_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
 _checked_names: set[str] = set()
+# TLS alerts by which a server refuses the client's side of the handshake. Under TLS 1.3
+# they arrive after the client has finished its side, so after the request was written,
+# but the server never read it (it reads application data only after the handshake).
+_HANDSHAKE_REFUSALS = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+        "SSLV3_ALERT_CERTIFICATE_REVOKED",
+        "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "TLSV1_ALERT_ACCESS_DENIED",
+    }
+)
 
 
 Resolve = Callable[[str], Awaitable[str]]
@@ -268,6 +283,9 @@ class _Connection(asyncio.Protocol):
                 self._complete(keep_alive=False)  # the body was delimited by the close
             elif self._unsent:
                 self._reject(_Unsent())
+            elif not self._got_bytes and (refusal := _handshake_refusal(exc)) is not None:
+                name = self._origin.name
+                self._reject(ConnectFailed(f"{name} refused the TLS handshake ({refusal})"))
             else:
                 self._reject(ConnectionLost("the connection closed mid-exchange", sent=True))
         self._origin.drop(self)
@@ -609,6 +627,13 @@ class HttpPool:
         if self._ssl_context is None:
             self._ssl_context = ssl.create_default_context()
         return self._ssl_context
+
+
+def _handshake_refusal(exc: Exception | None) -> str | None:
+    """The alert, readable, when `exc` is a server refusing our side of the handshake."""
+    if isinstance(exc, ssl.SSLError) and exc.reason in _HANDSHAKE_REFUSALS:
+        return str(exc.reason).lower().replace("_", " ")
+    return None
 
 
 def _encode_head(
