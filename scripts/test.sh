@@ -7,7 +7,8 @@ bash scripts/setup-venv.sh test
 bash scripts/ensure-redis.sh
 # Debian packages the suite drives: chromium (browser tests, no downloads); node, npm,
 # java and curl (the interop suite's and the adapter tests' peers and callers); nginx
-# (the balancer in front of several coordinators).
+# (the balancer in front of several coordinators, a TLS peer); openssl (the TLS docs'
+# worked example is run as written).
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # Chinese capability names in the dashboard's browser tests: boxes without a CJK font
@@ -17,6 +18,7 @@ command -v npm >/dev/null || missing+=(npm)
 command -v java >/dev/null || missing+=(default-jdk-headless)
 command -v curl >/dev/null || missing+=(curl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v openssl >/dev/null || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
