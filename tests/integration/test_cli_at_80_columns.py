@@ -180,6 +180,8 @@ def test_every_help_fits_80_columns_and_types_no_flag(path: tuple[str, ...]) -> 
     assert result.exit_code == 0, result.output
     assert_fits(result.output)
     assert "<bool>" not in result.output  # a flag takes no value
+    options = [line for line in result.output.splitlines() if re.search(r"│ [ *]*--", line)]
+    assert not [o for o in options if re.search("<[a-z]", o)]  # `--port PORT`, not `<int>`
     assert result.output.count("AR_API_KEY") <= 1  # named once, by Typer's [env var: …]
     usage = next(line for line in result.output.splitlines() if "Usage:" in line)
     arguments = re.findall(r"[{\[]([^\]}]+)[}\]]", usage.split("[OPTIONS]", 1)[-1])

@@ -40,20 +40,31 @@ def acl_check(
     capability: Annotated[
         str, typer.Argument(metavar="CAPABILITY", help="The capability tag to check.")
     ],
-    domain: Annotated[str | None, typer.Option(help="The principal's domain, if any.")] = None,
-    role: Annotated[str, typer.Option(help="caller, agent, observer or admin.")] = "caller",
+    domain: Annotated[
+        str | None, typer.Option(metavar="DOMAIN", help="The principal's domain, if any.")
+    ] = None,
+    role: Annotated[
+        str, typer.Option(metavar="ROLE", help="caller, agent, observer or admin.")
+    ] = "caller",
     grant: Annotated[
         list[str] | None,
         typer.Option(
             "--grant",
             "-g",
+            metavar="PATTERN",
             help="A capability pattern the principal's key carries (repeatable), as given "
             "to `keys create --capability`.",
         ),
     ] = None,
     policy: Annotated[
         Path | None,
-        typer.Option(envvar="AR_POLICY_FILE", exists=True, dir_okay=False, help="Policy file."),
+        typer.Option(
+            metavar="FILE",
+            envvar="AR_POLICY_FILE",
+            exists=True,
+            dir_okay=False,
+            help="Policy file.",
+        ),
     ] = None,
 ) -> None:
     """Explain whether PRINCIPAL may invoke and register CAPABILITY: which key grant or

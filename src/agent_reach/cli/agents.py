@@ -91,11 +91,17 @@ def import_a2a(
         str, typer.Argument(metavar="URL", help="The A2A agent's base URL or its agent card URL.")
     ],
     agent_id: Annotated[
-        str | None, typer.Option("--id", help="Instance id; default: from the URL's host and port.")
+        str | None,
+        typer.Option(
+            "--id", metavar="ID", help="Instance id; default: from the URL's host and port."
+        ),
     ] = None,
     ttl: Annotated[
         float,
-        typer.Option(help="Lease in seconds; an A2A agent does not heartbeat: import it again."),
+        typer.Option(
+            metavar="SECONDS",
+            help="Lease in seconds; an A2A agent does not heartbeat: import it again.",
+        ),
     ] = 86_400.0,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,

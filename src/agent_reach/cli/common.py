@@ -29,11 +29,18 @@ R = TypeVar("R")
 
 CoordinatorUrl = Annotated[
     str,
-    typer.Option("--coordinator", envvar="AR_COORDINATOR_URL", help="Base URL of the coordinator."),
+    typer.Option(
+        "--coordinator",
+        metavar="URL",
+        envvar="AR_COORDINATOR_URL",
+        help="Base URL of the coordinator.",
+    ),
 ]
 ApiKey = Annotated[
     str | None,
-    typer.Option("--api-key", envvar="AR_API_KEY", help="API key, sent as a Bearer token."),
+    typer.Option(
+        "--api-key", metavar="KEY", envvar="AR_API_KEY", help="API key, sent as a Bearer token."
+    ),
 ]
 
 

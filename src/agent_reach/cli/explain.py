@@ -31,7 +31,9 @@ def route(
     text: Annotated[
         str | None, typer.Argument(metavar="TEXT", help="User text to route by meaning.")
     ] = None,
-    capability: Annotated[str | None, typer.Option(help="Capability tag to route.")] = None,
+    capability: Annotated[
+        str | None, typer.Option(metavar="TAG", help="Capability tag to route.")
+    ] = None,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

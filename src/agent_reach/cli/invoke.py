@@ -29,9 +29,11 @@ def invoke(
     ] = None,
     text: Annotated[
         str | None,
-        typer.Option(help="The user's words: routed by meaning without CAPABILITY."),
+        typer.Option(
+            metavar="TEXT", help="The user's words: routed by meaning without CAPABILITY."
+        ),
     ] = None,
-    payload: Annotated[str, typer.Option(help="The payload as JSON.")] = "null",
+    payload: Annotated[str, typer.Option(metavar="JSON", help="The payload as JSON.")] = "null",
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

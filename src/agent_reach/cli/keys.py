@@ -26,16 +26,22 @@ app = commands("Create, list and revoke API keys (needs an admin key).")
 @app.command("create", cls=Command)
 @reporting_errors
 def create_key(
-    principal: Annotated[str, typer.Option(help="Who the key is for, e.g. order-bot.")],
+    principal: Annotated[
+        str, typer.Option(metavar="NAME", help="Who the key is for, e.g. order-bot.")
+    ],
     domain: Annotated[
-        str | None, typer.Option(help="Optional domain the policy's domain rules match.")
+        str | None,
+        typer.Option(metavar="DOMAIN", help="Optional domain the policy's domain rules match."),
     ] = None,
-    role: Annotated[str, typer.Option(help="caller, agent, observer or admin.")] = "caller",
+    role: Annotated[
+        str, typer.Option(metavar="ROLE", help="caller, agent, observer or admin.")
+    ] = "caller",
     capability: Annotated[
         list[str] | None,
         typer.Option(
             "--capability",
             "-c",
+            metavar="PATTERN",
             help="A capability pattern the key grants (repeatable): an agent key may "
             "register it, a caller key may invoke and route to it.",
         ),

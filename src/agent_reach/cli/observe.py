@@ -28,8 +28,12 @@ from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, tra
 @reporting_errors
 def top(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
-    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between refreshes.")] = 1.0,
-    once: Annotated[bool, typer.Option(help="Print one frame (one interval) and exit.")] = False,
+    interval: Annotated[
+        float, typer.Option(metavar="SECONDS", min=0.1, help="Seconds between refreshes.")
+    ] = 1.0,
+    once: Annotated[
+        bool, typer.Option("--once", help="Print one frame (one interval) and exit.")
+    ] = False,
     api_key: ApiKey = None,
 ) -> None:
     """Live per-capability traffic: requests/s, errors/s, p50 and p99 latency (Ctrl-C stops).
@@ -64,7 +68,9 @@ def top(
 
 @reporting_errors
 def deadletters(
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="Newest entries to show.")] = 50,
+    limit: Annotated[
+        int, typer.Option(metavar="N", min=1, max=1000, help="Newest entries to show.")
+    ] = 50,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

@@ -52,7 +52,9 @@ def set_policy(
     ],
     if_match: Annotated[
         str | None,
-        typer.Option(help="Replace only if this version is still in force (else 409)."),
+        typer.Option(
+            metavar="VERSION", help="Replace only if this version is still in force (else 409)."
+        ),
     ] = None,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
@@ -73,7 +75,9 @@ def set_policy(
 @app.command("changes", cls=Command)
 @reporting_errors
 def policy_changes(
-    limit: Annotated[int, typer.Option(min=1, max=1000, help="Newest changes to show.")] = 20,
+    limit: Annotated[
+        int, typer.Option(metavar="N", min=1, max=1000, help="Newest changes to show.")
+    ] = 20,
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL,
     api_key: ApiKey = None,
 ) -> None:

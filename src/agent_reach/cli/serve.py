@@ -41,20 +41,25 @@ MEMORY_STATE_WARNING = (
 @reporting_errors
 def serve(
     host: Annotated[
-        str | None, typer.Option(help="Interface to bind; default AR_HOST, else 127.0.0.1.")
+        str | None,
+        typer.Option(metavar="HOST", help="Interface to bind; default AR_HOST, else 127.0.0.1."),
     ] = None,
     port: Annotated[
-        int | None, typer.Option(help="Port to listen on; default AR_PORT, else 8500.")
+        int | None,
+        typer.Option(metavar="PORT", help="Port to listen on; default AR_PORT, else 8500."),
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(exists=True, dir_okay=False, help="TOML or YAML settings file."),
+        typer.Option(
+            metavar="FILE", exists=True, dir_okay=False, help="TOML or YAML settings file."
+        ),
     ] = None,
     workers: Annotated[
         int,
         typer.Option(
+            metavar="N",
             help="Coordinator processes sharing the port (SO_REUSEPORT), one per core; "
-            "more than 1 needs the Redis backend."
+            "more than 1 needs the Redis backend.",
         ),
     ] = 1,
     tls_cert: Annotated[

@@ -17,7 +17,8 @@ from agent_reach.observability.logging import configure_logging
 @reporting_errors
 def sidecar(
     config: Annotated[
-        Path, typer.Option(exists=True, dir_okay=False, help="The sidecar's YAML file.")
+        Path,
+        typer.Option(metavar="FILE", exists=True, dir_okay=False, help="The sidecar's YAML file."),
     ],
 ) -> None:
     """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it."""

@@ -37,7 +37,9 @@ def run_workflow(
     file: Annotated[
         Path, typer.Argument(metavar="FILE", help="The workflow as YAML or JSON.", exists=True)
     ],
-    input_json: Annotated[str, typer.Option("--input", help="The run's input as JSON.")] = "{}",
+    input_json: Annotated[
+        str, typer.Option("--input", metavar="JSON", help="The run's input as JSON.")
+    ] = "{}",
     run_async: Annotated[
         bool, typer.Option("--async", help="Print the run id and return.")
     ] = False,

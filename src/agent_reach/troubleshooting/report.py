@@ -17,7 +17,7 @@ def why_report(document: dict[str, Any]) -> Group:
     """A header, one table row per step, and the details that explain each verdict."""
     node = document.get("node")
     header = Text.from_markup(
-        f"request [bold]{escape(document['request_id'])}[/] · trace {document['trace_id']} · "
+        f"request [bold]{escape(document['request_id'])}[/] · trace {document['trace_id']}\n"
         f"HTTP {document['http_status']} · {document['duration_ms']:.1f} ms"
         + (f" · answered by {escape(node)}" if node else "")
     )
