@@ -60,3 +60,14 @@ async def test_tasks_and_answers_do_not_share_keys(backends: Backends) -> None:
 
     assert await backends.tasks.get("same-key") == b"task"
     assert await backends.answers.get("same-key") == b"answer"
+
+
+async def test_put_new_keeps_the_first_document_until_it_expires(
+    backends: Backends, timeline: Timeline
+) -> None:
+    store = backends.keysets
+    assert await store.put_new("signing", b"first", TTL_S) == b"first"
+    assert await store.put_new("signing", b"second", TTL_S) == b"first"
+    assert await store.get("signing") == b"first"
+    await timeline.elapse(TTL_S + 0.1)
+    assert await store.put_new("signing", b"third", LONG_S) == b"third"

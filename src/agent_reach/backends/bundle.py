@@ -14,6 +14,7 @@ from agent_reach.backends.protocols import (
     KeySetStore,
     KeyStore,
     LearningStore,
+    MeshStore,
     PolicyStore,
     QueueStore,
     QuotaStore,
@@ -45,6 +46,7 @@ class Backends:
     workflows: WorkflowStore
     learning: LearningStore
     policy: PolicyStore
+    mesh: MeshStore
     is_shared: bool = False
     why: WhyStore | None = None  # shared backends only: alone, the coordinator's journal is all
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -533,6 +533,26 @@ class KeySetStore(Protocol):
     async def get(self, name: str) -> bytes | None:
         """The document, or None when none is stored or it has expired."""
 
+    async def put_new(self, name: str, document: bytes, ttl_s: float) -> bytes:
+        """Store `document` unless a live one is there; the stored one either way (the
+        first of several coordinators racing to create a key wins, atomically)."""
+
+
+class MeshStore(Protocol):
+    """The mesh's shared state: the agents an admin disabled (the kill switch) and what
+    each delegation chain has spent of its budget."""
+
+    async def set_disabled(self, agent_id: str, record: bytes | None) -> bool:
+        """Disable `agent_id` (with a record of who and when) or, with None, enable it;
+        whether that changed anything."""
+
+    async def disabled(self) -> dict[str, bytes]:
+        """Every disabled agent id and its record."""
+
+    async def spend(self, chain: str, amount: float, limit: float, ttl_s: float) -> float | None:
+        """Add `amount` to what `chain` has spent unless that would pass `limit`: the new
+        total, or None (nothing added). The total lives `ttl_s` after its last spend."""
+
 
 class WhyStore(Protocol):
     """What `agent-reach why` keeps of answered requests for every coordinator to read: a

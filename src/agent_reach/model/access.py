@@ -37,12 +37,15 @@ class AccessRule(BaseModel):
 
 
 class AccessPolicy(BaseModel):
-    """Who may invoke (and route to) which capabilities, and who may register which."""
+    """Who may invoke (and route to) which capabilities, who may register which, and
+    which agents may delegate which."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     invoke: list[AccessRule] = Field(default_factory=list)
     registration: list[AccessRule] = Field(default_factory=list, alias="register")
+    # Which agents may hand which capabilities on, on behalf of their caller (docs/mesh.md).
+    delegate: list[AccessRule] = Field(default_factory=list)
 
 
 class QuotaRule(BaseModel):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from agent_reach.model.delegation import Chain
 
 Role = Literal["admin", "observer", "caller", "agent"]
 ROLES: tuple[Role, ...] = ("caller", "agent", "observer", "admin")
@@ -14,7 +17,8 @@ class Principal:
     """Who is calling: a named principal, its domain (if any), its role and its key's grants.
 
     `capabilities` are the patterns its key was minted with: what an agent key may
-    register, what a caller key may invoke and route to.
+    register, what a caller key may invoke and route to. `chain`, for a call made with
+    a delegation token: the agents it came through (the principal is the original caller).
     """
 
     key_id: str
@@ -22,6 +26,11 @@ class Principal:
     domain: str | None
     role: Role
     capabilities: tuple[str, ...] = ()
+    chain: Chain | None = None  # a delegated call: on this principal's behalf, through agents
+
+    def on_its_own(self) -> Principal:
+        """The principal without the chain it acts through (the original caller)."""
+        return self if self.chain is None else replace(self, chain=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
 from agent_reach.model.admission import AdmissionPolicy
+from agent_reach.model.delegation import DelegationPolicy
 from agent_reach.model.identity import IdentityPolicy
 from agent_reach.model.agents import Capability
 from agent_reach.model.intent import IntentEscalation
@@ -132,6 +133,7 @@ class RoutingPolicy(BaseModel):
     adaptation: AdaptationPolicy = Field(default_factory=AdaptationPolicy)
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     identity: IdentityPolicy = Field(default_factory=IdentityPolicy)
+    delegation: DelegationPolicy = Field(default_factory=DelegationPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
     admission: AdmissionPolicy = Field(default_factory=AdmissionPolicy)
     intent_parser: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,127}$")] | None = Field(

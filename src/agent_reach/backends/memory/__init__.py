@@ -9,6 +9,7 @@ from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.learning import MemoryLearningStore
+from agent_reach.backends.memory.mesh import MemoryMeshStore
 from agent_reach.backends.memory.policy import MemoryPolicyStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
@@ -42,4 +43,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         workflows=MemoryWorkflowStore(),
         learning=MemoryLearningStore(clock),
         policy=MemoryPolicyStore(),
+        mesh=MemoryMeshStore(clock),
     )

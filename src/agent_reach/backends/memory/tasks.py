@@ -33,6 +33,13 @@ class MemoryKeySetStore:
     async def get(self, name: str) -> bytes | None:
         return self._documents.get(name)
 
+    async def put_new(self, name: str, document: bytes, ttl_s: float) -> bytes:
+        stored = self._documents.get(name)
+        if stored is None:
+            self._documents.set(name, document, ttl_s)
+            return document
+        return stored
+
 
 class MemoryAnswerCache:
     """`AnswerCache` in a dict with per-answer expiry, at most `max_bytes` of answers:

@@ -27,6 +27,7 @@ from agent_reach.backends.redis.fleet_load import RedisFleetLoadStore
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
+from agent_reach.backends.redis.mesh import RedisMeshStore
 from agent_reach.backends.redis.policy import RedisPolicyStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
@@ -122,6 +123,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         workflows=RedisWorkflowStore(client, prefix),
         learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
+        mesh=RedisMeshStore(client, prefix),
         is_shared=True,
         why=RedisWhyStore(client, prefix),
         closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],

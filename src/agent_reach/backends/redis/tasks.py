@@ -67,3 +67,9 @@ class RedisKeySetStore(_ExpiringBlobs):
 
     async def get(self, name: str) -> bytes | None:
         return await self._get(name)
+
+    @translate_errors
+    async def put_new(self, name: str, document: bytes, ttl_s: float) -> bytes:
+        key = join_key(self._prefix, self._area, name)
+        earlier = await self._client.set(key, document, px=to_ms(ttl_s), nx=True, get=True)
+        return document if earlier is None else cast(bytes, earlier)
