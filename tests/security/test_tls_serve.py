@@ -43,20 +43,16 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+# One refusal from the flags (read with the coordinator) and one from the outbound
+# settings (read by `serve` itself, not once per worker); every message is unit-tested
+# in tests/unit/test_tls_contexts.py.
 @pytest.mark.parametrize(
     ("flags", "env", "says"),
     [
         (
-            ["--tls-cert", "missing", "--tls-key", "key"],
-            {},
-            "AR_TLS_CERT ({missing}) cannot be read",
-        ),
-        (["--tls-cert", "cert", "--tls-key", "garbage"], {}, "AR_TLS_KEY ({garbage})"),
-        (["--tls-cert", "cert"], {}, "AR_TLS_CERT and AR_TLS_KEY go together"),
-        (
             ["--tls-cert", "cert", "--tls-key", "key", "--tls-client-ca", "garbage"],
             {},
-            "AR_TLS_CLIENT_CA ({garbage}) holds no PEM CA certificate",
+            "bad_tls_setting: AR_TLS_CLIENT_CA ({garbage}) holds no PEM CA certificate",
         ),
         ([], {"AR_AGENT_CA_FILE": "garbage"}, "AR_AGENT_CA_FILE ({garbage}) holds no PEM CA"),
     ],
