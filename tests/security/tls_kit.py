@@ -9,8 +9,10 @@ nginx demanding one.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -57,8 +59,6 @@ def issue(
     ips: tuple[str, ...] = (),
 ) -> Leaf:
     """A leaf `ca` signed, with these names, good for server and client use."""
-    import ipaddress
-
     ca_key = serialization.load_pem_private_key(ca.private_key_pem.bytes(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.bytes())
     key = ec.generate_private_key(ec.SECP256R1())
@@ -243,8 +243,6 @@ def nginx_agent(leaf: Leaf, client_ca: Path, port: int) -> Iterator[NginxAgent]:
 
 
 def _accepts(port: int) -> bool:
-    import socket
-
     try:
         socket.create_connection(("127.0.0.1", port), 0.2).close()
     except OSError:
@@ -253,8 +251,6 @@ def _accepts(port: int) -> bool:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
