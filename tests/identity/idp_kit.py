@@ -10,6 +10,7 @@ npm `jose`). Imported by the tests and their conftest (pytest puts this director
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
@@ -17,6 +18,7 @@ import secrets
 import select
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,6 +78,36 @@ def public_pem(jwk: dict[str, Any]) -> bytes:
     )
 
 
+class _Forger:
+    """One `forge.mjs` process for the whole run (a node start costs more than a token)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def forge(self, spec: dict[str, Any]) -> str:
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = subprocess.Popen(
+                    [node(), str(IDP_DIR / "forge.mjs")],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+                atexit.register(self._process.kill)
+            assert self._process.stdin is not None and self._process.stdout is not None
+            self._process.stdin.write(json.dumps(spec).encode() + b"\n")
+            self._process.stdin.flush()
+            if not select.select([self._process.stdout], [], [], FORGE_TIMEOUT_S)[0]:
+                raise RuntimeError("forge.mjs did not answer")
+            line = self._process.stdout.readline().decode().strip()
+        if not line or line.startswith("ERROR "):
+            raise RuntimeError(f"forge.mjs could not forge: {line or 'it exited'}")
+        return line
+
+
+_FORGER = _Forger()
+
+
 def forge(
     payload: dict[str, Any],
     *,
@@ -91,16 +123,7 @@ def forge(
         spec["jwk"] = jwk
     if secret is not None:
         spec["secret_b64"] = base64.b64encode(secret).decode()
-    done = subprocess.run(
-        [node(), str(IDP_DIR / "forge.mjs")],
-        input=json.dumps(spec).encode(),
-        capture_output=True,
-        timeout=FORGE_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"forge.mjs failed: {done.stderr.decode(errors='replace')}")
-    return done.stdout.decode().strip()
+    return _FORGER.forge(spec)
 
 
 @dataclass(frozen=True)

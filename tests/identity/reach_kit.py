@@ -97,7 +97,7 @@ class Reach:
         self.admin_key = admin_key
         self._settings = {
             "auth": "on",
-            "oidc_issuer": issuers,
+            "oidc_issuer": ",".join(issuers),  # as AR_OIDC_ISSUER is written
             "oidc_audience": [AUDIENCE],
             "registry_backend": backend,
             "policy_reload_s": POLICY_RELOAD_S,
@@ -176,9 +176,16 @@ class Reach:
         answer = self.admin("PUT", "/v1/policy", json={**current, **sections})
         assert answer.status_code == 200, answer.text
 
-    def refusal(self, credential: str | None, path: str = "/v1/agents") -> Refusal:
-        """A GET with `credential` as urllib sees it (it must be refused)."""
-        request = urllib.request.Request(self.url + path, headers=bearer(credential))  # noqa: S310
+    def refusal(
+        self, credential: str | None, path: str = "/v1/agents", body: Any = None
+    ) -> Refusal:
+        """A GET (a POST of `body` when given) with `credential` as urllib sees it (it must
+        be refused)."""
+        request = urllib.request.Request(  # noqa: S310 -- a loopback http URL
+            self.url + path,
+            data=None if body is None else orjson.dumps(body),
+            headers={**bearer(credential), "content-type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
                 raise AssertionError(f"accepted with {answer.status}")

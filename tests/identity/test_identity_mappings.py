@@ -4,6 +4,7 @@ domains, bounds what an issuer's tokens may be, and changes at run time (`PUT
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from idp_kit import TestIdP
@@ -132,3 +133,18 @@ def test_a_mapping_of_another_issuer_does_not_apply(reach: Reach, idp: TestIdP):
 def _mapped_issuers(reach: Reach, url: str) -> list[str]:
     policy = reach.call(reach.admin_key, "GET", "/v1/policy", at=url).json()["policy"]
     return [m["issuer"] for m in policy["identity"]["mappings"]]
+
+
+def test_two_trusted_issuers_each_bounded_by_its_own_rule(
+    open_reach: Callable[..., Reach], idp: TestIdP, start_idp: Callable[..., TestIdP]
+):
+    partner = start_idp()
+    reach = open_reach(idp, partner)
+    reach.set_policy(identity={"issuers": [{"issuer": partner.issuer, "roles": ["caller"]}]})
+    ours = idp.token({"reach_role": "agent"}, sub="svc-ours")
+    theirs = partner.token({"reach_role": "agent"}, sub="svc-theirs")
+    their_caller = partner.token({"reach_role": "caller", "reach_domain": "a"}, sub="partner-app")
+
+    _eventually(reach, "the issuer rule", lambda url: _who(reach, theirs, url), "role_not_allowed")
+    assert _who(reach, ours)["role"] == "agent"
+    assert _who(reach, their_caller)["principal"] == "partner-app"

@@ -32,6 +32,22 @@ def test_an_expired_token_is_token_expired(reach: Reach, idp: TestIdP):
     _assert_refused(reach, idp.sign(idp.claims(exp=int(time.time()) - 120)), "token_expired")
 
 
+def test_the_invoke_fast_path_refuses_with_the_same_code_and_challenge(reach: Reach, idp: TestIdP):
+    expired = idp.sign(idp.claims(exp=int(time.time()) - 120))
+    body = {"capability": "alpha.read", "payload": {}}
+    refusal = reach.refusal(expired, "/v1/invoke", body)
+    assert (refusal.status, refusal.code) == (401, "token_expired")
+    assert refusal.challenge == (
+        'Bearer realm="agent-reach", error="invalid_token", '
+        'error_description="the token has expired"'
+    )
+    other = reach.refusal(
+        idp.token({"reach_role": "caller"}, resource=OTHER_AUDIENCE), "/v1/invoke", body
+    )
+    assert (other.status, other.code) == (401, "token_audience")
+    assert other.challenge is not None and 'error="invalid_token"' in other.challenge
+
+
 @pytest.mark.parametrize("claim", ["nbf", "iat"])
 def test_a_token_from_the_future_is_token_not_yet_valid(reach: Reach, idp: TestIdP, claim: str):
     later = int(time.time()) + 600
@@ -70,6 +86,8 @@ def test_claims_naming_no_principal_are_token_malformed(reach: Reach, idp: TestI
     _assert_refused(reach, idp.sign(idp.claims(sub=None)), "token_malformed")
     _assert_refused(reach, idp.sign(idp.claims(sub="has spaces/and slashes")), "token_malformed")
     _assert_refused(reach, idp.sign(idp.claims(iss=None)), "token_malformed")
+    _assert_refused(reach, idp.sign(idp.claims(exp=None)), "token_malformed")  # no expiry
+    _assert_refused(reach, idp.sign(idp.claims(exp="tomorrow")), "token_malformed")
 
 
 def test_a_role_the_policy_does_not_allow_the_issuer_is_403(open_reach: ReachFactory, idp: TestIdP):
