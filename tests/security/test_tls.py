@@ -331,6 +331,10 @@ def test_deliveries_verify_https_agents_against_the_agent_ca(
                 body = registration(agent_id, endpoint, agent_id.split("-")[0] + ".get")
                 answer = http.post(f"{c.url}/v1/agents", json=body, headers=_bearer(admin_key))
                 assert answer.status_code == 201, answer.text
+        # https changes nothing for the guard: the metadata address stays refused.
+        body = registration("meta-1", "https://169.254.169.254/invoke", "meta.get")
+        answer = http.post(f"{coordinator.url}/v1/agents", json=body, headers=_bearer(admin_key))
+        assert answer.json()["error"]["code"] == "endpoint_not_allowed", answer.text
         outcomes = {}
         for name, c in (("agent CA", coordinator), ("system store", system_only)):
             for capability in ("trusted.get", "rogue.get"):
