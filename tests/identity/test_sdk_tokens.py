@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import jwt
 import pytest
@@ -94,6 +95,20 @@ def test_an_unreachable_issuer_is_token_unavailable_not_a_hang(idp: TestIdP):
 
     with pytest.raises(TokenUnavailable, match="token_endpoint"):
         credentials.token()
+
+
+async def test_an_idp_that_is_down_is_token_unavailable_not_a_coordinator_outage(
+    start_idp: Callable[..., TestIdP],
+):
+    stopped = start_idp()
+    client = stopped.register({"reach_role": "caller"})
+    stopped.stop()
+    credentials = ClientCredentials(client.client_id, client.client_secret, issuer=stopped.issuer)
+
+    with pytest.raises(TokenUnavailable, match="could not reach the IdP"):
+        credentials.token()
+    with pytest.raises(TokenUnavailable, match="could not reach the IdP"):
+        await credentials.atoken()
 
 
 async def test_the_clients_take_a_key_or_a_token_provider_not_both():

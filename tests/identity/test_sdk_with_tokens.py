@@ -4,6 +4,7 @@ invokes, and a token the coordinator finds expired is replaced once, at once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from idp_kit import TestIdP
@@ -119,3 +120,23 @@ def test_a_token_refused_for_another_reason_is_not_retried(reach: Reach, idp: Te
 
     assert refused.value.code == "token_audience"
     assert calls == [other]
+
+
+def test_an_agent_whose_idp_is_down_at_start_registers_once_it_is_back(
+    open_reach: Callable[..., Reach], start_idp: Callable[..., TestIdP]
+):
+    issuer = start_idp()
+    reach = open_reach(issuer)
+    client = issuer.register({"reach_role": "agent"}, client_id="agent-x")
+    issuer.stop()
+    credentials = ClientCredentials(client.client_id, client.client_secret, issuer=issuer.issuer)
+    agent = Agent("x-late", ["alpha.read"], coordinator_url=reach.url, token_provider=credentials)
+    agent.handler(lambda request: None)
+    server = ServerThread(agent.app)
+    agent.endpoint_url = f"{server.url}/invoke"
+    with server:
+        assert not agent.is_registered  # no token yet: it keeps trying in the background
+        issuer.start()  # back on the same port, with the same clients
+        # its registration backs off up to 5 s between tries
+        wait_until(lambda: agent.is_registered, "the agent to register", timeout_s=20)
+        assert reach.admin("GET", "/v1/agents/x-late").status_code == 200

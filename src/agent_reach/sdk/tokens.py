@@ -10,10 +10,11 @@ refused with 401 `token_expired` is sent once more with a fresh token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Iterator
 from typing import Any, TypeAlias
 
 import httpx
@@ -88,7 +89,10 @@ class ClientCredentials:
             fresh = self._fresh()
             if fresh is not None:
                 return fresh
-            with httpx.Client(timeout=self._timeout_s, verify=self._verify) as http:
+            with (
+                _unreachable_idp(self.token_url or self.issuer),
+                httpx.Client(timeout=self._timeout_s, verify=self._verify) as http,
+            ):
                 if self.token_url is None:
                     self.token_url = _endpoint(http.get(url) for url in self._discovery_urls())
                 return self._keep(_answer(http.post(self.token_url, **self._request())))
@@ -112,6 +116,10 @@ class ClientCredentials:
             self._fresh_until = 0.0
 
     async def _fetch(self) -> str:
+        with _unreachable_idp(self.token_url or self.issuer):
+            return await self._fetch_from_idp()
+
+    async def _fetch_from_idp(self) -> str:
         async with httpx.AsyncClient(timeout=self._timeout_s, verify=self._verify) as http:
             if self.token_url is None:
                 answers = []
@@ -153,6 +161,17 @@ class ClientCredentials:
 
 
 TokenProvider: TypeAlias = TokenCallable | ClientCredentials
+
+
+@contextlib.contextmanager
+def _unreachable_idp(where: str | None) -> Iterator[None]:
+    """An IdP that cannot be reached is `TokenUnavailable`, not the coordinator's outage."""
+    try:
+        yield
+    except httpx.HTTPError as exc:
+        raise TokenUnavailable(
+            f"could not reach the IdP at {where}: {str(exc) or type(exc).__name__}"
+        ) from None
 
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
