@@ -40,9 +40,11 @@ from tls_kit import (
 )
 
 from agent_reach.config import Settings
+from agent_reach.identity.certificates import PeerCertificate
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import SyncReachClient
 from agent_reach.server.app import create_app
+from agent_reach.server.edge import EdgeConfig
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
@@ -362,6 +364,7 @@ def test_deliveries_verify_https_agents_against_the_agent_ca(
     assert rogue.received == []  # never delivered: the handshake failed first
 
 
+@pytest.mark.parametrize("backend", ["memory"])
 def test_an_agent_demanding_mutual_tls_gets_the_coordinators_client_certificate(
     pki: Pki, start_coordinator: Any, admin_key: str
 ):
@@ -538,3 +541,28 @@ def test_the_sdk_agents_serve_registers_an_https_endpoint(pki: Pki, start_coordi
         process.communicate(timeout=30)
     # It shut down gracefully and deregistered on the way out, by its certificate alone.
     wait_until(lambda: "order-served" not in index, "deregistration")
+
+
+def test_the_edge_server_puts_the_verified_certificate_in_the_asgi_scope(pki: Pki):
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            await send({"type": f"{message['type']}.complete"})
+            return
+        seen.append({"scheme": scope["scheme"], **scope.get("extensions", {}).get("tls", {})})
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    context = server_context(pki.coordinator, client_ca=pki.shop_ca)
+    with ServerThread(app, edge=EdgeConfig(), ssl_context=context) as server:
+        assert server.url.startswith("https://")
+        with _client(pki, pki.order_agent) as http:
+            assert http.get(f"{server.url}/anything").status_code == 204
+            assert http.get(f"{server.url}/again").status_code == 204  # the same connection
+    assert seen[0] == seen[1]
+    assert seen[0]["scheme"] == "https"
+    assert seen[0]["tls_version"] in ("TLSv1.2", "TLSv1.3")
+    assert seen[0]["client_cert_name"] == "commonName=order"
+    assert seen[0]["peer"] == PeerCertificate(common_name="order", uris=(ORDER_AGENT,))
