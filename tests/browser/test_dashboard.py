@@ -170,7 +170,9 @@ def test_user_supplied_names_containing_markup_are_shown_escaped(
 def test_queues_and_policy_show_what_waits_and_what_is_in_force(
     page, coordinator, http, start_agent, screenshot
 ):
-    start_agent("down-1", ["echo"], status=503)
+    # its probe fails too: the suspended request waits, instead of being tried again at
+    # once (and ending as no_instance) when a probe finds the instance up
+    start_agent("down-1", ["echo"], status=503, healthy=False)
     assert http.post("/v1/invoke", json={"capability": "echo"}).status_code == 202
     refused = http.post("/v1/invoke", json={"capability": "echo", "max_hop": 0})
     assert refused.json()["error"]["code"] == "hop_limit"
