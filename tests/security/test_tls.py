@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from agent_reach.config import Settings
 from agent_reach.identity.certificates import PeerCertificate
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import SyncReachClient
+from agent_reach.server import edge
 from agent_reach.server.app import create_app
 from agent_reach.server.edge import EdgeConfig
 from agent_reach.testing.fake_agent import FakeAgent
@@ -566,3 +568,13 @@ def test_the_edge_server_puts_the_verified_certificate_in_the_asgi_scope(pki: Pk
     assert seen[0]["tls_version"] in ("TLSv1.2", "TLSv1.3")
     assert seen[0]["client_cert_name"] == "commonName=order"
     assert seen[0]["peer"] == PeerCertificate(common_name="order", uris=(ORDER_AGENT,))
+
+
+def test_a_client_that_never_finishes_its_handshake_is_closed(
+    pki: Pki, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(edge, "HANDSHAKE_TIMEOUT_S", 0.2)  # 10 s in service
+    server = ServerThread(FakeAgent(), edge=EdgeConfig(), ssl_context=server_context(pki.agent))
+    with server, socket.create_connection((server.host, server.port), timeout=10) as idle:
+        idle.sendall(b"\x16\x03\x01")  # the first bytes of a ClientHello, and no more
+        assert idle.recv(1024) == b""  # the server closed it (a timeout raises instead)
