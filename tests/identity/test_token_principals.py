@@ -1,5 +1,6 @@
 """IdP tokens as principals: every rule that holds for an API key's principal holds for a
-token's (issue 28). The same cast acts once with minted keys and once with tokens from
+token's (issue 28): access rules, grants, ownership, observers, per-principal decisions
+and traces. The same cast acts once with minted keys and once with tokens from
 the real IdP carrying the same name, domain, role and grants; both must get the same
 answer in every cell, and the cells that matter are pinned."""
 
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from idp_kit import TestIdP
 from reach_kit import QUOTA_BURST, QUOTA_CALLER, Reach
+
+from agent_reach.testing.waiting import wait_until
 
 # name -> (domain, role, grants): the policy lets domain a invoke alpha.*, domain b
 # beta.*, agent-x register alpha.*; the grants are what a key would carry.
@@ -104,6 +107,15 @@ def _on_a_context(method: str, body: Any = None) -> Cell:
     return cell
 
 
+def _read_a_trace(reach: Reach, creds: Credentials, who: str, kind: str) -> str:
+    body = {"capability": "alpha.read", "payload": {}, "suspend": False}
+    made = reach.call(creds["caller-a"], "POST", "/v1/invoke", json=body)
+    assert made.status_code == 200, made.text
+    path = f"/v1/traces/{made.json()['trace_id']}"
+    wait_until(lambda: reach.admin("GET", path).status_code == 200, "the trace to be stored")
+    return _status(reach.call(creds[who], "GET", path))
+
+
 def _create_context(reach: Reach, creds: Credentials, who: str, kind: str) -> str:
     return _status(reach.call(creds[who], "POST", "/v1/contexts", json={"document": {}}))
 
@@ -128,6 +140,7 @@ CELLS: dict[str, Cell] = {
     "invoke beta.read": _invoke("beta.read"),
     "list agents": _listed_agents,
     "list decisions": _own_decisions,
+    "read caller-a's trace": _read_a_trace,
     "create a context": _create_context,
     "read caller-a's context": _on_a_context("GET"),
     "write caller-a's context": _on_a_context("PATCH", {"merge": {"n": 2}}),
@@ -149,6 +162,9 @@ PINNED = {
     ("invoke beta.read", "caller-g"): "200",  # the grants claim
     ("invoke beta.read", "observer"): "403",
     ("list decisions", "caller-a"): "200 ['caller-a-alpha.read']",  # its own only
+    ("read caller-a's trace", "caller-a"): "200",
+    ("read caller-a's trace", "caller-b"): "404",  # holds none of its spans
+    ("read caller-a's trace", "observer"): "200",
     ("create a context", "observer"): "403",
     ("read caller-a's context", "caller-a"): "200",
     ("read caller-a's context", "caller-b"): "404",  # owned by its creator
