@@ -68,6 +68,9 @@ def test_every_decision_is_one_json_line(tmp_path, fake_agents):
             "/v1/agents",
             json={"id": "a-1", "capabilities": ["echo"], "transport": {"endpoint": endpoint}},
         )
+        wait_until(  # `unknown` (health factor 0.5) until the registration's probe answers
+            lambda: http.get("/v1/agents/a-1").json()["status"] == "healthy", "the first probe"
+        )
         http.post("/v1/route", json={"capability": "echo", "request_id": "route-1"})
         invoked = http.post("/v1/invoke", json={"capability": "echo", "request_id": "inv-1"})
         assert invoked.status_code == 200

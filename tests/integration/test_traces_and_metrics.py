@@ -274,6 +274,8 @@ def test_metrics_count_requests_latencies_retries_fallbacks_and_states(http, reg
 def test_queue_depths_follow_suspended_requests(http, register, fake_agents):
     _, endpoint = fake_agents(status=503)
     register("down-1", endpoint, "echo")
+    # healthy first: its probe passing after the suspension would replay the request
+    wait_until(lambda: http.get("/v1/agents/down-1").json()["status"] == "healthy", "a probe")
     assert http.get("/v1/queues").json() == {"work": 0, "suspended": 0, "deadletters": 0}
     parked = invoke(http)
     assert parked.status_code == 202

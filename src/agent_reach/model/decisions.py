@@ -30,7 +30,7 @@ class TextMatch:
     matchers: list[str]  # asked, in order
     pending: list[str]  # in the policy but not ready yet (the encoder loading, a first fit)
     calibrated: bool  # False: too few cards to calibrate, raw scores were used as they are
-    min_confidence: float
+    min_confidence: float  # the floor applied: uncalibrated, the policy's plus its margin
     margin: float  # the threshold; RouteDecision.margin is the gap that was measured
     learned: dict[str, str] | None = None  # the learned example that matched the text exactly
     not_mine: list[str] = field(default_factory=list)  # capabilities that answered 421 to it

@@ -53,7 +53,8 @@ def decide(
 
     For text, `matches` are calibrated confidences, best first, and the capability is
     chosen on them: the router refuses to guess when the best is below the policy's
-    `min_confidence` (`no_match`) or the two best capabilities are closer than its
+    `min_confidence` (`text.min_confidence` when given: higher on an uncalibrated catalog)
+    (`no_match`) or the two best capabilities are closer than its
     `margin` (`margin`); a live generic agent then takes the request (`generic`), else the
     decision names nobody. Instance factors rank the instances of the chosen capability;
     they never turn a refusal into a guess. A text learned from a correction (`learned`)
@@ -63,7 +64,7 @@ def decide(
     decider = _Decider(index, policy, now, warm_agents, weights_of)
     if not from_text:
         return decider.decide_exact(matches)
-    decision = decider.decide_text(matches)
+    decision = decider.decide_text(matches, text)
     decision.text = text
     return decision
 
@@ -83,7 +84,7 @@ class _Decider:
             return self.refuse("no_instance" if known else "no_match", [], False)
         return self.decision(_pick(candidates), "exact", candidates, _margin(candidates))
 
-    def decide_text(self, matches: list[CapabilityMatch]) -> RouteDecision:
+    def decide_text(self, matches: list[CapabilityMatch], text: TextMatch | None) -> RouteDecision:
         candidates = self.score(matches)
         rank = {m.capability: n for n, m in enumerate(matches)}
         candidates.sort(key=lambda c: (rank[c.capability], -c.score))
@@ -92,7 +93,7 @@ class _Decider:
             return self.refuse("no_match", candidates, True, gap)
         best = matches[0]
         if LEARNED not in best.scores:
-            if best.confidence < self.policy.min_confidence:
+            if best.confidence < (text.min_confidence if text else self.policy.min_confidence):
                 return self.refuse("no_match", candidates, True, gap)
             if gap is not None and gap < self.policy.margin:
                 return self.refuse("margin", candidates, True, gap)

@@ -4,9 +4,12 @@ Matchers are asked cheapest first. The pipeline stops at the first one whose bes
 reaches the policy's `confident_at[name]`; otherwise it asks the next. The raw answer is
 the weighted mean of the scores of every matcher asked that had an opinion
 (`BLEND_WEIGHTS`), mapped to a calibrated confidence by the self-calibration fitted for
-exactly that set of matchers on the current catalog (`calibration.py`); on a catalog too
-small to calibrate, the strongest matcher's score stands as it is. An LLM's answer
-is not calibrated: it is blended with the calibrated confidence.
+exactly that set of matchers on the current catalog (`calibration.py`). On a catalog too
+small to calibrate, the strongest matcher's score stands as it is, and the router is more
+careful, not less: the best score must clear `min_confidence` by the `margin`
+(`uncalibrated_floor`). Raw scores there are not confidences: on five capabilities with one
+example each, "怎么办" ("what now?") scored 0.53 for the one whose example says "怎么还没到".
+An LLM's answer is not calibrated: it is blended with the calibrated confidence.
 
 Nothing here blocks a request for long. Fits and calibrations run in a worker thread,
 one catalog version after another; a matcher is used once it is fitted and its set is
@@ -264,6 +267,8 @@ class MatchingPipeline:
         matches = [m for m in matches if m.capability not in not_mine]
         info = self._info(policy, list(asked), skipped)
         info.calibrated = calibration.fitted
+        if not calibration.fitted:
+            info.min_confidence = uncalibrated_floor(policy)
         return Matched(matches, info)
 
     def _info(self, policy: RoutingPolicy, asked: list[str], not_mine: list[str]) -> TextMatch:
@@ -485,6 +490,15 @@ def _fit_and_try(
         texts = [normalize_text(h.text) for h in fold.held_out]
         trials.append((fold.held_out, scorer.score_many(texts)))
     return trials
+
+
+def uncalibrated_floor(policy: RoutingPolicy) -> float:
+    """What the best raw score must reach on a catalog too small to calibrate: the policy's
+    `min_confidence` plus its `margin`. Nothing says what a raw score is worth there, and
+    a catalog of one capability has no runner-up for the margin rule to weigh it against
+    (the classifier's probability is then 1 and the score is its gate alone), so the best
+    must clear the threshold by the margin, as if "none of them" stood at the threshold."""
+    return min(1.0, policy.min_confidence + policy.margin)
 
 
 def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:

@@ -1,0 +1,58 @@
+"""Careful before calibration: on catalogs of 1, 2 and 5 capabilities, too small to
+calibrate, off-topic text never reaches a business agent — as registered and after a
+confirmed example — while in-scope paraphrases still route (bench/small_catalogs.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_reach.model.decisions import TextMatch
+from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.router import CapabilityMatch, decide
+
+BENCH = Path(__file__).parents[2] / "bench" / "small_catalogs.py"
+# In-scope paraphrases routed right per catalog state: 3/3, 4/5 and 10/11 when measured
+# ("帮我查一下物流" goes to the generic agent on 2 and 5 capabilities; before the floor it
+# routed on 2). A bound under that would pass a router that refuses everything.
+MIN_IN_SCOPE_SHARE = 0.8
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+async def test_off_topic_text_reaches_no_business_agent_and_in_scope_text_routes(bench, size):
+    for outcome in await bench.evaluate(size):
+        assert outcome.off_topic_to_business == [], (size, outcome.learned)
+        share = outcome.in_scope_right / outcome.in_scope_total
+        assert share >= MIN_IN_SCOPE_SHARE, (size, outcome.learned, outcome.in_scope_wrong)
+
+
+def test_an_uncalibrated_raw_score_must_clear_the_threshold_by_the_margin(bench):
+    index = bench.catalog_index(5)
+    policy = RoutingPolicy()
+    # "怎么办" on five capabilities after "我买的东西怎么还没到" was confirmed for order.track
+    matches = [CapabilityMatch("order.track", 0.531254, {"lexical": 0.531254})]
+    text = TextMatch(["lexical", "embedding"], [], False, policy.min_confidence, policy.margin)
+    assert decide(matches, index, policy, now=0.0, from_text=True, text=text).rule == "best"
+    text.min_confidence = policy.min_confidence + policy.margin  # what the pipeline sets
+    decision = decide(matches, index, policy, now=0.0, from_text=True, text=text)
+    assert (decision.rule, decision.refused_by, decision.capability) == (
+        "generic",
+        "no_match",
+        bench.GENERIC,
+    )
+
+
+async def test_a_text_on_an_uncalibrated_catalog_says_the_floor_it_had_to_clear(bench):
+    from agent_reach.clock import ManualClock
+    from agent_reach.config import Settings
+    from agent_reach.routing.matchers.pipeline import MatchingPipeline
+
+    policy = RoutingPolicy()
+    pipeline = MatchingPipeline(bench.catalog_index(1), ManualClock(), Settings())
+    try:
+        matched = await pipeline.match("怎么办", policy)
+    finally:
+        await pipeline.aclose()
+    assert matched.text.calibrated is False
+    assert matched.text.min_confidence == pytest.approx(policy.min_confidence + policy.margin)
