@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -121,6 +122,7 @@ def start_agent(http: httpx.Client) -> Iterator[StartAgent]:
     """Serve a FakeAgent and register it: `start_agent("a-1", ["echo"], status=200, weight=2)`.
 
     FakeAgent knobs (`status`, `delay_s`...) go to the agent, the rest to the registration.
+    An agent that answers its probes is returned once a probe has found it healthy.
     """
     servers: list[ServerThread] = []
     knobs = {"status", "delay_s", "answer", "healthy"}
@@ -142,6 +144,11 @@ def start_agent(http: httpx.Client) -> Iterator[StartAgent]:
             },
         )
         assert response.status_code == 201, response.text
+        if agent.healthy:  # ready as a test means it: probed, so routing takes it as live
+            wait_until(
+                lambda: http.get(f"/v1/agents/{agent_id}").json()["status"] == "healthy",
+                f"{agent_id}'s first probe",
+            )
         return agent, server
 
     yield start
