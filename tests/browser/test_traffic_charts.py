@@ -117,7 +117,8 @@ def test_the_charts_draw_the_requests_that_were_sent(
         for kind in ("p50", "p99"):
             drawn = [y for _, y in latency[f"{label} {kind}"]]
             assert drawn, (label, kind)
-            assert all(0.98 * delay_ms <= y < 10 * delay_ms for y in drawn), (label, drawn)
+            # at least what the agent waited (bins are within 2 %), and not seconds more
+            assert all(0.98 * delay_ms <= y < delay_ms + 1500 for y in drawn), (label, drawn)
     assert "(unknown) p50" not in latency or latency["(unknown) p50"] == []  # refusals: no latency
 
     policy = http.get("/v1/policy").json()["policy"]

@@ -23,6 +23,12 @@ function latest(values) {
   return null;
 }
 
+function lone(u, i) {
+  const values = u.data[i];
+  const gap = (k) => values[k] === null || values[k] === undefined;
+  return values.flatMap((v, k) => (!gap(k) && gap(k - 1) && gap(k + 1) ? [k] : []));
+}
+
 function axis(format) {
   return {
     stroke: AXIS_TEXT,
@@ -60,8 +66,8 @@ export class Chart {
   }
 }
 
-// Lines over time: `series` [{label, stroke, dash}], x in wall seconds. `dots`: mark every
-// value (latencies have gaps where nothing ran; a lone bucket would draw no line).
+// Lines over time: `series` [{label, stroke, dash}], x in wall seconds. `dots`: mark the
+// values with no neighbour (latencies have gaps where nothing ran: a lone bucket draws no line).
 export function timeChart(el, name, format, { dots = false } = {}) {
   return new Chart(el, name, (series, width) => ({
     width,
@@ -75,7 +81,7 @@ export function timeChart(el, name, format, { dots = false } = {}) {
         stroke: s.stroke,
         dash: s.dash,
         width: 1.5,
-        points: { show: dots, size: 5, fill: s.stroke },
+        points: { show: dots, size: 5, fill: s.stroke, filter: lone },
         value: (u, v, i, idx) => shown(idx === null ? latest(u.data[i]) : v, format),
       })),
     ],
