@@ -63,6 +63,7 @@ DEFAULT_OIDC_LEEWAY_S = 30.0
 DEFAULT_JWKS_TTL_S = 300.0
 DEFAULT_JWKS_REFRESH_S = 10.0
 DEFAULT_OIDC_TIMEOUT_S = 2.0
+DEFAULT_DELEGATION_ROTATE_S = 86_400.0  # a new signing key a day; tokens live seconds
 
 
 class Settings(BaseSettings):
@@ -252,6 +253,14 @@ class Settings(BaseSettings):
         None, description="PEM certificate presented to https agents that ask for one"
     )
     agent_client_key: Path | None = Field(None, description="PEM private key of it")
+
+    delegation_rotate_s: float = Field(
+        DEFAULT_DELEGATION_ROTATE_S,
+        ge=60,
+        le=30 * 86_400,
+        description="how often the delegation tokens' signing key changes; a key verifies "
+        "for two such periods",
+    )
 
     @field_validator("oidc_issuer", "oidc_audience", "allowed_origins", mode="before")
     @classmethod

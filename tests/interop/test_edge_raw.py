@@ -53,7 +53,7 @@ def test_http_1_0_without_host_is_served(raw: RawClient) -> None:
 
 
 def test_an_http_2_0_request_line_is_505(raw: RawClient) -> None:
-    raw.send(head("GET", "/healthz", "host: edge", version="2.0"))
+    raw.send(head("GET", "/healthz", "host: localhost", version="2.0"))
     reply = raw.reply()
     assert (reply.status, reply.code()) == (505, "http_version_not_supported")
 
@@ -62,9 +62,9 @@ def test_a_request_target_over_8_kib_is_414_and_8000_octets_are_served(
     coordinator: str,
 ) -> None:
     short, long = RawClient(coordinator), RawClient(coordinator)
-    short.send(head("GET", "/healthz?q=" + "a" * 7990, "host: edge"))
+    short.send(head("GET", "/healthz?q=" + "a" * 7990, "host: localhost"))
     assert short.reply().status == 200
-    long.send(head("GET", "/healthz?q=" + "a" * 9000, "host: edge"))
+    long.send(head("GET", "/healthz?q=" + "a" * 9000, "host: localhost"))
     reply = long.reply()
     assert (reply.status, reply.code()) == (414, "uri_too_long")
     short.close()
@@ -84,8 +84,8 @@ def test_a_pipelined_request_expecting_100_gets_it_when_its_turn_comes(
 ) -> None:
     body = invoke(capability)
     length = f"content-length: {len(body)}"
-    raw.send(head("POST", "/v1/invoke", "host: edge", length) + body)
-    raw.send(head("POST", "/v1/invoke", "host: edge", length, "expect: 100-continue"))
+    raw.send(head("POST", "/v1/invoke", "host: localhost", length) + body)
+    raw.send(head("POST", "/v1/invoke", "host: localhost", length, "expect: 100-continue"))
     assert raw.reply().status == 200
     assert raw.reply().status == 100
     raw.send(body)
@@ -101,8 +101,8 @@ def test_an_ignored_h2c_upgrade_keeps_the_body_and_the_connection(
     body = invoke(capability)
     framing = ("transfer-encoding: chunked",) if chunked else (f"content-length: {len(body)}",)
     data = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if chunked else body
-    raw.send(head("POST", "/v1/invoke", "host: edge", *UPGRADE, *framing) + data)
-    raw.send(head("GET", "/healthz", "host: edge"))  # pipelined behind it
+    raw.send(head("POST", "/v1/invoke", "host: localhost", *UPGRADE, *framing) + data)
+    raw.send(head("GET", "/healthz", "host: localhost"))  # pipelined behind it
     reply = raw.reply()
     assert reply.status == 200, reply.body
     assert json.loads(reply.body)["result"]["echo"] == {"n": 7}
@@ -111,7 +111,7 @@ def test_an_ignored_h2c_upgrade_keeps_the_body_and_the_connection(
 
 def test_a_client_still_sending_an_oversized_body_reads_the_413(raw: RawClient) -> None:
     size = 8 * BODY_LIMIT
-    raw.send(head("POST", "/v1/invoke", "host: edge", f"content-length: {size}"))
+    raw.send(head("POST", "/v1/invoke", "host: localhost", f"content-length: {size}"))
     raw.send(b"a" * size)  # a reset here is what the client got before the lingering close
     reply = raw.reply()
     assert (reply.status, reply.code()) == (413, "payload_too_large")
@@ -124,7 +124,7 @@ def test_whitespace_before_a_chunk_extension_is_accepted(
 ) -> None:
     body = invoke(capability)
     chunk = size_line.replace(b"%x", b"%x" % len(body)) + b"\r\n" + body + b"\r\n0\r\n\r\n"
-    raw.send(head("POST", "/v1/invoke", "host: edge", "transfer-encoding: chunked") + chunk)
+    raw.send(head("POST", "/v1/invoke", "host: localhost", "transfer-encoding: chunked") + chunk)
     reply = raw.reply()
     assert reply.status == 200, reply.body
     assert json.loads(reply.body)["result"]["echo"] == {"n": 7}
@@ -133,7 +133,7 @@ def test_whitespace_before_a_chunk_extension_is_accepted(
 def chunked_invoke(capability: str, size_line: bytes) -> bytes:
     body = invoke(capability)
     chunk = size_line.replace(b"%x", b"%x" % len(body)) + b"\r\n" + body + b"\r\n0\r\n\r\n"
-    return head("POST", "/v1/invoke", "host: edge", "transfer-encoding: chunked") + chunk
+    return head("POST", "/v1/invoke", "host: localhost", "transfer-encoding: chunked") + chunk
 
 
 # RFC 9112 §7.1.1: chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ). Measured
@@ -175,9 +175,9 @@ def test_a_chunked_request_with_extensions_pipelined_after_another_is_read_in_st
     raw: RawClient, capability: str
 ) -> None:
     body = invoke(capability)
-    first = head("POST", "/v1/invoke", "host: edge", f"content-length: {len(body)}") + body
+    first = head("POST", "/v1/invoke", "host: localhost", f"content-length: {len(body)}") + body
     second = chunked_invoke(capability, b"%x ; ext = 1")
-    third = head("GET", "/healthz", "host: edge")
+    third = head("GET", "/healthz", "host: localhost")
     raw.send(first + second + third)
     assert [raw.reply().status for _ in range(3)] == [200, 200, 200]
 

@@ -150,7 +150,7 @@ class RawAnswer:
 def request_head(method: str, target: bytes | str, headers: Headers = ()) -> bytes:
     """A request line and headers exactly as given: nothing normalized or checked."""
     raw = target.encode() if isinstance(target, str) else target
-    lines = [method.encode() + b" " + raw + b" HTTP/1.1", b"host: coordinator"]
+    lines = [method.encode() + b" " + raw + b" HTTP/1.1", b"host: localhost"]
     lines += [b"connection: close", *(name + b": " + value for name, value in headers)]
     return b"\r\n".join(lines) + b"\r\n\r\n"
 

@@ -79,7 +79,7 @@ def test_the_api_doc_lists_exactly_the_error_codes_the_server_answers() -> None:
 
 def _default(value: Any) -> str:
     """A default as the configuration doc writes it."""
-    if value is None:
+    if value is None or value == []:
         return "unset"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"

@@ -49,7 +49,7 @@ HEAD_BOUND = 256_000 + MAX_HEAD_BYTES  # one uvloop read, then the edge's own bo
 def request(
     method: str, target: str, body: bytes | None = None, *, headers: tuple[str, ...] = ()
 ) -> bytes:
-    lines = [f"{method} {target} HTTP/1.1", "host: edge", *headers]
+    lines = [f"{method} {target} HTTP/1.1", "host: localhost", *headers]
     if body is not None:
         lines += ["content-type: application/json", f"content-length: {len(body)}"]
     return "\r\n".join(lines).encode() + b"\r\n\r\n" + (body or b"")
@@ -223,7 +223,7 @@ def test_pipelined_requests_are_answered_in_the_order_they_were_sent(client):
 
 
 def test_a_chunked_invoke_body_is_reassembled(client):
-    head = "POST /v1/invoke HTTP/1.1\r\nhost: edge\r\ntransfer-encoding: chunked\r\n\r\n"
+    head = "POST /v1/invoke HTTP/1.1\r\nhost: localhost\r\ntransfer-encoding: chunked\r\n\r\n"
     client.send(head.encode() + chunked(INVOKE[:10], INVOKE[10:30], INVOKE[30:]))
     answer = client.reply()
     assert answer.status == 200, answer.body
@@ -249,7 +249,7 @@ def test_a_declared_body_over_the_limit_is_refused_at_once_and_the_connection_cl
 
 
 def test_a_streamed_body_is_refused_as_it_passes_the_limit(client):
-    head = b"POST /v1/invoke HTTP/1.1\r\nhost: edge\r\ntransfer-encoding: chunked\r\n\r\n"
+    head = b"POST /v1/invoke HTTP/1.1\r\nhost: localhost\r\ntransfer-encoding: chunked\r\n\r\n"
     client.send(head + chunked(b"x" * 1024, b"x" * 1024, b"x" * 1024, b"x" * 1024, b"x"))
     answer = client.reply()
     assert answer.status == 413
@@ -266,7 +266,7 @@ def test_too_many_headers_are_431(client):
 
 
 def test_a_header_that_never_ends_is_431(client):
-    client.send(b"GET /healthz HTTP/1.1\r\nhost: edge\r\nx-long: ")
+    client.send(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-long: ")
     for _ in range(HEAD_BOUND // 1024):
         if select.select([client.sock], [], [], 0)[0]:
             break  # answered already
@@ -283,9 +283,9 @@ def test_a_header_that_never_ends_is_431(client):
     "raw",
     [
         b"NOT HTTP AT ALL\r\n\r\n",
-        b"POST /v1/invoke HTTP/1.1\r\nhost: edge\r\ncontent-length: 5\r\n"
+        b"POST /v1/invoke HTTP/1.1\r\nhost: localhost\r\ncontent-length: 5\r\n"
         b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n",
-        b"POST /v1/agents HTTP/1.1\r\nhost: edge\r\ntransfer-encoding: chunked\r\n"
+        b"POST /v1/agents HTTP/1.1\r\nhost: localhost\r\ntransfer-encoding: chunked\r\n"
         b"content-length: 5\r\n\r\n0\r\n\r\n",
     ],
     ids=["garbage", "content-length then transfer-encoding", "the other way round"],
@@ -339,7 +339,7 @@ def test_the_scope_carries_the_decoded_path_raw_path_query_and_client(probe, con
 
 def test_the_app_reads_a_chunked_body_after_100_continue(probe, connect):
     client = connect(probe().url)
-    head = b"POST /echo HTTP/1.1\r\nhost: edge\r\nexpect: 100-continue\r\n"
+    head = b"POST /echo HTTP/1.1\r\nhost: localhost\r\nexpect: 100-continue\r\n"
     client.send(head + b"transfer-encoding: chunked\r\n\r\n")
     assert client.reply().status == 100
     client.send(chunked(b"one,", b"two"))

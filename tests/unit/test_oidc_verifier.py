@@ -349,3 +349,13 @@ async def test_groups_and_scopes_map_to_roles_and_grants(issuer: Issuer, setup: 
     )
     nothing = issuer.token("k1", reach_role=None, groups=["marketing"])
     assert await refusal(verifier, nothing) == "role_not_allowed"
+
+
+async def test_an_issuers_prefix_keeps_its_principals_apart_from_key_principals(
+    issuer: Issuer, setup: Setup
+) -> None:
+    setup.policy = RoutingPolicy.model_validate(
+        {"identity": {"issuers": [{"issuer": issuer.url, "principal_prefix": "kc:"}]}}
+    )
+    principal = await setup.verifier().verify(issuer.token("k1", sub="admin"))
+    assert principal.name == "kc:admin"

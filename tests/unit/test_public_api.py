@@ -13,6 +13,7 @@ PUBLIC_NAMES = [
     "CallerError",
     "ClientCredentials",
     "Conflict",
+    "DelegationVerifier",
     "HopLimit",
     "InvalidRequest",
     "NoCapability",

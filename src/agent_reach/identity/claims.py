@@ -43,7 +43,10 @@ def principal_of_claims(
     """The principal the verified `claims` of `issuer` stand for; 401 `token_malformed`
     for claims that cannot name one, 403 `role_not_allowed` for a role the policy does
     not let this issuer's tokens hold."""
+    rule = policy.issuer_rule(issuer)
     name = claims.get(names.principal)
+    if isinstance(name, str) and rule is not None:
+        name = rule.principal_prefix + name
     if not isinstance(name, str) or not _NAME.match(name):
         raise Unauthorized(
             f"the token's {names.principal!r} claim is not a usable principal name "

@@ -73,6 +73,7 @@ class OriginGuard:
         host_text = (host or b"").decode("latin-1").strip().lower()
         if (
             self.loopback_bind
+            and host is not None  # HTTP/1.0 without Host: no browser sends that
             and not is_loopback(_hostname(host_text))
             and host_text not in self.named_hosts
         ):

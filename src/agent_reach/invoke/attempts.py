@@ -166,6 +166,10 @@ class AttemptLoop:
         self, instance: Instance, plan: DeliveryPlan, chain: _Chain, left_s: float
     ) -> Delivered:
         spec, delivery, trace = instance.spec, plan.delivery, plan.trace
+        if plan.delegation_of is not None:
+            delivery = dataclasses.replace(
+                delivery, delegation=await plan.delegation_of(instance)
+            )
         if plan.context_of is not None:
             delivery = dataclasses.replace(delivery, context=await plan.context_of(instance))
         if plan.owned is not None:

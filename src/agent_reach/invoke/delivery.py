@@ -21,6 +21,8 @@ class Delivery:
     text: str | None = None  # the user's words, for a request routed by text
     params: dict[str, Any] | None = None  # what the capability's input_schema pulled out
     stream: bool = False  # the caller asked for a stream: an event stream may come back
+    # {"token", "expires_at", "depth"}: on whose behalf, to hand work on (mesh/service.py)
+    delegation: dict[str, Any] | None = None
 
     def body(self) -> bytes:
         body = {
@@ -31,6 +33,8 @@ class Delivery:
             "trace_id": self.trace_id,
             "hop": self.hop,
         }
+        if self.delegation is not None:
+            body["delegation"] = self.delegation
         if self.text is not None:
             body["text"] = self.text
             if self.params is not None:

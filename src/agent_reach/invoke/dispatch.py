@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agent_reach.context.service import ContextService
 from agent_reach.errors import AgentFailed, NoMatch
 from agent_reach.invoke.attempts import AttemptLoop, Delivered
-from agent_reach.invoke.plan import DeliveryPlan
+from agent_reach.invoke.plan import DelegationOf, DeliveryPlan
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
@@ -27,6 +27,7 @@ from agent_reach.security.service import SecurityService
 
 if TYPE_CHECKING:
     from agent_reach.learning.service import LearningService
+    from agent_reach.mesh.service import Mesh
 
 
 class Dispatcher:
@@ -47,12 +48,37 @@ class Dispatcher:
         self.contexts = contexts
         self.metrics = metrics
         self.learning = learning
+        self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
 
     def deliver(self, task: TaskEntry, plan: DeliveryPlan) -> Awaitable[Delivered]:
         """The delivered answer; the failure that ended the attempts otherwise."""
+        mesh = self.mesh
+        if mesh is not None and mesh.involved(task.principal, task.request.budget):
+            plan.delegation_of = self._delegation_of(mesh, task, plan)
         if task.request.capability is None:
             return self._deliver_text(task, plan)
         return self._attempts(plan, task.request.context_id)  # the caller's own choice
+
+    def _delegation_of(self, mesh: Mesh, task: TaskEntry, plan: DeliveryPlan) -> DelegationOf:
+        """Per instance tried: spend its cost from the chain's budget, then the token."""
+        principal, request, clock = task.principal, task.request, self.attempts.clock
+
+        async def delegation_of(instance: Instance) -> dict[str, Any] | None:
+            await mesh.spend(principal, task.task_id, request.budget, instance.spec.cost)
+            if not mesh.carries_token(principal, instance):
+                return None
+            return await mesh.delegation_for(
+                principal,
+                instance,
+                plan.delivery.capability,
+                request_id=task.task_id,
+                hop=plan.delivery.hop,
+                deadline_s=max(0.0, plan.deadline - clock.monotonic()),
+                context_id=request.context_id,
+                budget=request.budget,
+            )
+
+        return delegation_of
 
     def params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
         """The params pulled out of the text, with the caller's own payload fields kept."""

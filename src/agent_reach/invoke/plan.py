@@ -15,6 +15,9 @@ from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
 
 # An instance's own context block (a token scoped to its `context_fields`), or None.
 ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
+# An instance's delegation block (mesh/service.py), or None; may refuse the delivery
+# (403 budget_exhausted) before anything is sent.
+DelegationOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
 
 
 @dataclass(slots=True)
@@ -35,3 +38,4 @@ class DeliveryPlan:
     policy: DeliveryPolicy
     owned: Owned | None = None
     context_of: ContextOf | None = None
+    delegation_of: DelegationOf | None = None

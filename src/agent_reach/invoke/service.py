@@ -37,6 +37,7 @@ from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.invoke.unreached import unreached_instances
+from agent_reach.mesh.service import Mesh, delegated_limits
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import ANONYMOUS, Principal
@@ -209,6 +210,10 @@ class InvokeService:
         )
         trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
         hops = checks.hop_budget(hop_budget, request.max_hop)
+        if principal.chain is not None:  # a delegated call: within what its token left
+            hops, deadline_ms = delegated_limits(
+                principal.chain, hops, deadline_ms, self.clock.wall()
+            )
         task = TaskEntry(
             task_id=request_id,
             request=request,
@@ -227,6 +232,8 @@ class InvokeService:
             if request.capability is not None:
                 self.security.authorize_invoke(principal, request.capability)
             if request.context_id is not None:  # refused (404) before anything is delivered
+                if principal.chain is not None:
+                    Mesh.check_context(principal, request.context_id)
                 await self.contexts.check_use(principal, request.context_id)
             if hops <= 0:
                 await self.dead_letters.add(

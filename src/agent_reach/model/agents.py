@@ -144,6 +144,10 @@ class AgentSpec(BaseModel):
     input_schema: InputSchema = Field(
         None, description="JSON Schema of what the capability takes; params are pulled from text"
     )
+    # The mesh (docs/mesh.md): what one call spends from a delegation chain's budget, and
+    # whether deliveries carry a delegation token even when no delegate rule names it.
+    cost: float = Field(0.0, ge=0, le=1_000_000)
+    delegation: bool = False
 
     @field_validator("capabilities")
     @classmethod
@@ -211,3 +215,4 @@ class InstanceView(BaseModel):
     lease_expires_in_s: float
     registered_at: float
     stats: InstanceStats
+    disabled: bool = False  # an admin took it out of routing (POST /v1/agents/{id}/disable)

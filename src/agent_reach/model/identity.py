@@ -30,6 +30,13 @@ class IssuerRule(BaseModel):
         None, description="the role of a token that claims none and matches no mapping"
     )
     groups_claim: Annotated[str, StringConstraints(min_length=1, max_length=128)] = "groups"
+    principal_prefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:@|+-]{0,32}$")] = (
+        Field(
+            "",
+            description="put before every principal name of this issuer (e.g. `kc:`), so "
+            "no token can take the name of a key's principal",
+        )
+    )
 
     @model_validator(mode="after")
     def _default_is_allowed(self) -> IssuerRule:

@@ -66,6 +66,12 @@ class InvokeRequest(RouteRequest):
 
     payload: Any = None
     max_hop: int | None = Field(None, ge=0, le=64)
+    budget: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="cost units the request and every delegation it leads to may spend",
+    )
     timeout_class: TimeoutClass | None = None
     mode: Literal["sync", "async", "fanout"] = Field(
         "sync", description="fanout: a text asking several things runs as a parallel workflow"

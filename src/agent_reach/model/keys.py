@@ -1,12 +1,10 @@
-"""API key records and the principals they stand for (never the key itself)."""
+"""API key records and the principals they stand for (never the key itself), and the
+delegation chain a principal may act through."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from agent_reach.model.delegation import Chain
+from typing import Literal
 
 Role = Literal["admin", "observer", "caller", "agent"]
 ROLES: tuple[Role, ...] = ("caller", "agent", "observer", "admin")
@@ -31,6 +29,44 @@ class Principal:
     def on_its_own(self) -> Principal:
         """The principal without the chain it acts through (the original caller)."""
         return self if self.chain is None else replace(self, chain=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One agent of a delegation chain: its principal, the instance and the capability
+    it was delivered."""
+
+    principal: str
+    domain: str | None
+    role: Role
+    instance: str
+    capability: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A delegation: on whose behalf (`caller`), through whom (`links`, oldest first; the
+    last is the agent holding it), within what (scope, context, hops, budget, expiry).
+
+    `root` is the first request's id: the chain's budget is kept under it.
+    """
+
+    caller: Principal
+    links: tuple[Link, ...]
+    root: str
+    scope: tuple[str, ...]
+    context_id: str | None
+    hop: int
+    budget: float | None
+    expires_at: float  # wall clock
+
+    @property
+    def holder(self) -> Link:
+        return self.links[-1]
+
+    @property
+    def depth(self) -> int:
+        return len(self.links)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import orjson
 
 from agent_reach.clock import Clock
 
-EventKind = Literal["registration", "deregistration", "health", "scale", "policy"]
+EventKind = Literal["registration", "deregistration", "health", "scale", "policy", "kill_switch"]
 SUBSCRIBER_QUEUE = 1000  # events held for one slow subscriber before the oldest go
 
 

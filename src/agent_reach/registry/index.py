@@ -15,7 +15,16 @@ from agent_reach.registry.stats import CallWindow
 class Instance:
     """One registered instance as routing sees it: spec, lease deadline, health and stats."""
 
-    __slots__ = ("_record", "id", "last_error", "lease_until", "spec", "stats", "tracker")
+    __slots__ = (
+        "_record",
+        "disabled",
+        "id",
+        "last_error",
+        "lease_until",
+        "spec",
+        "stats",
+        "tracker",
+    )
 
     def __init__(self, record: InstanceRecord, lease_until: float) -> None:
         self.id = record.spec.id  # fixed: a record with another id is another instance
@@ -25,6 +34,7 @@ class Instance:
         self.tracker = HealthTracker()
         self.stats = CallWindow()
         self.last_error: str | None = None  # the latest failed probe or delivery, until a success
+        self.disabled = False  # an admin's kill switch (mesh/kill_switch.py): out of routing
 
     @property
     def health(self) -> HealthStatus:
@@ -43,8 +53,9 @@ class Instance:
         self._record, self.spec = record, record.spec
 
     def is_live(self, now: float) -> bool:
-        """Routable: the lease has not run out and health checks have not taken it offline."""
-        return self.lease_until > now and self.tracker.state != "offline"
+        """Routable: the lease has not run out, health checks have not taken it offline
+        and no admin has disabled it."""
+        return self.lease_until > now and self.tracker.state != "offline" and not self.disabled
 
     def status(self, now: float) -> HealthStatus:
         """Health as listed: an instance whose lease ran out is offline whatever probes say."""
@@ -59,6 +70,7 @@ class RegistryIndex:
         self.by_capability: dict[str, list[Instance]] = {}
         self.generic: list[Instance] = []
         self.version = 0  # bumped when any spec changes (not on lease renewals)
+        self.disabled: frozenset[str] = frozenset()  # ids an admin disabled, registered or not
 
     def upsert(self, record: InstanceRecord, lease_until: float) -> Instance:
         """Add or replace an instance's record; its health and stats survive a re-register."""
@@ -67,6 +79,7 @@ class RegistryIndex:
             self.version += 1
         if instance is None:
             instance = Instance(record, lease_until)
+            instance.disabled = instance.id in self.disabled
             self.by_id[instance.id] = instance
         else:
             self._unlink(instance)
@@ -77,6 +90,12 @@ class RegistryIndex:
         if record.spec.generic:
             self.generic.append(instance)
         return instance
+
+    def disable(self, agent_ids: frozenset[str]) -> None:
+        """Take exactly these ids out of routing (and put every other one back)."""
+        self.disabled = agent_ids
+        for instance in self.by_id.values():
+            instance.disabled = instance.id in agent_ids
 
     def renew(self, agent_id: str, lease_until: float) -> None:
         """Move an instance's lease deadline; unknown ids are ignored (a load heals them)."""

@@ -237,6 +237,7 @@ def view_of(instance: Instance, now: float) -> InstanceView:
         status=instance.status(now),
         lease_expires_in_s=round(max(0.0, instance.lease_until - now), 3),
         registered_at=instance.record.registered_at,
+        disabled=instance.disabled,
         stats=InstanceStats(
             in_flight=window.in_flight,
             fleet_in_flight=window.in_flight + window.remote_in_flight,

@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent_reach.model.access import AccessPolicy, QuotaRule
 from agent_reach.model.admission import AdmissionPolicy
+from agent_reach.model.agents import Capability
 from agent_reach.model.delegation import DelegationPolicy
 from agent_reach.model.identity import IdentityPolicy
-from agent_reach.model.agents import Capability
 from agent_reach.model.intent import IntentEscalation
 from agent_reach.model.workflows import WorkflowPolicy
 

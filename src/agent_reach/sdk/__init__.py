@@ -6,6 +6,7 @@ everything it does an agent in any other language can do too.
 
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import ReachClient, SyncReachClient
+from agent_reach.sdk.delegation import DelegationVerifier, VerifiedDelegation
 from agent_reach.sdk.orchestrator import Orchestrator, SyncOrchestrator
 from agent_reach.sdk.streams import StreamEvent
 from agent_reach.sdk.tokens import ClientCredentials, TokenUnavailable
@@ -14,10 +15,12 @@ __all__ = [
     "Agent",
     "AgentRequest",
     "ClientCredentials",
+    "DelegationVerifier",
     "Orchestrator",
     "ReachClient",
     "StreamEvent",
     "SyncOrchestrator",
     "SyncReachClient",
     "TokenUnavailable",
+    "VerifiedDelegation",
 ]

@@ -49,6 +49,7 @@ from agent_reach.model.agents import (
     TransportSpec,
     normalize_capability,
 )
+from agent_reach.model.invocations import InvokeResult
 from agent_reach.sdk.agent_stream import LiveStream
 from agent_reach.sdk.client import ReachClient, coordinator_tls
 from agent_reach.sdk.tokens import TokenProvider
@@ -102,7 +103,30 @@ class AgentRequest:
     hop: int
     client: ReachClient
     text: str | None = None
+    # {"token", "expires_at", "depth"} when the delivery may be handed on (docs/mesh.md)
+    delegation: dict[str, Any] | None = None
     _context: _ContextLink | None = field(default=None, repr=False, compare=False)
+
+    async def delegate(
+        self,
+        capability: str | None = None,
+        *,
+        text: str | None = None,
+        payload: Any = None,
+        **options: Any,
+    ) -> InvokeResult:
+        """Hand a sub-task on, on behalf of this request's caller: an invoke whose only
+        credential is the delivery's delegation token (by capability or by text; the
+        same `options` as `ReachClient.invoke`). The coordinator allows it only within
+        the caller's rights and the policy's delegate rules (403 `delegation_denied`)."""
+        if self.delegation is None:
+            raise CallerError(
+                "this delivery carries no delegation token: no [[access.delegate]] rule "
+                "names this agent, and it did not register with delegation: true",
+                code="no_delegation",
+            )
+        client = self.client.with_delegation(self.delegation["token"])
+        return await client.invoke(capability, text=text, payload=payload, **options)
 
     async def context_data(self) -> dict[str, Any]:
         """This agent's projection of the request's context; {} when it carries none.
@@ -242,6 +266,8 @@ class Agent:
         coordinator_ca_file: str | Path | None = None,
         client_cert: str | Path | None = None,
         client_key: str | Path | None = None,
+        cost: float = 0.0,
+        delegation: bool = False,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
         `health_check`, when given, decides what `GET /health` answers (200 or 503);
@@ -254,7 +280,11 @@ class Agent:
         `coordinator_ca_file` is trusted for an https coordinator beside the system's
         CAs; `client_cert` and `client_key` are presented to a coordinator that asks for
         a client certificate (its policy may map it to this agent's principal, so no
-        key is needed). A file that cannot be used raises `TlsSettingError` here."""
+        key is needed). A file that cannot be used raises `TlsSettingError` here.
+
+        The mesh (docs/mesh.md): `cost` is what one call spends from a delegation
+        chain's budget; `delegation` asks for a delegation token on every delivery (to
+        verify it) even when no delegate rule lets this agent hand work on."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -274,6 +304,8 @@ class Agent:
         self.skills = list(skills)
         self.input_schema = input_schema
         self.health_check = health_check
+        self.cost = cost
+        self.delegation = delegation
         self.ssl_context = _serving_context(tls_cert, tls_key, tls_client_ca)
         self._coordinator_tls = coordinator_tls(coordinator_ca_file, client_cert, client_key)
         self._coordinator_files = (coordinator_ca_file, client_cert, client_key)
@@ -343,6 +375,8 @@ class Agent:
             min_instances=self.min_instances,
             skills=self.skills,
             input_schema=self.input_schema,
+            cost=self.cost,
+            delegation=self.delegation,
         )
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "info") -> None:
@@ -472,6 +506,7 @@ class Agent:
             trace_id=delivery.trace_id,
             hop=delivery.hop,
             text=delivery.text,
+            delegation=delivery.delegation,
             client=self._client.for_handler(
                 hop=delivery.hop, traceparent=request.headers.get("traceparent")
             ),

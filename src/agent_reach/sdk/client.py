@@ -190,6 +190,7 @@ class _ClientCore:
         if api_key is not None:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._auth = None if token_provider is None else BearerAuth(token_provider)
+        self._request_auth: Any = httpx.USE_CLIENT_DEFAULT
 
     def for_handler(self, *, hop: int, traceparent: str | None) -> Self:
         """A client on the same connections that passes a handler's hop budget and trace on.
@@ -202,6 +203,15 @@ class _ClientCore:
         bound._headers = {**self._headers, "x-reach-hop": str(hop)}
         if traceparent:
             bound._headers["traceparent"] = traceparent
+        bound._owns_connections = False
+        return bound
+
+    def with_delegation(self, token: str) -> Self:
+        """A client on the same connections whose only credential is a delegation
+        token: its calls act on behalf of the token's caller (docs/mesh.md)."""
+        bound = copy.copy(self)
+        bound._headers = {**self._headers, "authorization": f"Bearer {token}"}
+        bound._request_auth = None  # the token provider's own token must not replace it
         bound._owns_connections = False
         return bound
 
@@ -281,7 +291,9 @@ class ReachClient(_ClientCore):
         call = _invoke_call(payload, capability=capability, text=text, **options)
         headers = {**self._headers, "accept": STREAM_MEDIA_TYPE}
         try:
-            async with self._http.stream("POST", call.path, json=call.body, headers=headers) as r:
+            async with self._http.stream(
+                "POST", call.path, json=call.body, headers=headers, auth=self._request_auth
+            ) as r:
                 if not _is_stream(r):
                     await r.aread()
                     _not_a_stream(call, r)
@@ -374,7 +386,11 @@ class ReachClient(_ClientCore):
     async def _send(self, call: _Call[T]) -> T:
         try:
             response = await self._http.request(
-                call.method, call.path, json=call.body, headers=self._headers
+                call.method,
+                call.path,
+                json=call.body,
+                headers=self._headers,
+                auth=self._request_auth,
             )
         except httpx.TransportError as exc:
             raise _unreachable(self.base_url, exc) from None
@@ -431,7 +447,9 @@ class SyncReachClient(_ClientCore):
         call = _invoke_call(payload, capability=capability, text=text, **options)
         headers = {**self._headers, "accept": STREAM_MEDIA_TYPE}
         try:
-            with self._http.stream("POST", call.path, json=call.body, headers=headers) as r:
+            with self._http.stream(
+                "POST", call.path, json=call.body, headers=headers, auth=self._request_auth
+            ) as r:
                 if not _is_stream(r):
                     r.read()
                     _not_a_stream(call, r)
@@ -521,7 +539,11 @@ class SyncReachClient(_ClientCore):
     def _send(self, call: _Call[T]) -> T:
         try:
             response = self._http.request(
-                call.method, call.path, json=call.body, headers=self._headers
+                call.method,
+                call.path,
+                json=call.body,
+                headers=self._headers,
+                auth=self._request_auth,
             )
         except httpx.TransportError as exc:
             raise _unreachable(self.base_url, exc) from None

@@ -24,6 +24,8 @@ from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, Unautho
 from agent_reach.identity.certificates import PeerCertificate, certificate_principal
 from agent_reach.identity.oidc import OidcVerifier, looks_like_jwt, open_oidc
 from agent_reach.identity.origins import OriginGuard
+from agent_reach.mesh.service import Mesh, holder_principal
+from agent_reach.mesh.tokens import is_delegation_token
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
@@ -73,6 +75,7 @@ class SecurityService:
     ) -> None:
         self.guard = guard
         self.origins = origins
+        self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
         self.tokens = tokens
         self._metrics_digest = metrics_digest
         self.keys = keys
@@ -104,8 +107,11 @@ class SecurityService:
         if principal is not None:
             return principal
         credential = _bearer(authorization)
-        if self.tokens is not None and looks_like_jwt(credential):
-            return await self.tokens.verify(credential, resource)
+        if looks_like_jwt(credential):
+            if self.mesh is not None and is_delegation_token(credential):
+                return await self.mesh.principal_of(credential)
+            if self.tokens is not None:
+                return await self.tokens.verify(credential, resource)
         key_id, secret = split_key(credential)
         return _verified(await self._fetch(key_id), secret)
 
@@ -127,7 +133,9 @@ class SecurityService:
                 raise Unauthorized(_NO_CERTIFICATE_MAPPING)
             return principal
         credential = _bearer(authorization)
-        if self.tokens is not None and looks_like_jwt(credential):
+        if looks_like_jwt(credential) and (self.tokens is not None or self.mesh is not None):
+            if self.tokens is None or is_delegation_token(credential):
+                return None  # a delegation token is verified each time it is used
             return self.tokens.kept(credential, resource)
         key_id, secret = split_key(credential)
         cached = self._cache.get(key_id)
@@ -153,6 +161,9 @@ class SecurityService:
     def authorize_invoke(self, principal: Principal, capability: str) -> None:
         """`Forbidden` unless the key's grant or a rule lets the principal invoke (or route
         to) the capability; observers never may."""
+        if principal.chain is not None:
+            self._authorize_delegated(principal, capability)
+            return
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
         policy = self._rules()
@@ -162,6 +173,20 @@ class SecurityService:
             self._verdicts[(principal, capability)] = verdict
         if not verdict.allowed:
             self._deny(verdict, principal, capability, "invoke")
+
+    def _authorize_delegated(self, principal: Principal, capability: str) -> None:
+        """A call through a delegation chain: the chain's boundary, and the original
+        caller's own right — 403 `delegation_denied` naming what failed."""
+        assert self.mesh is not None  # only the mesh makes chained principals
+        self.mesh.check(principal, capability)
+        try:
+            self.authorize_invoke(principal.on_its_own(), capability)
+        except Forbidden as exc:
+            raise Forbidden(
+                f"the delegation is denied: its caller may not invoke {capability!r}",
+                code="delegation_denied",
+                failed="caller",
+            ) from exc
 
     def authorize_register(self, principal: Principal, capabilities: list[str]) -> None:
         """Agents (and admins) may register only what their key's grants or rules allow."""
@@ -203,7 +228,13 @@ class SecurityService:
             raise Forbidden("this needs an admin key")
 
     async def admit(self, principal: Principal, capability: str) -> None:
-        """Take a token from every bucket covering the pair; `QuotaExceeded` when one is empty."""
+        """Take a token from every bucket covering the pair; `QuotaExceeded` when one is
+        empty. A delegated call counts against its original caller and, apart, against
+        the agent that handed it on."""
+        if principal.chain is not None:
+            await self.admit(principal.on_its_own(), capability)
+            await self.admit(holder_principal(principal.chain.holder), capability)
+            return
         policy = self._rules()
         if not policy.quotas:
             return

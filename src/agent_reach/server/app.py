@@ -29,6 +29,7 @@ from agent_reach.server.routes import (
     health,
     keys,
     learning,
+    mesh,
     policy,
     queues,
     requests,
@@ -86,6 +87,7 @@ class CoordinatorApp:
         for module in (*routers, policy):
             self.api.include_router(module.router)
         self.api.include_router(a2a_routes.router)
+        self.api.include_router(mesh.router)  # delegation keys, the kill switch
         self.api.include_router(mcp_auth.router)  # /mcp's OAuth protected resource metadata
         self.api.include_router(requests.router)  # `agent-reach why`
         self.api.include_router(workflows.router)

@@ -30,6 +30,7 @@ from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
+from agent_reach.mesh.service import Mesh, open_mesh
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.events import EventFeed
 from agent_reach.observability.loop_lag import LoopLagMonitor
@@ -84,6 +85,7 @@ class Runtime:
     orchestrator: Orchestrator
     learning: LearningService
     events: EventFeed
+    mesh: Mesh
 
 
 @asynccontextmanager
@@ -173,6 +175,8 @@ async def open_runtime(
         similar=similar,
         learning=learning,
     )
+    mesh = open_mesh(settings, backends, registry.index, policy, clock)
+    security.mesh = invoke.dispatch.mesh = mesh
     events = EventFeed(clock)
     webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
     fleet = FleetWatcher(
@@ -208,8 +212,10 @@ async def open_runtime(
         orchestrator=orchestrator,
         learning=learning,
         events=events,
+        mesh=mesh,
     )
     await registry.start()
+    await mesh.switch.start()
     routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
@@ -239,6 +245,7 @@ async def open_runtime(
         for loop in loops:
             with contextlib.suppress(asyncio.CancelledError):
                 await loop
+        await mesh.switch.stop()
         await registry.stop()
         await routing.matching.aclose()
         await transports.aclose()
