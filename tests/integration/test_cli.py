@@ -208,13 +208,17 @@ def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
 
 
 def test_route_by_text_shows_every_matcher_score(coordinator: str) -> None:
+    with SyncReachClient(coordinator) as client:
+        text = client.route(text="please check the inventory").text
+    assert text is not None
+
     result = run("route", "please check the inventory", coordinator=coordinator)
 
     assert result.exit_code == 0, result.output
     assert "lexical" in result.output
     assert "inventory.check" in result.output
-    assert "thresholds: match ≥ 0.5" in result.output  # what decided, on calibrated values
-    assert "≥ 0.15" in result.output
+    assert f"thresholds: match ≥ {text.min_confidence:g}" in result.output  # what decided
+    assert f"≥ {text.margin:g}" in result.output
     assert run("route", coordinator=coordinator).exit_code == 1  # text or --capability
 
 
