@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,4 +188,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -239,9 +239,12 @@ class _Connection(asyncio.Protocol):
     def _complete(self, keep_alive: bool) -> None:
         fut = self._detach()
         self._keep_alive = keep_alive
+        # The chunks go with the exchange: a kept-alive connection holding its last
+        # answer's chunks until the next one held 2 MB per idle connection (bench/memory.py).
+        chunks, self._body = self._body, []
         if fut is not None and not fut.done():
             status = self._parser.get_status_code()
-            fut.set_result(Response(status, self._headers, b"".join(self._body)))
+            fut.set_result(Response(status, self._headers, b"".join(chunks)))
 
     def _on_timeout(self) -> None:
         self.fail(RequestTimeout("no complete response within the timeout", sent=True))

@@ -46,6 +46,7 @@ import uvloop
 
 from agent_reach.config import DEFAULT_PORT
 from agent_reach.invoke.service import InvokeService
+from agent_reach.server.allocator import fix_mmap_threshold
 from agent_reach.server.app import CoordinatorApp
 from agent_reach.server.edge_asgi import ASGIApp, Lifespan, StartupFailed
 from agent_reach.server.edge_connection import HttpConnection
@@ -208,7 +209,9 @@ async def serve(
     config: EdgeConfig = EdgeConfig(),
 ) -> None:
     """Serve `app` on host:port, or on the listening `sock`, until SIGINT or SIGTERM
-    (main thread only); `StartupFailed` when its lifespan startup fails."""
+    (main thread only); `StartupFailed` when its lifespan startup fails. Fixes glibc's
+    mmap threshold first, so big answers leave no memory behind (allocator.py)."""
+    fix_mmap_threshold()
     await EdgeServer(app, host, port, config).serve(None if sock is None else [sock])
 
 

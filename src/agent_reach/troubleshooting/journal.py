@@ -4,13 +4,17 @@ Recording appends one tuple that keeps a reference to the answer's bytes, alread
 for the caller: nothing is serialized, copied or indexed on the request path. An entry
 is made of its tuple only when `why` asks for that request (a scan of at most `size`
 tuples, rare next to the requests recorded), and the walk decodes the bytes then.
-Bounded by count and by bytes held; like traces, each coordinator keeps its own, and
+Bounded by count and by bytes held, and an answer over MAX_KEPT_ANSWER_BYTES is kept
+without its result (re-encoded once, for those answers only): `why` needs the route and
+the attempts, and 64 MB of results held after a burst of big answers is a process that
+never comes back down (bench/memory.py). Like traces, each coordinator keeps its own, and
 on a shared store also hands every entry and read to the shared journal (shared.py),
 so that `why` finds a request whichever coordinator answered it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +28,9 @@ from agent_reach.registry.history import InstanceSnapshot
 
 DEFAULT_REQUESTS = 10_000  # answers kept: as many as the trace store keeps traces
 MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first
+# The answer memory's default bound too (AR_ANSWER_MAX_BYTES): a bigger result is content
+# nobody replays, so `why` shows its size instead.
+MAX_KEPT_ANSWER_BYTES = 256 * 1024
 MAX_VALUE_BYTES = 16 * 1024  # a context read's values are kept up to this; beyond, sizes only
 READS_PER_REQUEST = 8  # context reads kept per request (retries read again)
 MAX_PENDING_READS = 10_000  # reads of requests not answered yet
@@ -108,6 +115,8 @@ class RequestJournal:
         started: float,
     ) -> None:
         """Keep the answer of one request that began at monotonic `started`."""
+        if len(answer.body) > MAX_KEPT_ANSWER_BYTES:
+            answer = without_result(answer)
         answered = self._answered
         kept = (
             request_id,
@@ -172,3 +181,13 @@ class RequestJournal:
             answer,
             node=self.node_id,
         )
+
+
+def without_result(answer: Answer) -> Answer:
+    """The answer with its `result` replaced by `{"omitted_bytes": <size of the body>}`;
+    as it is when it has none (an error, a task)."""
+    document = orjson.loads(answer.body)
+    if not isinstance(document, dict) or "result" not in document:
+        return answer
+    document["result"] = {"omitted_bytes": len(answer.body)}
+    return dataclasses.replace(answer, body=orjson.dumps(document))
