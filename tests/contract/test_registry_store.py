@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import get_args
 
 import pytest
 from contract_kit import RedisOutage, Timeline, assert_unavailable
@@ -21,7 +22,7 @@ from agent_reach.backends.selection import open_backends
 from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.errors import StoreUnavailable
-from agent_reach.model.agents import AgentSpec, TransportSpec
+from agent_reach.model.agents import AgentSpec, HealthStatus, TransportSpec
 
 LEASE_SLACK_S = 5.0  # a real lease may tick down this much between the call and the check
 WATCH_DEADLINE_S = 15.0  # generous: covers the watcher's reconnect backoff after an outage
@@ -313,11 +314,12 @@ async def test_watch_delivers_changes_made_by_another_store_or_returns_when_not_
     assert (remove.op, remove.origin, remove.record) == ("remove", "node-b", None)
 
 
+@pytest.mark.parametrize("health", get_args(HealthStatus))  # `unknown` too, as listed
 async def test_health_announced_by_one_store_reaches_another_stores_watch_and_stores_nothing(
-    backends: Backends, settings: Settings, clock: Clock
+    backends: Backends, settings: Settings, clock: Clock, health: HealthStatus
 ) -> None:
     if not backends.is_shared:
-        await backends.registry.announce_health("product-assistant-01", "suspect", "node-a")
+        await backends.registry.announce_health("product-assistant-01", health, "node-a")
         assert await backends.registry.load() == []
         return
 
@@ -326,7 +328,7 @@ async def test_health_announced_by_one_store_reaches_another_stores_watch_and_st
     try:
         async with watching(backends.registry, events, is_async=False):
             await wait_until_watching(events, other.registry)
-            await other.registry.announce_health("product-assistant-01", "suspect", "node-b")
+            await other.registry.announce_health("product-assistant-01", health, "node-b")
 
             event = await expect_event(events, "product-assistant-01")
     finally:
@@ -335,7 +337,7 @@ async def test_health_announced_by_one_store_reaches_another_stores_watch_and_st
     assert (event.op, event.origin, event.health, event.record) == (
         "health",
         "node-b",
-        "suspect",
+        health,
         None,
     )
     assert [r.record.spec.id for r in await backends.registry.load()] == ["watch-probe"]
