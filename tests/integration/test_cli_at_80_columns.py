@@ -118,6 +118,8 @@ def test_why_of_a_request_suspended_at_a_dead_endpoint_says_routed_attempted_sus
     steps = {s["step"]: s for s in walked["steps"]}
     assert steps["routing"]["verdict"] == "ok", walked["summary"]
     assert "routed to logistics-01 for order.track by rule exact" in steps["routing"]["finding"]
+    traced = {"capability": "order.track", "agent_id": "logistics-01", "rule": "exact"}
+    assert steps["routing"]["traced"] == traced  # from its route span: no decision was kept
     assert walked["first_wrong_step"] == "delivery"
     attempts = steps["delivery"]["attempts"]
     assert [(a["agent_id"], a["outcome"]) for a in attempts] == [

@@ -41,7 +41,17 @@ def why_report(document: dict[str, Any]) -> Group:
 def _details(step: dict[str, Any]) -> list[str]:
     name = step["step"]
     if name == "routing" and step.get("decision"):
-        return [_candidate_line(c) for c in step["decision"].get("candidates", [])]
+        return [
+            f"  routing: {c['capability']} {c['agent_id']} score {c['score']:.3f} "
+            + " ".join(f"{k} {v:.2f}" for k, v in c["factors"].items())
+            for c in step["decision"].get("candidates", [])
+        ]
+    if name == "routing" and step.get("traced"):
+        traced = step["traced"]
+        return [
+            f"  routing (its trace's route span): {traced['capability']} → "
+            f"{traced['agent_id']}, rule {traced['rule']}; the decision's factors were not kept"
+        ]
     if name == "registry":
         return [_instance_line(i) for i in step.get("instances", [])]
     if name == "context":
@@ -61,16 +71,6 @@ def _details(step: dict[str, Any]) -> list[str]:
             for i in step.get("instances", [])
         ]
     return []
-
-
-def _candidate_line(candidate: dict[str, Any]) -> str:
-    """A candidate as the decision kept it; from a trace, only capability and instance."""
-    line = f"  routing: {candidate['capability']} {candidate['agent_id']}"
-    if "score" in candidate:
-        line += f" score {candidate['score']:.3f} " + " ".join(
-            f"{k} {v:.2f}" for k, v in candidate["factors"].items()
-        )
-    return line
 
 
 def _instance_line(instance: dict[str, Any]) -> str:

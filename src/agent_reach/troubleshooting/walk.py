@@ -119,7 +119,8 @@ def walk(
 
 
 def _route_of(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The decision as its route span kept it: capability, instance and rule."""
+    """The decision as its route span kept it: capability, instance and rule (the walk
+    shows it as `traced`, the step's `decision` staying null)."""
     span = next((s for s in spans if s["kind"] == "route"), None)
     if span is None:
         return None
@@ -152,6 +153,9 @@ def _routing(
     route: dict[str, Any] | None, error: dict[str, Any] | None, degraded: Any
 ) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "routing", "decision": route}
+    if route is not None and route.get("from_trace"):  # no decision kept: what its span says
+        step["decision"] = None
+        step["traced"] = {k: route[k] for k in ("capability", "agent_id", "rule")}
     if route is None and isinstance(degraded, dict):
         finding = f"not routed: a remembered answer at once ({degraded.get('reason')})"
         return {**step, "verdict": "suspect", "finding": finding, "stops": True}
