@@ -87,11 +87,10 @@ def walk(
         route = error["route"]
     if route is None and error is None and spans:
         route = _route_of(spans)
-        if not body.get("attempts"):
-            body["attempts"] = _attempts_of(spans)
+        body.setdefault("attempts", _attempts_of(spans))
     show_values = may_read_values(principal, entry)
     steps = [
-        _routing(route, error, body.get("degraded")),
+        _routing(route, error, body),
         _registry(route, entry, history),
         _context(route, body, error, entry, history, show_values),
         _delivery(body, error, show_values),
@@ -150,15 +149,19 @@ def _attempts_of(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _routing(
-    route: dict[str, Any] | None, error: dict[str, Any] | None, degraded: Any
+    route: dict[str, Any] | None, error: dict[str, Any] | None, body: dict[str, Any]
 ) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "routing", "decision": route}
     if route is not None and route.get("from_trace"):  # no decision kept: what its span says
         step["decision"] = None
         step["traced"] = {k: route[k] for k in ("capability", "agent_id", "rule")}
+    degraded = body.get("degraded")
     if route is None and isinstance(degraded, dict):
         finding = f"not routed: a remembered answer at once ({degraded.get('reason')})"
         return {**step, "verdict": "suspect", "finding": finding, "stops": True}
+    if route is None and error is None and body.get("status") in ("queued", "suspended"):
+        finding = "routed; the decision is not kept with a task, nor is its trace here"
+        return {**step, "verdict": "ok", "finding": finding}
     if route is None:
         code = (error or {}).get("code", "unknown")
         why = _BEFORE_ROUTING.get(code, "the request stopped before it was routed")
@@ -317,8 +320,10 @@ def _suspended(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     if attempts:
         outcomes = ", ".join(f"{a.get('agent_id')} {a.get('outcome')}" for a in attempts)
         finding = f"{_attempts(len(attempts))} failed ({outcomes}), so it was suspended"
-    else:
+    elif "attempts" in body:
         finding = "no instance could be tried, so it was suspended"
+    else:  # neither the answer nor a trace here kept them
+        finding = "suspended (its attempts are in its trace, not on this coordinator)"
     finding += ": replayed once an instance answers its probe"
     until, since = body.get("suspended_until"), body.get("created_at")
     if isinstance(until, int | float) and isinstance(since, int | float):
