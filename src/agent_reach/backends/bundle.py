@@ -16,6 +16,7 @@ from agent_reach.backends.protocols import (
     LearningStore,
     MeshStore,
     PolicyStore,
+    QualityStore,
     QueueStore,
     QuotaStore,
     RegistryStore,
@@ -47,6 +48,7 @@ class Backends:
     learning: LearningStore
     policy: PolicyStore
     mesh: MeshStore
+    quality: QualityStore
     is_shared: bool = False
     why: WhyStore | None = None  # shared backends only: alone, the coordinator's journal is all
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

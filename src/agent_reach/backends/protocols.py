@@ -6,7 +6,7 @@ Implementations raise `StoreUnavailable` (never a driver error) when they cannot
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -552,6 +552,27 @@ class MeshStore(Protocol):
     async def spend(self, chain: str, amount: float, limit: float, ttl_s: float) -> float | None:
         """Add `amount` to what `chain` has spent unless that would pass `limit`: the new
         total, or None (nothing added). The total lives `ttl_s` after its last spend."""
+
+
+class QualityStore(Protocol):
+    """The outcome ledger shared by every coordinator (mesh/quality.py): counters in time
+    buckets of a series, and what each served request was, for its ratings."""
+
+    async def add(self, series: str, bucket: int, counts: Mapping[str, int], ttl_s: float) -> None:
+        """Add `counts` (field -> n) to `bucket` of `series`; the bucket expires `ttl_s`
+        after its last write. Not atomic across fields (a reader may see part of it)."""
+
+    async def totals(self, series: str, buckets: Sequence[int]) -> dict[str, int]:
+        """Every field's sum over `buckets` of `series` (missing buckets count 0)."""
+
+    async def put_served(self, records: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
+        """Keep each `(request_id, record)` for `ttl_s` (one pipelined round trip)."""
+
+    async def served(self, request_id: str) -> bytes | None:
+        """The record kept for `request_id`; None when none or expired."""
+
+    async def claim_rating(self, request_id: str, ttl_s: float) -> bool:
+        """True the first time a request is rated (within `ttl_s`), False after."""
 
 
 class WhyStore(Protocol):

@@ -11,6 +11,7 @@ from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.learning import MemoryLearningStore
 from agent_reach.backends.memory.mesh import MemoryMeshStore
 from agent_reach.backends.memory.policy import MemoryPolicyStore
+from agent_reach.backends.memory.quality import MemoryQualityStore
 from agent_reach.backends.memory.queues import MemoryQueueStore
 from agent_reach.backends.memory.quotas import MemoryQuotaStore
 from agent_reach.backends.memory.registry import MemoryRegistryStore
@@ -44,4 +45,5 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         learning=MemoryLearningStore(clock),
         policy=MemoryPolicyStore(),
         mesh=MemoryMeshStore(clock),
+        quality=MemoryQualityStore(clock),
     )

@@ -28,6 +28,7 @@ from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
 from agent_reach.backends.redis.mesh import RedisMeshStore
+from agent_reach.backends.redis.quality import RedisQualityStore
 from agent_reach.backends.redis.policy import RedisPolicyStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
@@ -124,6 +125,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         learning=RedisLearningStore(client, prefix),
         policy=RedisPolicyStore(client, prefix),
         mesh=RedisMeshStore(client, prefix),
+        quality=RedisQualityStore(client, prefix),
         is_shared=True,
         why=RedisWhyStore(client, prefix),
         closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],

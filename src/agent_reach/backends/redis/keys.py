@@ -23,7 +23,8 @@ may meet in one Lua script or MULTI. The layout, one line per store (the prefix
   documents, the indexes and the version together. Feedback-rate traffic.
 - single-key stores need no tag and spread by their whole name: ``quota:<bucket>``
   (per caller-capability pair), ``fleet:load``, ``queue:<name>``, ``journal:<name>``, ``task:<id>``,
-  ``answer:<key>``, ``why:<request id>``, ``context-secret``.
+  ``answer:<key>``, ``why:<request id>``, ``context-secret``, the outcome ledger's
+  ``quality:<series>:<bucket>``, ``served:<request id>`` and ``rated:<request id>``.
 - a queue's push-once markers: ``<p>:{<p>:queue:<name>}:once:<id>``, tagged with the
   stream's whole name, so a marker and its stream share the stream's slot.
 
