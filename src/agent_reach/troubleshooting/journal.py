@@ -23,7 +23,8 @@ import orjson
 
 from agent_reach.clock import Clock
 from agent_reach.invoke.answer import Answer
-from agent_reach.model.keys import Principal
+from agent_reach.mesh.tokens import delegation_record
+from agent_reach.model.keys import Chain, Principal
 from agent_reach.registry.history import InstanceSnapshot
 
 DEFAULT_REQUESTS = 10_000  # answers kept: as many as the trace store keeps traces
@@ -61,6 +62,7 @@ class JournalEntry:
     reads: list[ContextRead] = field(default_factory=list)
     node: str = ""  # the coordinator that answered it
     recorded: RecordedHistory | None = None  # the answering coordinator's instance history
+    delegation: dict[str, Any] | None = None  # a delegated call: `delegation_record`
 
     def body(self) -> dict[str, Any]:
         decoded = orjson.loads(self.answer.body)
@@ -89,8 +91,8 @@ class JournalSink(Protocol):
 
 
 # What `record` keeps of one answer: request id, principal, trace id, context id, the
-# answer, and the wall and monotonic clocks at its start and end.
-_Answered = tuple[str, str, str, str | None, Answer, float, float, float]
+# answer, the wall and monotonic clocks at its start and end, and a delegated call's chain.
+_Answered = tuple[str, str, str, str | None, Answer, float, float, float, Chain | None]
 
 
 class RequestJournal:
@@ -127,6 +129,7 @@ class RequestJournal:
             self.clock.wall(),
             self.clock.monotonic(),
             started,
+            principal.chain,
         )
         answered.append(kept)
         self.bytes_held += len(answer.body)
@@ -170,7 +173,7 @@ class RequestJournal:
         return [self._entry(kept) for kept in self._answered if kept[2] == trace_id]
 
     def _entry(self, kept: _Answered) -> JournalEntry:
-        request_id, principal, trace_id, context_id, answer, wall, now, started = kept
+        request_id, principal, trace_id, context_id, answer, wall, now, started, chain = kept
         return JournalEntry(
             request_id,
             principal,
@@ -180,6 +183,7 @@ class RequestJournal:
             context_id,
             answer,
             node=self.node_id,
+            delegation=None if chain is None else delegation_record(chain),
         )
 
 

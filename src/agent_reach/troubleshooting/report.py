@@ -34,8 +34,34 @@ def why_report(document: dict[str, Any]) -> Group:
             Text(step["finding"]),
         )
     details = [Text(line) for step in document["steps"] for line in _details(step)]
+    chain = [Text(line) for line in chain_lines(document)]
     summary = Text(document["summary"], style="bold")
-    return Group(header, steps, *details, summary)
+    return Group(header, *chain, steps, *details, summary)
+
+
+def chain_lines(document: dict[str, Any]) -> list[str]:
+    """A delegated request's chain (caller → agent → …) and the calls handed on under it."""
+    lines = []
+    delegation = document.get("delegation")
+    if delegation:
+        path = " → ".join(
+            [
+                delegation["on_behalf_of"],
+                *(f"{h['instance']} ({h['agent']})" for h in delegation["via"]),
+            ]
+        )
+        lines.append(f"delegated: {path}, on behalf of {delegation['on_behalf_of']}")
+    for hop in document.get("handed_on") or []:
+        answered = ", ".join(
+            f"{a['agent_id']} {a['outcome']}"
+            + (f" cost {a['cost']:g}" if a["cost"] is not None else "")
+            for a in hop["attempts"]
+        )
+        lines.append(
+            f"  handed on: {' → '.join([hop['on_behalf_of'], *hop['via']])} → {hop['capability']} "
+            f"({hop['request_id']}): {hop['status']}" + (f" [{answered}]" if answered else "")
+        )
+    return lines
 
 
 def _details(step: dict[str, Any]) -> list[str]:

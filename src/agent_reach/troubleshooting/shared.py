@@ -118,6 +118,7 @@ class SharedJournal:
             "context_id": entry.context_id,
             "status": entry.answer.status,
             "instances": instances,
+            "delegation": entry.delegation,
         }
         return orjson.dumps(header) + _SEPARATOR + body
 
@@ -174,6 +175,7 @@ def _decode_answer(request_id: str, meta: dict[str, Any], body: bytes) -> Journa
         Answer(meta["status"], body),
         node=meta["node"],
         recorded=RecordedHistory(snapshots),
+        delegation=meta.get("delegation"),
     )
 
 

@@ -50,8 +50,12 @@ class History(Protocol):
 
 
 def may_walk(principal: Principal, entry: JournalEntry) -> bool:
-    """An observability record: its own principal, observers and admins see it."""
-    return ownership.may_see(principal, entry.principal)
+    """An observability record: its own principal, observers and admins see it; a
+    delegated call's, also the agents of its chain (a call at or below their hop)."""
+    if ownership.may_see(principal, entry.principal):
+        return True
+    via = entry.delegation["via"] if entry.delegation is not None else ()
+    return any(hop["agent"] == principal.name for hop in via)
 
 
 def may_read_values(principal: Principal, entry: JournalEntry) -> bool:
@@ -74,10 +78,12 @@ def walk(
     history: History,
     principal: Principal,
     spans: list[dict[str, Any]] | None = None,
+    trace: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The four steps of `entry`, with the first one that looks wrong; the instances'
     states come from the history recorded with the entry when it has one. `spans` (from
-    `request_spans`) stand in for the decision and attempts an answer does not carry."""
+    `request_spans`) stand in for the decision and attempts an answer does not carry;
+    `trace` (as the principal may see it) gives the calls agents handed on under it."""
     if entry.recorded is not None:
         history = entry.recorded
     body = entry.body()
@@ -113,8 +119,51 @@ def walk(
         "first_wrong_step": first,
         "summary": _summary(steps, first),
         "values_shown": show_values,
+        "delegation": entry.delegation,
+        "handed_on": handed_on(trace, entry.request_id),
         "steps": steps,
     }
+
+
+def handed_on(trace: dict[str, Any] | None, request_id: str) -> list[dict[str, Any]]:
+    """The delegated calls made under `request_id` (at any depth), in start order: who
+    handed each on, on whose behalf, and how each hop answered and what it cost."""
+    if trace is None:
+        return []
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for span in trace["spans"]:
+        children.setdefault(span["parent_id"], []).append(span)
+    pending = [
+        s["span_id"] for s in trace["spans"] if s["kind"] == "invoke" and s["note"] == request_id
+    ]
+    found: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while pending:
+        span_id = pending.pop()
+        if span_id in seen:
+            continue
+        seen.add(span_id)
+        for child in children.get(span_id, ()):
+            pending.append(child["span_id"])
+            if child["kind"] == "invoke" and "on_behalf_of" in child:
+                found.append(child)
+    found.sort(key=lambda s: s["offset_ms"])
+    return [
+        {
+            "request_id": s["note"],
+            "capability": s["name"],
+            "on_behalf_of": s["on_behalf_of"],
+            "via": s["via"],
+            "status": s["status"],
+            "duration_ms": s["duration_ms"],
+            "attempts": [
+                {"agent_id": a["agent_id"], "outcome": a["status"], "cost": a.get("cost")}
+                for a in children.get(s["span_id"], ())
+                if a["kind"] == "attempt"
+            ],
+        }
+        for s in found
+    ]
 
 
 def _route_of(spans: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -226,9 +275,9 @@ def _instance_problems(instance: dict[str, Any] | None) -> list[str]:
         return []
     problems = []
     health = instance.get("health_factor")
-    if health is not None and health < 1:
-        problems.append(f"suspect when chosen (health factor {health:.2f})")
     state = instance.get("at_the_time")
+    if health is not None and health < 1 and not _not_probed_yet(state):
+        problems.append(f"suspect when chosen (health factor {health:.2f})")
     if state is not None and not state["sampled_after"]:  # a later sample shows its own outcome
         if state["lease_left_s"] <= 0:
             problems.append("its lease had run out")
@@ -236,6 +285,16 @@ def _instance_problems(instance: dict[str, Any] | None) -> list[str]:
         if rate is not None and rate < LOW_SUCCESS:
             problems.append(f"success rate {rate:.0%} over its last {state['calls']} calls")
     return problems
+
+
+def _not_probed_yet(state: dict[str, Any] | None) -> bool:
+    """The health factor is as low for an instance no probe has answered yet (`unknown`,
+    just registered) as for a suspect one; its recorded state tells them apart. Only a
+    new instance has no sample before the request: a first one `healthy` since means it
+    was not yet probed then."""
+    if state is None:
+        return False
+    return state["health"] in (("unknown", "healthy") if state["sampled_after"] else ("unknown",))
 
 
 def _context(
