@@ -43,6 +43,14 @@ capabilities = ["logistics.*", "cs.*", "refund.*"]
 
 [delegation]
 max_depth = {max_depth}
+
+# The delegating agent's own bucket: two hand-offs of order.* per ~minute, whoever the
+# caller (the callers' own buckets are apart).
+[[quotas]]
+principals = ["name:cs-agents"]
+capabilities = ["order.*"]
+rate_per_s = 0.001
+burst = 2
 """
 
 
@@ -375,3 +383,12 @@ def test_the_public_keys_verify_what_agents_received(mesh: Mesh) -> None:
     assert keys and all(k["kty"] == "OKP" and k["alg"] == "EdDSA" for k in keys)
     head = json.loads(base64.urlsafe_b64decode(mesh.tokens["order-1"][-1].split(".")[0] + "=="))
     assert head["kid"] in {k["kid"] for k in keys}
+
+
+def test_quotas_count_against_the_delegating_agent_apart_from_its_caller(mesh: Mesh) -> None:
+    steps = chain_to(("order.track", {}))
+    outcomes = [invoke(mesh, steps) for _ in range(3)]
+    assert [o.get("then") for o in outcomes[:2]] == [{"at": "order-1"}, {"at": "order-1"}]
+    assert outcomes[2]["refused"] == "quota_exceeded"  # cs-agents' bucket, not the caller's
+    with SyncReachClient(mesh.caller_url, api_key=mesh.keys["shop-frontend"]) as caller:
+        assert caller.invoke("order.track", payload={}).result == {"at": "order-1"}
