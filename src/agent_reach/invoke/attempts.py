@@ -297,12 +297,15 @@ class AttemptLoop:
 
 
 def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[str]:
-    """The decision's instances, best first, after those the request may have `reached`."""
+    """The decision's instances, best first, after those the request may have `reached`;
+    never one whose offer does not stand (it declined, or was not asked: negotiation)."""
     chosen = decision.agent_id
     rest = [
         c.agent_id
         for c in decision.candidates
-        if c.capability == decision.capability and c.agent_id != chosen
+        if c.capability == decision.capability
+        and c.agent_id != chosen
+        and (c.offer is None or c.offer.stands)
     ]
     order = [chosen, *rest] if chosen else rest
     if not reached:

@@ -27,6 +27,7 @@ from agent_reach.security.service import SecurityService
 
 if TYPE_CHECKING:
     from agent_reach.learning.service import LearningService
+    from agent_reach.mesh.negotiation import Negotiation
     from agent_reach.mesh.service import Mesh
 
 
@@ -49,15 +50,28 @@ class Dispatcher:
         self.metrics = metrics
         self.learning = learning
         self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
+        self.negotiation: Negotiation | None = None  # likewise (mesh/negotiation.py)
 
     def deliver(self, task: TaskEntry, plan: DeliveryPlan) -> Awaitable[Delivered]:
         """The delivered answer; the failure that ended the attempts otherwise."""
         mesh = self.mesh
         if mesh is not None and mesh.involved(task.principal, task.request.budget):
             plan.delegation_of = self._delegation_of(mesh, task, plan)
+        negotiation = self.negotiation
+        if negotiation is not None and negotiation.applies(plan.decision):
+            return self._negotiated(negotiation, task, plan)
         if task.request.capability is None:
             return self._deliver_text(task, plan)
         return self._attempts(plan, task.request.context_id)  # the caller's own choice
+
+    async def _negotiated(
+        self, negotiation: Negotiation, task: TaskEntry, plan: DeliveryPlan
+    ) -> Delivered:
+        """Offers first (mesh/negotiation.py), then the delivery the offers chose."""
+        await negotiation.negotiate(task, plan)
+        if task.request.capability is None:
+            return await self._deliver_text(task, plan)
+        return await self._attempts(plan, task.request.context_id)
 
     def _delegation_of(self, mesh: Mesh, task: TaskEntry, plan: DeliveryPlan) -> DelegationOf:
         """Per instance tried: spend its cost from the chain's budget, then the token."""
@@ -137,6 +151,8 @@ class Dispatcher:
                     hop=delivery.hop - 1,
                     params=self.params(decision, request),
                 )
+                if self.negotiation is not None and self.negotiation.applies(decision):
+                    await self.negotiation.negotiate(task, plan)
                 continue
             if earlier:
                 delivered.attempts = _numbered(earlier, delivered.attempts)

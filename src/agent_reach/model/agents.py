@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from agent_reach.model.offers import NegotiateSpec
+
 DEFAULT_TTL_S = 60.0  # a 60 s lease, renewed at ttl/3 (docs/agent-contract.md)
 DEFAULT_CAPACITY = 64  # concurrent deliveries an instance takes before its load factor reaches 0
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
@@ -148,6 +150,8 @@ class AgentSpec(BaseModel):
     # whether deliveries carry a delegation token even when no delegate rule names it.
     cost: float = Field(0.0, ge=0, le=1_000_000)
     delegation: bool = False
+    # Asked for an offer before a delivery (docs/mesh.md, "Negotiation").
+    negotiate: NegotiateSpec | None = None
 
     @field_validator("capabilities")
     @classmethod

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent_reach.model.offers import Negotiated, OfferOutcome
+
 Rule = Literal["exact", "best", "learned", "margin", "no_match", "generic", "no_instance"]
 
 
@@ -17,6 +19,7 @@ class Candidate:
     score: float
     factors: dict[str, float]
     match: dict[str, float] = field(default_factory=dict)
+    offer: OfferOutcome | None = None  # its answer when asked for an offer (negotiation)
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
@@ -57,3 +60,4 @@ class RouteDecision:
     refused_by: Rule | None = None
     intent: dict[str, Any] | None = None  # what the intent parser agent did, when asked
     text: TextMatch | None = None
+    negotiation: Negotiated | None = None  # when the candidates were asked for offers

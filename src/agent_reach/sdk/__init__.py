@@ -4,6 +4,7 @@ It speaks only the public HTTP API and the agent contract (docs/agent-contract.m
 everything it does an agent in any other language can do too.
 """
 
+from agent_reach.model.offers import OfferAnswer, OfferRequest
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sdk.client import ReachClient, SyncReachClient
 from agent_reach.sdk.delegation import DelegationVerifier, VerifiedDelegation
@@ -16,6 +17,8 @@ __all__ = [
     "AgentRequest",
     "ClientCredentials",
     "DelegationVerifier",
+    "OfferAnswer",
+    "OfferRequest",
     "Orchestrator",
     "ReachClient",
     "StreamEvent",

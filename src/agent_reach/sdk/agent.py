@@ -50,6 +50,7 @@ from agent_reach.model.agents import (
     normalize_capability,
 )
 from agent_reach.model.invocations import InvokeResult
+from agent_reach.model.offers import NegotiateSpec, OfferAnswer, OfferRequest
 from agent_reach.sdk.agent_stream import LiveStream
 from agent_reach.sdk.client import ReachClient, coordinator_tls
 from agent_reach.sdk.tokens import TokenProvider
@@ -74,6 +75,10 @@ _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 - recognised, n
 _DELIVERY = TypeAdapter(Delivery)
 
 HandlerT = TypeVar("HandlerT", bound=Callable[..., Any])
+# An offer function's answer: an `OfferAnswer`, its JSON form, or just accept (True/False).
+OfferResult = OfferAnswer | dict[str, Any] | bool
+OfferFn = Callable[[OfferRequest], OfferResult | Awaitable[OfferResult]]
+_OFFER_REQUEST = TypeAdapter(OfferRequest)
 
 
 class RetryLater(Exception):
@@ -268,6 +273,7 @@ class Agent:
         client_key: str | Path | None = None,
         cost: float = 0.0,
         delegation: bool = False,
+        negotiate: bool | dict[str, Any] = False,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
         `health_check`, when given, decides what `GET /health` answers (200 or 503);
@@ -284,7 +290,10 @@ class Agent:
 
         The mesh (docs/mesh.md): `cost` is what one call spends from a delegation
         chain's budget; `delegation` asks for a delegation token on every delivery (to
-        verify it) even when no delegate rule lets this agent hand work on."""
+        verify it) even when no delegate rule lets this agent hand work on.
+        `negotiate` (True, or `{"timeout_ms"?, "endpoint"?}`) has the coordinator ask
+        for an offer before each delivery; `@agent.offer` answers it (it turns
+        negotiation on by itself), else every offer is accepted."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -306,6 +315,8 @@ class Agent:
         self.health_check = health_check
         self.cost = cost
         self.delegation = delegation
+        self.negotiate = negotiate
+        self._offer: OfferFn | None = None
         self.ssl_context = _serving_context(tls_cert, tls_key, tls_client_ca)
         self._coordinator_tls = coordinator_tls(coordinator_ca_file, client_cert, client_key)
         self._coordinator_files = (coordinator_ca_file, client_cert, client_key)
@@ -319,6 +330,7 @@ class Agent:
             routes=[
                 Route("/invoke", self._invoke, methods=["POST"]),
                 Route("/health", self._health, methods=["GET"]),
+                Route("/offer", self._answer_offer, methods=["POST"]),
             ],
             lifespan=self._lifespan,
         )
@@ -347,6 +359,18 @@ class Agent:
             return fn
 
         return register
+
+    def offer(self, fn: OfferFn) -> OfferFn:
+        """Decorator: what this agent offers when the coordinator asks before a delivery
+        (docs/mesh.md, "Negotiation"); turns negotiation on.
+
+        `fn` takes an `OfferRequest` (`capability`, `text`, `params`, `deadline_ms`,
+        `budget_left`: never the payload or the context) and returns an `OfferAnswer`,
+        its dict form (`{"accept", "eta_ms"?, "confidence"?, "cost"?}`) or a bool; it
+        may be `async def`. It must answer within the registration's `timeout_ms`.
+        """
+        self._offer = fn
+        return fn
 
     def spec(self) -> AgentSpec:
         """The registration body this agent sends; needs `endpoint_url` to be set."""
@@ -377,7 +401,17 @@ class Agent:
             input_schema=self.input_schema,
             cost=self.cost,
             delegation=self.delegation,
+            negotiate=self._negotiate_spec(),
         )
+
+    def _negotiate_spec(self) -> NegotiateSpec | None:
+        """The registration's `negotiate`: the agent's own `/offer` unless told otherwise."""
+        if not self.negotiate and self._offer is None:
+            return None
+        given = self.negotiate if isinstance(self.negotiate, dict) else {}
+        assert self.endpoint_url is not None  # spec() checked it
+        base = self.endpoint_url.removesuffix("/invoke").rstrip("/")
+        return NegotiateSpec.model_validate({"endpoint": f"{base}/offer", **given})
 
     def serve(self, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "info") -> None:
         """Serve the agent with uvicorn until interrupted (blocking).
@@ -529,6 +563,24 @@ class Agent:
             # A crash in the handler would crash on any instance: tell the coordinator to stop.
             return _error(500, "handler_error", str(exc) or type(exc).__name__, retryable=False)
         return Response(body, media_type="application/json")
+
+    async def _answer_offer(self, request: Request) -> Response:
+        try:
+            asked = _OFFER_REQUEST.validate_json(await request.body())
+        except ValidationError as exc:
+            return _error(400, "invalid_offer_request", f"not an offer request: {exc}")
+        if self._offer is None:
+            return json_response({"accept": True})
+        try:
+            answered = self._offer(asked)
+            if inspect.isawaitable(answered):
+                answered = await answered
+            if isinstance(answered, bool):
+                answered = OfferAnswer(accept=answered)
+            offer = OfferAnswer.model_validate(answered)
+        except Exception as exc:
+            return _error(500, "offer_error", str(exc) or type(exc).__name__, retryable=False)
+        return json_response(offer.model_dump(exclude_none=True))
 
     async def _health(self, request: Request) -> Response:
         if self.health_check is not None and not await self.health_check():

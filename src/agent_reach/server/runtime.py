@@ -30,6 +30,7 @@ from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
+from agent_reach.mesh.negotiation import open_negotiation
 from agent_reach.mesh.service import Mesh, open_mesh
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.events import EventFeed
@@ -177,6 +178,10 @@ async def open_runtime(
     )
     mesh = open_mesh(settings, backends, registry.index, policy, clock)
     security.mesh = invoke.dispatch.mesh = mesh
+    negotiation = open_negotiation(
+        registry.index, security.guard, tls, backends.mesh, policy, clock, metrics
+    )
+    invoke.dispatch.negotiation = negotiation
     events = EventFeed(clock)
     webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
     fleet = FleetWatcher(
@@ -249,6 +254,7 @@ async def open_runtime(
         await registry.stop()
         await routing.matching.aclose()
         await transports.aclose()
+        await negotiation.aclose()
         await security.aclose()
         await backends.aclose()
         await decision_log.aclose()

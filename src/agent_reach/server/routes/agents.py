@@ -16,6 +16,7 @@ from starlette.responses import Response
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
 from agent_reach.invoke.transports import A2ATransport
+from agent_reach.mesh.negotiation import check_negotiate
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
 from agent_reach.model.keys import Principal
 from agent_reach.security.visibility import visible_view
@@ -45,6 +46,7 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     existing = await _check_owner(request, principal, spec.id)
     runtime.transports.check(spec.transport)
     await security.check_endpoints(spec.transport)
+    await check_negotiate(spec, security.guard)
     classes = runtime.policy().timeout_classes
     if spec.timeout_class not in classes:
         raise ValidationFailed(
