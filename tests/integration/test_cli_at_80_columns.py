@@ -186,8 +186,8 @@ def test_every_help_fits_80_columns_and_types_no_flag(path: tuple[str, ...]) -> 
     assert not [o for o in options if re.search("<[a-z]", o)]  # `--port PORT`, not `<int>`
     assert result.output.count("AR_API_KEY") <= 1  # named once, by Typer's [env var: …]
     usage = next(line for line in result.output.splitlines() if "Usage:" in line)
-    arguments = re.findall(r"[{\[]([^\]}]+)[}\]]", usage.split("[OPTIONS]", 1)[-1])
-    assert all(a.rstrip(".").isupper() or a == "ARGS" for a in arguments), usage
+    arguments = usage.split("[OPTIONS]", 1)[-1].split()  # `REQUEST_ID`, `[TEXT]`, `COMMAND`
+    assert all(re.fullmatch(r"\[?[A-Z_]+\]?(\.\.\.)?", a) for a in arguments), usage
 
 
 def test_every_argument_has_an_upper_case_name_and_a_description() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -44,6 +45,9 @@ ApiKey = Annotated[
 ]
 
 
+_REQUIRED = re.compile(r"^\{([A-Z_]+)\}(\.\.\.)?$")
+
+
 def _bare_flags(params: list[Any]) -> list[Any]:
     """Typer 0.29's rich help writes an option's type beside it, and for a flag that type
     is `<bool>` (its own `--help` too: the type column reads `metavar`, else the type,
@@ -56,10 +60,15 @@ def _bare_flags(params: list[Any]) -> list[Any]:
 
 
 class Command(TyperCommand):
-    """A command whose help shows flags without a type."""
+    """A command whose help shows flags without a type, and its usage line a required
+    argument bare, an optional one in brackets (`why REQUEST_ID`, `route [TEXT]`), as
+    POSIX utilities write them; Typer 0.29 puts a required one in braces."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _bare_flags(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [_REQUIRED.sub(r"\1\2", piece) for piece in super().collect_usage_pieces(ctx)]
 
 
 class Group(TyperGroup):
