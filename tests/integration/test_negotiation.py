@@ -119,7 +119,8 @@ def invoke(coordinator: str, **body: Any) -> httpx.Response:
         return http.post("/v1/invoke", json={"capability": CAPABILITY, "payload": {}, **body})
 
 
-def offers_of(route: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+def offers_of(route: dict[str, Any]) -> dict[str, Any]:
+    """Each candidate's offer as the decision shows it (None: not negotiated)."""
     return {c["agent_id"]: c["offer"] for c in route["candidates"]}
 
 
@@ -134,7 +135,11 @@ def test_the_choice_follows_the_offers_and_delivers_once(coordinator: str) -> No
 
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert (body["agent_id"], body["status"], body["result"]) == ("accepts", "ok", {"by": "accepts"})
+    assert (body["agent_id"], body["status"], body["result"]) == (
+        "accepts",
+        "ok",
+        {"by": "accepts"},
+    )
     assert seen.executed == {"accepts": 1}  # executed once in all, nowhere else
     assert {a: len(asked) for a, asked in seen.asked.items()} == {
         "accepts": 1,
@@ -247,9 +252,7 @@ def test_an_offer_carries_no_context_and_no_payload(coordinator: str) -> None:
     with fleet(coordinator, behaviours) as seen, httpx.Client(base_url=coordinator) as http:
         made = http.post("/v1/contexts", json={"document": {"card": SECRET}})
         assert made.status_code == 201, made.text
-        answer = invoke(
-            coordinator, payload={"card": SECRET}, context_id=made.json()["context_id"]
-        )
+        answer = invoke(coordinator, payload={"card": SECRET}, context_id=made.json()["context_id"])
 
     assert answer.status_code == 200, answer.text
     (asked,) = seen.asked["accepts"]
