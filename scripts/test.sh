@@ -27,6 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 (cd tests/adapters/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 (cd tests/identity/idp && npm install --no-package-lock --no-audit --no-fund --silent)
+(cd tests/interop/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -222,8 +222,11 @@ class AttemptLoop:
         self.health.record_delivery(instance, ok=True)
         self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
         self._chart(spec.id, elapsed_ms, "ok")
-        self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via)
-        chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3)))
+        cost = result.cost if isinstance(result, Shaped) else None
+        self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via, cost)
+        chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3), cost=cost))
+        if cost is not None and plan.reported_cost is not None:
+            await plan.reported_cost(instance, cost)
         if isinstance(result, Shaped):
             return Delivered(result.value, instance, chain.attempts, result.normalized)
         return Delivered(result, instance, chain.attempts)
@@ -303,6 +306,7 @@ def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[st
     rest = [
         c.agent_id
         for c in decision.candidates
+        cost: float | None = None,
         if c.capability == decision.capability
         and c.agent_id != chosen
         and (c.offer is None or c.offer.stands)
@@ -315,6 +319,7 @@ def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[st
 
 def _via(agent_id: str, chain: _Chain) -> str | None:
     """How an attempt after the first was chosen: the same instance again, or the chain."""
+            cost=cost,
     if not chain.tried:
         return None
     if agent_id in chain.tried:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agent_reach.context.service import ContextService
 from agent_reach.errors import AgentFailed, NoMatch
 from agent_reach.invoke.attempts import AttemptLoop, Delivered
-from agent_reach.invoke.plan import DelegationOf, DeliveryPlan
+from agent_reach.invoke.plan import DelegationOf, DeliveryPlan, ReportedCost
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
@@ -57,6 +57,7 @@ class Dispatcher:
         mesh = self.mesh
         if mesh is not None and mesh.involved(task.principal, task.request.budget):
             plan.delegation_of = self._delegation_of(mesh, task, plan)
+            plan.reported_cost = self._reported_cost(mesh, task)
         negotiation = self.negotiation
         if negotiation is not None and negotiation.applies(plan.decision):
             return self._negotiated(negotiation, task, plan)
@@ -93,6 +94,17 @@ class Dispatcher:
             )
 
         return delegation_of
+
+    @staticmethod
+    def _reported_cost(mesh: Mesh, task: TaskEntry) -> ReportedCost:
+        """Per answer with `X-Reach-Cost`: spend what it reported over the declared cost."""
+
+        async def reported_cost(instance: Instance, cost: float) -> None:
+            await mesh.spend_reported(
+                task.principal, task.task_id, task.request.budget, cost - instance.spec.cost
+            )
+
+        return reported_cost
 
     def params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
         """The params pulled out of the text, with the caller's own payload fields kept."""

@@ -18,6 +18,8 @@ ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
 # An instance's delegation block (mesh/service.py), or None; may refuse the delivery
 # (403 budget_exhausted) before anything is sent.
 DelegationOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]
+# Spends what an instance reported its answer cost (`X-Reach-Cost`) from the chain's budget.
+ReportedCost = Callable[[Instance, float], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -39,3 +41,4 @@ class DeliveryPlan:
     owned: Owned | None = None
     context_of: ContextOf | None = None
     delegation_of: DelegationOf | None = None
+    reported_cost: ReportedCost | None = None

@@ -38,6 +38,7 @@ from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.invoke.unreached import unreached_instances
 from agent_reach.mesh.service import Mesh, delegated_limits
+from agent_reach.mesh.tokens import delegation_record
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import ANONYMOUS, Principal
@@ -206,7 +207,12 @@ class InvokeService:
         started = self.clock.monotonic()
         request_id = request.request_id or new_request_id()
         span = self.tracer.start(
-            "invoke", trace, request.capability or "", request_id, principal=principal.name
+            "invoke",
+            trace,
+            request.capability or "",
+            request_id,
+            principal=principal.name,
+            chain=principal.chain,
         )
         trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
         hops = checks.hop_budget(hop_budget, request.max_hop)
@@ -360,6 +366,10 @@ class InvokeService:
         changed), then the quota is taken for the delivery about to happen.
         """
         request = task.request
+        if task.principal.chain is not None:  # its decisions say on whose behalf, through whom
+            self.routing.decision_log.note_delegation(
+                task.task_id, delegation_record(task.principal.chain)
+            )
         if request.capability:  # named: nothing to wait for, unless unknown here
             if self.routing.catch_up is not None:
                 await self.routing.caught_up(request.capability)

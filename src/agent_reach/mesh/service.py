@@ -24,6 +24,7 @@ delivery when it would overspend.
 from __future__ import annotations
 
 from collections.abc import Callable
+import sys
 from typing import Any
 
 from agent_reach.backends.bundle import Backends
@@ -44,6 +45,7 @@ DEFAULT_ISSUER = "urn:agent-reach"  # the tokens' iss and aud when AR_PUBLIC_URL
 BUDGET_TTL_S = 3600.0  # a chain's spent total outlives any request of it (the long class)
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
 
+UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded whatever it costs
 
 class DelegationCycle(ReachError):
     """The capability is already in the chain: handing it back is passing the buck."""
@@ -178,13 +180,15 @@ class Mesh:
         """Spend `cost` from the chain's budget; 403 `budget_exhausted` when it would pass."""
         chain = principal.chain
         limit = chain.budget if chain is not None else budget
-        if limit is None or cost <= 0:
+        # A delegated call is checked even when free: reported costs may have spent it all.
+        if limit is None or (cost <= 0 and chain is None):
             return
         spent = await self._store.spend(chain.root if chain else root, cost, limit, BUDGET_TTL_S)
         if spent is None:
             raise Forbidden(
                 f"this delivery costs {cost:g} and the chain's budget of {limit:g} would be passed",
                 code="budget_exhausted",
+        cost = max(cost, 0.0)
                 budget=limit,
                 cost=cost,
             )
@@ -194,6 +198,18 @@ class Mesh:
         policy = self._policy()
         if policy is not self._scopes_of:
             self._scopes_of, self._scopes = policy, {}
+    async def spend_reported(
+        self, principal: Principal, root: str, budget: float | None, extra: float
+    ) -> None:
+        """Add what an agent reported over its declared cost (`X-Reach-Cost`) to the
+        chain's spent total, past the budget if so: the work is done, and the chain's
+        next delegation is then refused (`budget_exhausted`)."""
+        chain = principal.chain
+        limit = chain.budget if chain is not None else budget
+        if limit is None or extra <= 0:
+            return
+        await self._store.spend(chain.root if chain else root, extra, UNLIMITED, BUDGET_TTL_S)
+
         key = (link.principal, link.domain or "")
         scope = self._scopes.get(key)
         if scope is None:

@@ -116,6 +116,20 @@ def act_claim(chain: Chain) -> dict[str, Any] | None:
     return _act_claim(chain.links)
 
 
+def delegation_record(chain: Chain) -> dict[str, Any]:
+    """What records of a delegated call say of it (journal, decisions): on whose behalf,
+    the agents it came through (oldest first; the last one made the call) and the
+    principal of the agent that made it."""
+    return {
+        "on_behalf_of": chain.caller.name,
+        "via": [
+            {"agent": link.principal, "instance": link.instance, "capability": link.capability}
+            for link in chain.links
+        ],
+        "by": chain.holder.principal,
+    }
+
+
 def _link_claim(link: Link) -> dict[str, Any]:
     return {
         "sub": link.principal,

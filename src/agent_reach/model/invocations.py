@@ -94,6 +94,7 @@ class Attempt:
     duration_ms: float
     http_status: int | None = None
     error: str | None = None
+    cost: float | None = None  # what the agent reported it cost (`X-Reach-Cost`)
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower

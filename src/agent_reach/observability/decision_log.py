@@ -18,10 +18,10 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import orjson
 import structlog
@@ -48,9 +48,13 @@ class RecentDecision:
     trace_id: str
     decision: RouteDecision
     principal: str | None = None  # who asked: callers are shown only their own
+    delegation: dict[str, Any] | None = None  # a delegated call: on whose behalf, through whom
 
 
-_Kept = tuple[float, Literal["route", "invoke"], str, str, RouteDecision, str | None]
+_Kept = tuple[
+    float, Literal["route", "invoke"], str, str, RouteDecision, str | None, dict[str, Any] | None
+]
+DELEGATIONS_KEPT = 4096  # delegated requests whose chain a decision of theirs is logged with
 
 
 class DecisionLog:
@@ -71,6 +75,14 @@ class DecisionLog:
         self._pending: deque[bytes] = deque(maxlen=MAX_PENDING)  # serialized lines
         self._sink: _Sink | None = None if target == "off" else _Sink(target, max_bytes, backups)
         self._writing: asyncio.Future[None] | None = None
+        self._delegations: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def note_delegation(self, request_id: str, delegation: dict[str, Any]) -> None:
+        """A delegated request about to be routed: its decisions are logged with its chain
+        (`mesh.tokens.delegation_record`), and the agents of the chain may read them."""
+        self._delegations[request_id] = delegation
+        if len(self._delegations) > DELEGATIONS_KEPT:
+            self._delegations.popitem(last=False)
 
     @property
     def is_on(self) -> bool:
@@ -91,7 +103,8 @@ class DecisionLog:
         The user's text is not logged (it may hold personal data); the request_id
         joins the record to the caller's own logs.
         """
-        kept = (self.clock.wall(), kind, request_id, trace_id, decision, principal)
+        delegation = self._delegations.get(request_id) if self._delegations else None
+        kept = (self.clock.wall(), kind, request_id, trace_id, decision, principal, delegation)
         self._recent.append(kept)
         if self._sink is not None:
             self._pending.append(_line(*kept))
@@ -120,7 +133,7 @@ class DecisionLog:
         asked for by `principal`."""
         found: list[RecentDecision] = []
         for kept in reversed(self._recent):
-            if principal is not None and kept[5] != principal:
+            if principal is not None and kept[5] != principal and not _in_chain(kept[6], principal):
                 continue
             if trace_id is not None and kept[3] != trace_id:
                 continue
@@ -202,12 +215,14 @@ def _line(
     trace_id: str,
     decision: RouteDecision,
     principal: str | None,
+    delegation: dict[str, Any] | None,
 ) -> bytes:
     return orjson.dumps(
         {
             "time": time,
             "kind": kind,
             "principal": principal,
+            **({} if delegation is None else {"delegation": delegation}),
             "request_id": request_id,
             "trace_id": trace_id,
             "capability": decision.capability,
@@ -220,6 +235,11 @@ def _line(
         },
         option=orjson.OPT_APPEND_NEWLINE,
     )
+
+
+def _in_chain(delegation: dict[str, Any] | None, principal: str) -> bool:
+    """An agent of the delegated call's chain (the call is at or below its hop)."""
+    return delegation is not None and any(h["agent"] == principal for h in delegation["via"])
 
 
 def _involves(decision: RouteDecision, agent_id: str) -> bool:

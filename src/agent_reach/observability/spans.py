@@ -37,6 +37,13 @@ class Span:
     attempt: int = 0
     note: str | None = None
     principal: str | None = None  # who made the request; None: the parent span's
+    # A delegated call (docs/mesh.md): its invoke span names the original caller, the
+    # chain's agent instances (oldest first) and the principal of the agent that made
+    # the call; an attempt span, what its agent reported the answer cost.
+    on_behalf_of: str | None = None
+    via: tuple[str, ...] | None = None
+    holder: str | None = None
+    cost: float | None = None
 
     @property
     def is_error(self) -> bool:

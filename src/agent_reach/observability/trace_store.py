@@ -86,16 +86,17 @@ class TraceStore:
         else:
             self.dropped_spans += 1
             return
-        principal = span.principal
-        if principal is not None:
-            named = self._principals.get(span.trace_id, ())
-            if principal not in named:
-                self._principals[span.trace_id] = (*named, principal)
+        for principal in (span.principal, span.holder):
+            if principal is not None:
+                named = self._principals.get(span.trace_id, ())
+                if principal not in named:
+                    self._principals[span.trace_id] = (*named, principal)
 
     def get(self, trace_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The trace's summary and every span in start order, with wall-clock times.
 
-        Given `owner`, only the spans of that principal's requests (None when there are
+        Given `owner`, only the spans of that principal's requests and of the calls an
+        agent of that principal delegated (from its own hop down; None when there are
         none): a trace crossing principals shows each of them its own part.
         """
         spans = self._traces.get(trace_id)
@@ -103,7 +104,7 @@ class TraceStore:
             return None
         owners = span_owners(spans)
         if owner is not None:
-            spans = [s for s in spans if owners[s.span_id] == owner]
+            spans = seen_by(spans, owners, owner)
             if not spans:
                 return None
         offset_s = self._wall_offset_s()
@@ -128,6 +129,7 @@ class TraceStore:
                     "attempt": s.attempt,
                     "note": s.note,
                     "principal": owners[s.span_id],
+                    **_chain_fields(s),
                 }
                 for s in ordered
             ],
@@ -143,8 +145,7 @@ class TraceStore:
                 # A span is owned through a span that names its owner: none named, none owned.
                 if where.owner not in self._principals.get(trace_id, ()):
                     continue
-                owners = span_owners(spans)
-                spans = [s for s in spans if owners[s.span_id] == where.owner]
+                spans = seen_by(spans, span_owners(spans), where.owner)
             if where.capability is not None and all(s.name != where.capability for s in spans):
                 continue
             if where.agent_id is not None and all(s.agent_id != where.agent_id for s in spans):
@@ -183,6 +184,43 @@ def span_owners(spans: list[Span]) -> dict[str, str | None]:
         for span_id in [span.span_id, *path]:
             owners[span_id] = owner
     return owners
+
+
+def seen_by(spans: list[Span], owners: dict[str, str | None], owner: str) -> list[Span]:
+    """The spans `owner` may see: its own requests', and those at or under a call an
+    agent of `owner` made with a delegation token it held (its hop down, not above)."""
+    by_id = {s.span_id: s for s in spans}
+    held: dict[str, bool] = {}
+
+    def under_held(span: Span) -> bool:
+        path: list[str] = []
+        current: Span | None = span
+        found = False
+        while current is not None and len(path) <= len(spans):
+            if current.span_id in held:
+                found = held[current.span_id]
+                break
+            path.append(current.span_id)
+            if current.holder == owner:
+                found = True
+                break
+            current = by_id.get(current.parent_id or "")
+        for span_id in path:
+            held[span_id] = found
+        return found
+
+    return [s for s in spans if owners[s.span_id] == owner or under_held(s)]
+
+
+def _chain_fields(span: Span) -> dict[str, Any]:
+    """A delegated call's `on_behalf_of` and `via`, an attempt's reported `cost`."""
+    fields: dict[str, Any] = {}
+    if span.on_behalf_of is not None:
+        fields["on_behalf_of"] = span.on_behalf_of
+        fields["via"] = list(span.via or ())
+    if span.cost is not None:
+        fields["cost"] = span.cost
+    return fields
 
 
 def _start_order(span: Span) -> tuple[float, float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_reach.clock import Clock
+from agent_reach.model.keys import Chain
 from agent_reach.observability.spans import Span, SpanKind
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracecontext import TraceContext, new_span_id
@@ -38,12 +39,14 @@ class Tracer:
         note: str | None = None,
         *,
         principal: str | None = None,
+        chain: Chain | None = None,
     ) -> Span:
-        """An open span in `trace`, child of `trace.parent_span_id`, timed from now.
+        """An open span in `trace`, child of `trace.parent_span_id`, timed from now;
+        for a delegated call (`chain`), on whose behalf and through whom.
 
         Pass ``trace.under(span.span_id)`` to what the span calls, and `end` it once.
         """
-        return Span(
+        span = Span(
             trace.trace_id,
             new_span_id(),
             trace.parent_span_id,
@@ -53,6 +56,11 @@ class Tracer:
             note=note,
             principal=principal,
         )
+        if chain is not None:
+            span.on_behalf_of = chain.caller.name
+            span.via = tuple(link.instance for link in chain.links)
+            span.holder = chain.holder.principal
+        return span
 
     def end(self, span: Span, status: str | None = None) -> None:
         """Close `span` now with `status` (else the status already set, else `ok`) and keep it."""
@@ -74,6 +82,7 @@ class Tracer:
         attempt: int = 0,
         note: str | None = None,
         principal: str | None = None,
+        cost: float | None = None,
     ) -> None:
         """Keep a span that ends now and began at monotonic `started`.
 
@@ -94,6 +103,7 @@ class Tracer:
                 attempt,
                 note,
                 principal,
+                cost=cost,
             )
         )
 

@@ -7,6 +7,8 @@ back as an `EventStream` (`invoke/streaming.py`); every other one is one pooled 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from urllib.parse import urlsplit
 
 from agent_reach.errors import (
@@ -75,19 +77,34 @@ def _acted(message: str, code: str) -> AgentFailed:
 
 def _result(response: pool.Response, limit: int) -> Shaped:
     """A 2xx answer's body as the one result shape; an unreadable one is final."""
-    coding = content_type = None
+    coding = content_type = reported = None
     for name, value in response.headers:
         if name == b"content-encoding":
             coding = value
         elif name == b"content-type":
             content_type = value
+        elif name == b"x-reach-cost":
+            reported = value
     try:
         body = decode_content(coding, response.body, limit)
-        return shape_result(content_type, body)
+        shaped = shape_result(content_type, body)
+        if reported is not None:
+            shaped = dataclasses.replace(shaped, cost=_reported_cost(reported))
+        return shaped
     except BodyTooLarge as exc:
         raise _acted(str(exc), "agent_response_too_large") from None
     except BadBody as exc:
         raise _acted(f"the agent's answer cannot be read: {exc}", BAD_ANSWER) from None
+
+
+def _reported_cost(value: bytes) -> float | None:
+    """`X-Reach-Cost: <number>` (docs/agent-contract.md): a finite number >= 0, else
+    ignored (an agent cannot earn budget back with a negative cost)."""
+    try:
+        cost = float(value.strip())
+    except ValueError:
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 def _headers(delivery: Delivery, traceparent: str, deadline_ms: int) -> list[tuple[str, str]]:

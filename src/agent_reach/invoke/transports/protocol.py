@@ -18,6 +18,7 @@ class Shaped:
 
     value: Any
     normalized: Normalization
+    cost: float | None = None  # what the agent reported it cost (`X-Reach-Cost`), if it did
 
 
 class Transport(Protocol):

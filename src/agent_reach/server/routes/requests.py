@@ -57,7 +57,7 @@ async def why(
     entry = entries[-1]
     trace = runtime.tracer.store.get(entry.trace_id, visible_owner(principal))
     spans = request_spans(trace, entry.request_id)
-    return json_response(walk(entry, runtime.history, principal, spans))
+    return json_response(walk(entry, runtime.history, principal, spans, trace))
 
 
 def _requests_of_trace(runtime: Runtime, trace_id: str, principal: Principal) -> list[str]:
