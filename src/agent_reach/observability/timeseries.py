@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from math import ceil, log
 from typing import Any, Literal
 
 BUCKET_S = 5  # a live chart moves every 5 s; 180 points over the window
@@ -25,7 +26,9 @@ MAX_SERIES = 500  # series per bucket per kind; far above a real catalog's size
 OTHER = "(other)"
 LATENCY_RATIO = 1.04  # a bin's midpoint is within 2 % of every latency in it
 _LOG_RATIO = math.log(LATENCY_RATIO)
-_MIN_MS = 0.01  # shorter latencies share the lowest bin
+_BIN_SCALE = 1 / _LOG_RATIO  # bin of a latency in s: ceil(log(s) * scale + shift), i.e. of ms
+_BIN_SHIFT = math.log(1000) / _LOG_RATIO
+_MIN_S = 0.00001  # shorter latencies share the lowest bin
 CONFIDENCE_BINS = 20  # 0.05 wide: fine enough to see the thresholds' neighbourhood
 
 Outcome = Literal["ok", "error", "refused"]
@@ -44,16 +47,16 @@ class _Cell:
         self.latency: dict[int, int] = {}  # log bin -> count
         self.quantiles: tuple[float | None, float | None] | None = None
 
-    def add(self, latency_s: float | None, outcome: Outcome) -> None:
+    def add(self, latency_bin: int | None, outcome: Outcome) -> None:
         self.count += 1
-        if outcome == "error":
-            self.errors += 1
-        elif outcome == "refused":
-            self.refusals += 1
-        if latency_s is not None:
-            index = math.ceil(math.log(max(latency_s * 1000, _MIN_MS)) / _LOG_RATIO)
+        if outcome != "ok":
+            if outcome == "error":
+                self.errors += 1
+            else:
+                self.refusals += 1
+        if latency_bin is not None:
             latency = self.latency
-            latency[index] = latency.get(index, 0) + 1
+            latency[latency_bin] = latency.get(latency_bin, 0) + 1
             self.quantiles = None
 
     def p50_p99(self) -> tuple[float | None, float | None]:
@@ -66,10 +69,11 @@ class _Cell:
 
 
 class _Bucket:
-    __slots__ = ("capabilities", "confidence", "instances", "margin", "start", "total")
+    __slots__ = ("capabilities", "confidence", "end", "instances", "margin", "start", "total")
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, end: int) -> None:
         self.start = start
+        self.end = end
         self.capabilities: dict[str, _Cell] = {}
         self.instances: dict[str, _Cell] = {}
         self.total = _Cell()  # every request, whatever its capability
@@ -92,13 +96,26 @@ class TrafficSeries:
         self, at_s: float, capability: str, latency_s: float | None, outcome: Outcome
     ) -> None:
         """One request ended at wall time `at_s` (a refusal has no latency to count)."""
-        bucket = self._bucket(at_s)
-        _cell(bucket.capabilities, capability).add(latency_s, outcome)
-        bucket.total.add(latency_s, outcome)
+        bucket = self._newest  # on the request path: the common case first, inline
+        if bucket is None or not bucket.start <= at_s < bucket.end:
+            bucket = self._bucket(at_s)
+        index = (
+            None
+            if latency_s is None
+            else ceil(log(max(latency_s, _MIN_S)) * _BIN_SCALE + _BIN_SHIFT)
+        )
+        cells = bucket.capabilities
+        (cells.get(capability) or _cell(cells, capability)).add(index, outcome)
+        bucket.total.add(index, outcome)
 
     def attempt(self, at_s: float, instance: str, latency_s: float, outcome: Outcome) -> None:
         """One delivery attempt to `instance` ended."""
-        _cell(self._bucket(at_s).instances, instance).add(latency_s, outcome)
+        bucket = self._newest
+        if bucket is None or not bucket.start <= at_s < bucket.end:
+            bucket = self._bucket(at_s)
+        index = ceil(log(max(latency_s, _MIN_S)) * _BIN_SCALE + _BIN_SHIFT)
+        cells = bucket.instances
+        (cells.get(instance) or _cell(cells, instance)).add(index, outcome)
 
     def decision(self, at_s: float, confidence: float, margin: float | None) -> None:
         """A text routing decision: the best calibrated confidence and the gap to the
@@ -143,7 +160,7 @@ class TrafficSeries:
 
     def _bucket(self, at_s: float) -> _Bucket:
         newest = self._newest
-        if newest is not None and newest.start <= at_s < newest.start + self.bucket_s:
+        if newest is not None and newest.start <= at_s < newest.end:
             return newest
         start = self._start(at_s)
         buckets = self._buckets
@@ -152,7 +169,7 @@ class TrafficSeries:
                 if bucket.start == start:
                     return bucket
             return buckets[-1]
-        bucket = self._newest = _Bucket(start)
+        bucket = self._newest = _Bucket(start, start + self.bucket_s)
         buckets.append(bucket)
         while buckets[0].start <= start - self.window_s:
             buckets.popleft()
