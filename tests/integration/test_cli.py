@@ -196,6 +196,7 @@ def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
                     break
                 except httpx.TransportError:
                     if process.poll() is not None or time.monotonic() > deadline:
+                        process.kill()  # a server still starting would keep communicate waiting
                         pytest.fail(
                             f"`agent-reach serve` did not come up:\n{process.communicate()[0]!r}"
                         )
