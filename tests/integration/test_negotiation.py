@@ -38,6 +38,7 @@ class Behaviour:
     fails: bool = False  # accepts, then answers its delivery 503 (try another)
     generic: bool = False
     negotiates: bool = True
+    gate: threading.Event | None = None  # its handler waits for it before answering
 
 
 @dataclass
@@ -76,6 +77,8 @@ def fleet(coordinator: str, behaviours: dict[str, Behaviour]) -> Iterator[Fleet]
         @agent.handler
         async def handle(request: AgentRequest) -> dict[str, Any]:
             seen.executed[agent_id] += 1
+            if behaviour.gate is not None:
+                await asyncio.to_thread(behaviour.gate.wait, 30)
             if behaviour.fails:
                 raise RetryLater("not now after all")
             return {"by": agent_id}
@@ -110,13 +113,20 @@ def fleet(coordinator: str, behaviours: dict[str, Behaviour]) -> Iterator[Fleet]
         yield seen
     finally:
         seen.release.set()
+        for behaviour in behaviours.values():
+            if behaviour.gate is not None:
+                behaviour.gate.set()
         for server in servers:
             server.stop()
 
 
-def invoke(coordinator: str, **body: Any) -> httpx.Response:
+def invoke(coordinator: str, headers: dict[str, str] | None = None, **body: Any) -> httpx.Response:
     with httpx.Client(base_url=coordinator, timeout=10) as http:
-        return http.post("/v1/invoke", json={"capability": CAPABILITY, "payload": {}, **body})
+        return http.post(
+            "/v1/invoke",
+            json={"capability": CAPABILITY, "payload": {}, **body},
+            headers=headers,
+        )
 
 
 def offers_of(route: dict[str, Any]) -> dict[str, Any]:
@@ -229,6 +239,26 @@ def test_when_everyone_declines_without_a_generic_agent_it_is_all_declined(
     assert seen.executed == {}
     assert 'agent_reach_offers_total{outcome="declined"} 1.0' in metrics
     assert 'agent_reach_offers_total{outcome="timeout"} 1.0' in metrics
+
+
+def test_a_repeated_request_id_goes_back_where_it_may_have_acted_unasked(
+    coordinator: str,
+) -> None:
+    gate = threading.Event()
+    behaviours = {
+        "slow": Behaviour(accept(1.0), weight=2.0, gate=gate),
+        "other": Behaviour(accept(0.5)),
+    }
+    with fleet(coordinator, behaviours) as seen:
+        first = invoke(coordinator, request_id="quote-7", headers={"x-reach-deadline-ms": "500"})
+        assert first.status_code == 504, first.text  # slow may have acted: outcome unknown
+        behaviours["slow"].offer = DECLINE  # it would decline now, but it holds the id
+        gate.set()
+        again = invoke(coordinator, request_id="quote-7")
+
+    assert (again.json()["agent_id"], again.json()["result"]) == ("slow", {"by": "slow"})
+    assert seen.executed == {"slow": 1}  # its own memory of the id answered the repeat
+    assert {a: len(asked) for a, asked in seen.asked.items()} == {"slow": 1, "other": 1}
 
 
 def test_an_offer_over_the_budget_left_is_refused(coordinator: str) -> None:

@@ -143,7 +143,13 @@ class Negotiation:
     async def negotiate(self, task: TaskEntry, plan: DeliveryPlan) -> None:
         """Ask for offers and rewrite `plan.decision`: each candidate's `offer`, the
         instances that may get the delivery first by combined score, the choice.
-        Raises `AllDeclined` when nobody may and no generic agent is live."""
+        Raises `AllDeclined` when nobody may and no generic agent is live.
+
+        A caller's request id that may already have reached an instance goes back there
+        first, as it would unasked (`invoke/idempotency.py`): no offers then, or a
+        decline would send a request that may have acted to another instance."""
+        if plan.owned is not None and plan.owned.sent_to:
+            return
         decision = plan.decision
         capability = decision.capability or ""
         own = [c for c in decision.candidates if c.capability == capability]
