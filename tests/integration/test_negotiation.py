@@ -140,11 +140,13 @@ def test_the_choice_follows_the_offers_and_delivers_once(coordinator: str) -> No
         "declines": Behaviour(DECLINE, weight=3.0),  # the best score: it would win unasked
         "silent": Behaviour(SILENT, weight=2.0),
     }
-    with fleet(coordinator, behaviours) as seen:
+    with fleet(coordinator, behaviours) as seen, httpx.Client(base_url=coordinator) as http:
         answer = invoke(coordinator)
+        (listed,) = http.get("/v1/decisions", params={"limit": 1}).json()["decisions"]
 
     assert answer.status_code == 200, answer.text
     body = answer.json()
+    assert listed["decision"] == body["route"]  # GET /v1/decisions shows the offers too
     assert (body["agent_id"], body["status"], body["result"]) == (
         "accepts",
         "ok",
