@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ from pydantic import SecretStr
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 ADMIN_KEY = "traffic-admin-key-0123456789"
 
@@ -79,6 +81,31 @@ def test_text_decisions_fill_the_confidence_histogram_with_the_policy_thresholds
     policy = http.get("/v1/policy").json()["policy"]
     assert routing["min_confidence"] == policy["min_confidence"]
     assert routing["margin_threshold"] == policy["margin"]
+
+
+def test_a_request_refused_by_admission_is_counted_as_a_refusal(settings, gated_agents):
+    agent, endpoint = gated_agents()
+    with (
+        run_coordinator(settings.model_copy(update={"max_in_flight": 1})) as (url, _),
+        httpx.Client(base_url=url, timeout=10) as http,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        registration = {
+            "id": "slow-1",
+            "capabilities": ["echo"],
+            "transport": {"endpoint": endpoint},
+        }
+        assert http.post("/v1/agents", json=registration).status_code == 201
+        held = pool.submit(http.post, "/v1/invoke", json={"capability": "echo"})
+        wait_until(lambda: len(agent.received) == 1, "the first request to reach the agent")
+
+        refused = http.post("/v1/invoke", json={"capability": "echo"})
+
+        agent.gate.set()
+        assert held.result().status_code == 200
+        assert refused.json()["error"]["code"] == "overloaded"
+        echo = traffic(http)["capabilities"]["echo"]
+    assert (sum(echo["requests"]), sum(echo["refusals"]), sum(echo["errors"])) == (2, 1, 0)
 
 
 @pytest.fixture
