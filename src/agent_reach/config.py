@@ -312,7 +312,9 @@ class Settings(BaseSettings):
     )
     route_affinity_default: (
         Annotated[
-            list[Literal["capability", "health", "context", "load", "success", "latency"]],
+            list[
+                Literal["capability", "health", "context", "load", "success", "latency", "quality"]
+            ],
             NoDecode,
         ]
         | None

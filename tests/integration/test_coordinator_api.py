@@ -172,6 +172,7 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
         "affinity": 0.2,
         "load": 0.15,
         "success": 0.1,
+        "quality": 0.1,
     }
     assert len(decision["policy_version"]) == 12
     by_id = {c["agent_id"]: c for c in decision["candidates"]}
@@ -184,10 +185,12 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
             "load",
             "success",
             "latency",
+            "quality",
         }
         assert candidate["match"] == {"exact": 1.0}
-    assert by_id["inv-1"]["score"] == pytest.approx(0.8)  # no affinity: 1 - 0.2
-    assert by_id["inv-2"]["score"] == pytest.approx(0.4)  # half the weight
+        assert candidate["factors"]["quality"] == 0.75  # no outcome yet: the prior's mean
+    assert by_id["inv-1"]["score"] == pytest.approx(0.875)  # no affinity: 1.1 - 0.2 - 0.025
+    assert by_id["inv-2"]["score"] == pytest.approx(0.4375)  # half the weight
     assert agent.received == []
 
 

@@ -10,7 +10,10 @@ what the failure says about the agent:
   acting): a re-send, bounded by the class's `retries`, after a jittered backoff,
   to another instance when there is one;
 - a failure the agent made final (4xx, `X-Reach-Retryable: false`, an answer that
-  cannot be read or is over the limit: it acted and answered): stop.
+  cannot be read or is over the limit: it acted and answered): stop — except a 421
+  "not mine" to a request that named its capability: the agent did nothing, so the
+  next instance is tried at once (no retry-budget slot), and only when none is left is
+  that 421 the answer (a text request's 421 is re-routed instead: invoke/dispatch.py).
 
 Once any attempt may have reached an agent — it may still be acting, or it
 answered a 5xx other than 503 (it may have acted before failing) — running out
@@ -20,6 +23,10 @@ the instance's health the way a refusal is: under load a full listen backlog
 drops SYNs of a working agent.
 
 Every attempt after one that reached an agent needs a slot in the retry budget.
+
+Each attempt's outcome goes to the quality ledger (mesh/quality.py): completed, failed,
+timed out, or bounced (that 421). Never reaching an agent, a 429 and a hop limit down
+the line are health's and load's business, not the quality of its work.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_reach.clock import Clock
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopLimit, NoInstance
@@ -47,8 +54,13 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
 
+if TYPE_CHECKING:
+    from agent_reach.mesh.quality import QualityLedger
+    from agent_reach.model.quality import OutcomeKind
+
 DECLINED_STATUSES = frozenset({421, 429})  # "not mine" and "too busy": the agent said no
 NOT_TAKEN = 503  # RFC 9110 §15.6.4: "currently unable to handle the request"
+NOT_MINE = 421
 
 
 @dataclass(slots=True)
@@ -73,6 +85,7 @@ class _Chain:
     reached_agent: bool = False
     unknown: AgentFailed | None = None  # the first failure after which the agent may have acted
     answered: AgentFailed | None = None  # the first 5xx answer: that agent may have acted too
+    bounced: AgentFailed | None = None  # the first 421 to a request that named its capability
 
 
 class AttemptLoop:
@@ -95,6 +108,7 @@ class AttemptLoop:
         self.clock = clock
         self.metrics = metrics
         self.tracer = tracer
+        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
 
     async def run(self, plan: DeliveryPlan) -> Delivered:
         """Deliver to the first instance that succeeds; raise the failure that ended it.
@@ -131,6 +145,9 @@ class AttemptLoop:
             finally:
                 if holds_slot:
                     self.budget.end_retry()
+            if _bounced(last_error, decision):
+                chain.bounced = chain.bounced or last_error
+                continue  # it did nothing: its siblings may take it
             if not last_error.retryable:
                 raise _with_attempts(last_error, chain)
             if not isinstance(last_error, AgentUnreachable):
@@ -212,6 +229,7 @@ class AttemptLoop:
             )
             if isinstance(exc, HopLimit):
                 exc.details["attempts"] = chain.attempts
+            self._count(spec.id, _outcome_of(exc, plan.decision))
             raise
         finally:
             window.in_flight -= 1
@@ -220,6 +238,7 @@ class AttemptLoop:
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
+        self._count(spec.id, "completed")
         self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
         self._chart(spec.id, elapsed_ms, "ok")
         cost = result.cost if isinstance(result, Shaped) else None
@@ -257,6 +276,7 @@ class AttemptLoop:
                 window.record(ok=ok, latency_ms=elapsed_ms)
                 self.health.record_delivery(instance, ok=ok)
                 self._chart(instance.id, elapsed_ms, "ok" if ok else "error")
+                self._count(instance.id, "completed" if end.error is None else "failed")
             self.metrics.child(self.metrics.attempt_seconds, end.outcome).observe(elapsed_ms / 1000)
             self._trace(trace, span_id, delivery, instance.id, number, started, end.outcome, via)
             message = end.error.message if end.error is not None else None
@@ -266,6 +286,11 @@ class AttemptLoop:
 
         stream.on_end(record)
         return Delivered(stream, instance, attempts, "sse")
+
+    def _count(self, agent_id: str, kind: OutcomeKind | None) -> None:
+        """The attempt in the outcome ledger (nothing for what says nothing of its work)."""
+        if kind is not None and self.quality is not None:
+            self.quality.record(agent_id, kind)
 
     def _chart(self, agent_id: str, elapsed_ms: float, outcome: Outcome) -> None:
         """The attempt in the dashboard's per-instance time series."""
@@ -327,6 +352,23 @@ def _via(agent_id: str, chain: _Chain) -> str | None:
     return "next_instance" if agent_id in chain.order else "generic"
 
 
+def _bounced(error: AgentFailed, decision: RouteDecision) -> bool:
+    """A 421 "not mine" to a request that named its capability (an instance of it said no)."""
+    return decision.rule == "exact" and error.details.get("http_status") == NOT_MINE
+
+
+def _outcome_of(error: AgentFailed | HopLimit, decision: RouteDecision) -> OutcomeKind | None:
+    """What a failed attempt says of the instance's work, if anything."""
+    if isinstance(error, HopLimit | AgentUnreachable) or error.details.get("connect_timeout"):
+        return None
+    status = error.details.get("http_status")
+    if status == NOT_MINE:
+        return "bounced" if decision.rule == "exact" else None  # text: the route missed
+    if status == 429:
+        return None
+    return "timed_out" if isinstance(error, AgentTimeout) else "failed"
+
+
 def _may_have_acted(error: AgentFailed) -> bool:
     return bool(error.details.get("outcome_unknown", isinstance(error, AgentTimeout)))
 
@@ -348,6 +390,8 @@ def _exhausted(last_error: AgentFailed | None, chain: _Chain) -> Exception:
     acted = chain.unknown or chain.answered
     if acted is not None:
         return _with_attempts(acted, chain)
+    if chain.bounced is not None:  # every instance that was tried said "not mine"
+        return _with_attempts(chain.bounced, chain)
     return NoInstance(
         "no instance of the capability could take the request"
         + (f" (last failure: {last_error.code})" if last_error else ""),

@@ -8,6 +8,8 @@ latency, its invoke span and its journal entry.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
 
 from agent_reach.clock import Clock
@@ -28,6 +30,9 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.troubleshooting.journal import RequestJournal
+
+if TYPE_CHECKING:
+    from agent_reach.mesh.quality import QualityLedger
 
 # Answers given instead of a delivery: the router would not guess, a caller may not, or a
 # limit said no. The dashboard charts them apart from failures.
@@ -60,6 +65,7 @@ class Finisher:
         self.metrics = metrics
         self.tracer = tracer
         self.journal = journal
+        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
 
     def label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value
@@ -90,6 +96,8 @@ class Finisher:
         if self.similar is not None and request.text and decision.capability:
             self.similar.remember(decision.capability, request.text, task.task_id, delivered.result)
         self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
+        if self.quality is not None:  # so that its caller may rate it
+            self.quality.served(task.task_id, delivered.instance.id, task.principal)
         span.status, span.agent_id = status, delivered.instance.id
         result = InvokeResult(
             request_id=task.task_id,

@@ -12,7 +12,8 @@ only where all of these hold — a chain only narrows:
 - a delegate rule lets the agent holding the token hand it on (and the token's scope,
   fixed when it was issued, names it);
 - the chain stays within `[delegation] max_depth`;
-- the capability is not already in the chain (422 `delegation_cycle`);
+- the capability is not already in the chain (422 `delegation_cycle`; the holder has
+  bounced its task, and the quality ledger counts it: mesh/quality.py);
 - the holder is not disabled, and any context passed is the one the token carries.
 
 Otherwise 403 `delegation_denied` naming what `failed`. Every delivery to an instance
@@ -33,6 +34,7 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import Forbidden, ReachError
 from agent_reach.mesh.kill_switch import KillSwitch
+from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.signing import SigningKeys
 from agent_reach.mesh.tokens import DelegationTokens, principal_of
 from agent_reach.model.access import AccessRule
@@ -75,6 +77,7 @@ class Mesh:
         self._clock = clock
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         self._scopes_of: RoutingPolicy | None = None
+        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
 
     def involved(self, principal: Principal, budget: float | None) -> bool:
         """Whether a request's deliveries may carry a token or spend a budget: a chain, a
@@ -145,6 +148,8 @@ class Mesh:
         if self.switch.is_disabled(holder.instance):
             raise _denied("agent_disabled", f"agent {holder.instance!r} is disabled")
         if any(link.capability == capability for link in chain.links):
+            if self.quality is not None:  # handing the whole task back or sideways
+                self.quality.record(holder.instance, "bounced")
             path = " -> ".join(link.capability for link in chain.links)
             raise DelegationCycle(
                 f"{capability!r} is already in this chain ({path}): handing it back is "

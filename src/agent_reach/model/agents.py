@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from agent_reach.model.offers import NegotiateSpec
+from agent_reach.model.quality import QualityView
 
 DEFAULT_TTL_S = 60.0  # a 60 s lease, renewed at ttl/3 (docs/agent-contract.md)
 DEFAULT_CAPACITY = 64  # concurrent deliveries an instance takes before its load factor reaches 0
@@ -220,3 +221,4 @@ class InstanceView(BaseModel):
     registered_at: float
     stats: InstanceStats
     disabled: bool = False  # an admin took it out of routing (POST /v1/agents/{id}/disable)
+    quality: QualityView | None = None  # its work over the window (mesh/quality.py)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,6 +20,8 @@ class Candidate:
     score: float
     factors: dict[str, float]
     match: dict[str, float] = field(default_factory=dict)
+    # the outcome counts behind `factors.quality` (mesh/quality.py); absent kinds are 0
+    outcomes: Mapping[str, int] = field(default_factory=dict)
     offer: OfferOutcome | None = None  # its answer when asked for an offer (negotiation)
 
 

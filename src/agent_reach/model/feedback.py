@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, StringConstraints, model_validator
 
 from agent_reach.model.agents import Capability
 
@@ -12,12 +12,20 @@ RequestId = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class FeedbackRequest(BaseModel):
-    """`POST /v1/feedback`: the capability that should have served an earlier text request."""
+    """`POST /v1/feedback`: the capability that should have served an earlier text request,
+    or a rating of the work of the instance that served an earlier request (one of them)."""
 
     model_config = ConfigDict(extra="forbid")
 
     request_id: RequestId
-    capability: Capability
+    capability: Capability | None = None
+    rating: Literal["good", "bad"] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> FeedbackRequest:
+        if (self.capability is None) == (self.rating is None):
+            raise ValueError("give either capability (a correction) or rating (good or bad)")
+        return self
 
 
 class RoutedText(BaseModel):

@@ -68,8 +68,15 @@ class Outcomes:
             plus, minus = EVIDENCE.get(kind, (0.0, 0.0))
             good += plus * n
             bad += minus * n
-        kept = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
+        kept: dict[str, int] = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
         return cls(kept, round(good / (good + bad), 4))
+
+
+class QualityView(BaseModel):
+    """An instance's quality as `GET /v1/agents` shows it: the factor and its counts."""
+
+    factor: float
+    outcomes: dict[str, int]
 
 
 PRIOR = Outcomes.of({}, QualityPolicy())  # what an instance with no record starts with

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.model.agents import AgentSpec, HealthStatus
+from agent_reach.model.quality import PRIOR, Outcomes
 from agent_reach.registry.health import HealthTracker
 from agent_reach.registry.stats import CallWindow
 
@@ -21,6 +22,7 @@ class Instance:
         "id",
         "last_error",
         "lease_until",
+        "outcomes",
         "spec",
         "stats",
         "tracker",
@@ -35,6 +37,7 @@ class Instance:
         self.stats = CallWindow()
         self.last_error: str | None = None  # the latest failed probe or delivery, until a success
         self.disabled = False  # an admin's kill switch (mesh/kill_switch.py): out of routing
+        self.outcomes: Outcomes = PRIOR  # its work over the window (mesh/quality.py)
 
     @property
     def health(self) -> HealthStatus:

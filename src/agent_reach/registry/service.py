@@ -21,6 +21,7 @@ from agent_reach.backends.protocols import (
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownAgent
 from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
+from agent_reach.model.quality import QualityView
 from agent_reach.registry.index import Instance, RegistryIndex
 
 log = structlog.get_logger("agent_reach.registry")
@@ -238,6 +239,9 @@ def view_of(instance: Instance, now: float) -> InstanceView:
         lease_expires_in_s=round(max(0.0, instance.lease_until - now), 3),
         registered_at=instance.record.registered_at,
         disabled=instance.disabled,
+        quality=QualityView(
+            factor=instance.outcomes.quality, outcomes=dict(instance.outcomes.counts)
+        ),
         stats=InstanceStats(
             in_flight=window.in_flight,
             fleet_in_flight=window.in_flight + window.remote_in_flight,

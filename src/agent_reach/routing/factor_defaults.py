@@ -21,6 +21,7 @@ SETTING_FACTORS = {
     "load": "load",
     "success": "success",
     "latency": "latency",
+    "quality": "quality",  # not in the original deployment's setting: issue 29
 }
 
 

@@ -15,15 +15,34 @@ from agent_reach.model.agents import Capability
 from agent_reach.model.delegation import DelegationPolicy
 from agent_reach.model.identity import IdentityPolicy
 from agent_reach.model.intent import IntentEscalation
+from agent_reach.model.quality import QualityPolicy
 from agent_reach.model.workflows import WorkflowPolicy
 
-FACTORS = ("match", "health", "affinity", "load", "success", "latency")
-Factor = Literal["match", "health", "affinity", "load", "success", "latency"]
+FACTORS = ("match", "health", "affinity", "load", "success", "latency", "quality")
+Factor = Literal["match", "health", "affinity", "load", "success", "latency", "quality"]
 
-# From the original deployment's production data (docs/policy.md lists them).
+# From the original deployment's production data (docs/policy.md lists them), but for
+# `quality`, which it did not have: 0.10, the weight with which bench/quality.py's
+# instance that bounces half its requests falls from half the traffic to under 10 %
+# (docs/mesh.md, "Quality"), as much as `success`, so the two together still weigh
+# less than `health`.
+QUALITY_WEIGHT = 0.10
 PRESETS: dict[str, dict[str, float]] = {
-    "default": {"match": 0.30, "health": 0.25, "affinity": 0.20, "load": 0.15, "success": 0.10},
-    "dispatch": {"match": 0.40, "health": 0.30, "latency": 0.20, "load": 0.10},
+    "default": {
+        "match": 0.30,
+        "health": 0.25,
+        "affinity": 0.20,
+        "load": 0.15,
+        "success": 0.10,
+        "quality": QUALITY_WEIGHT,
+    },
+    "dispatch": {
+        "match": 0.40,
+        "health": 0.30,
+        "latency": 0.20,
+        "load": 0.10,
+        "quality": QUALITY_WEIGHT,
+    },
 }
 # Both apply to calibrated match confidences (P(routing there is right), fitted on the
 # registered catalog by routing/calibration.py), so they hold on any catalog untuned.
@@ -134,6 +153,7 @@ class RoutingPolicy(BaseModel):
     access: AccessPolicy = Field(default_factory=AccessPolicy)
     identity: IdentityPolicy = Field(default_factory=IdentityPolicy)
     delegation: DelegationPolicy = Field(default_factory=DelegationPolicy)
+    quality: QualityPolicy = Field(default_factory=QualityPolicy)
     quotas: list[QuotaRule] = Field(default_factory=list)
     admission: AdmissionPolicy = Field(default_factory=AdmissionPolicy)
     intent_parser: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,127}$")] | None = Field(

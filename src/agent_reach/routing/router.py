@@ -123,7 +123,14 @@ class _Decider:
                     default_max_queue=max_queue,
                 )
                 candidates.append(
-                    Candidate(match.capability, instance.id, round(score, 6), factors, match.scores)
+                    Candidate(
+                        match.capability,
+                        instance.id,
+                        round(score, 6),
+                        factors,
+                        match.scores,
+                        outcomes=instance.outcomes.counts,
+                    )
                 )
         if len(candidates) > 1:
             candidates.sort(key=_by_score, reverse=True)

@@ -51,6 +51,7 @@ def score_of(
         "load": max(0.0, 1.0 - in_flight / spec.capacity),
         "success": 1.0 if rate is None else rate,
         "latency": 1.0 if p50 is None else LATENCY_REF_MS / (LATENCY_REF_MS + p50),
+        "quality": instance.outcomes.quality,
     }
     total = 0.0
     for name, w in weights:

@@ -31,6 +31,7 @@ from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
 from agent_reach.mesh.negotiation import open_negotiation
+from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.service import Mesh, open_mesh
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.events import EventFeed
@@ -87,6 +88,7 @@ class Runtime:
     learning: LearningService
     events: EventFeed
     mesh: Mesh
+    quality: QualityLedger
 
 
 @asynccontextmanager
@@ -178,6 +180,8 @@ async def open_runtime(
     )
     mesh = open_mesh(settings, backends, registry.index, policy, clock)
     security.mesh = invoke.dispatch.mesh = mesh
+    quality = QualityLedger(backends.quality, registry.index, policy, clock)
+    mesh.quality = invoke.attempts.quality = invoke.finish.quality = quality
     negotiation = open_negotiation(
         registry.index, security.guard, tls, backends.mesh, policy, clock, metrics
     )
@@ -218,9 +222,11 @@ async def open_runtime(
         learning=learning,
         events=events,
         mesh=mesh,
+        quality=quality,
     )
     await registry.start()
     await mesh.switch.start()
+    await quality.start()
     routing.matching.prepare(policy())  # the sentence encoder loads while agents register
     loops = [
         asyncio.create_task(policy.watch(settings.policy_reload_s), name="policy-watch"),
@@ -251,6 +257,7 @@ async def open_runtime(
             with contextlib.suppress(asyncio.CancelledError):
                 await loop
         await mesh.switch.stop()
+        await quality.stop()
         await registry.stop()
         await routing.matching.aclose()
         await transports.aclose()

@@ -28,8 +28,8 @@ from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
 from agent_reach.backends.redis.mesh import RedisMeshStore
-from agent_reach.backends.redis.quality import RedisQualityStore
 from agent_reach.backends.redis.policy import RedisPolicyStore
+from agent_reach.backends.redis.quality import RedisQualityStore
 from agent_reach.backends.redis.queues import MAX_BLOCK_S, RedisQueueStore
 from agent_reach.backends.redis.quotas import RedisQuotaStore
 from agent_reach.backends.redis.registry import RedisRegistryStore

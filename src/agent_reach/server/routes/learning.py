@@ -20,11 +20,20 @@ router = APIRouter(prefix="/v1", tags=["routing"], dependencies=[Depends(authent
 async def feedback(body: FeedbackRequest, request: Request, principal: Caller) -> Response:
     """The capability that should have served an earlier text request (yours, routed
     within the policy's `learning.correctable_s`): the router learns its text at once.
+    Or a `rating` (good or bad) of an earlier request's answer, by its original caller or
+    an agent of its delegation chain that delegated it: it counts once, within the
+    policy's `quality.window_s`, for the instance that served it (mesh/quality.py).
 
-    404 `unknown_request` for an id that is not one of your text requests; 422 for a
-    capability no agent offers; 403 for one you may not invoke.
+    404 `unknown_request` for an id that is not one of your text requests (requests, to
+    rate); 422 for a capability no agent offers; 403 for one you may not invoke; 409
+    `already_rated` for a second rating.
     """
     runtime = runtime_of(request)
+    if body.rating is not None:
+        require_not_observer(principal, "rate an answer")
+        rated = await runtime.quality.rate(principal, body.request_id, body.rating)
+        return json_response({"rated": rated}, status=201)
+    assert body.capability is not None  # the body has one of the two
     require_not_observer(principal, "correct a route")
     runtime.security.authorize_invoke(principal, body.capability)
     example = await runtime.learning.correct(principal, body.request_id, body.capability)

@@ -1,4 +1,4 @@
-// Registry: every instance with health, load, success rate and latency; problems first.
+// Registry: every instance with health, load, success rate, quality and latency; problems first.
 import { getJSON } from "../api.js";
 import { agentLink, empty, h, healthStatus, ms, successRate, sync, table, tile } from "../dom.js";
 
@@ -12,7 +12,8 @@ export function mount(root) {
   });
   const rows = h("tbody");
   const grid = table(
-    [["status"], ["agent"], ["name"], ["capabilities"], ["load"], ["success", 1], ["p50 / p90", 1],
+    [["status"], ["agent"], ["name"], ["capabilities"], ["load"], ["success", 1], ["quality", 1],
+      ["p50 / p90", 1],
       ["calls", 1], ["lease", 1]],
     rows, { id: "registry" },
   );
@@ -78,8 +79,22 @@ function row(agent) {
       h("span", { class: `meter ${load >= HOT_LOAD ? "hot" : ""}` }, h("span", { style: { width: `${load * 100}%` } })),
       `${s.in_flight}/${s.capacity}`),
     h("td", { class: "num" }, successRate(s.success_rate)),
+    h("td", { class: "num quality", title: outcomes(agent.quality) }, quality(agent.quality)),
     h("td", { class: "num" }, `${ms(s.latency_ms_p50)} / ${ms(s.latency_ms_p90)}`),
     h("td", { class: "num" }, String(s.calls)),
     h("td", { class: "num lease" }),
   );
+}
+
+// The quality factor (0-1, the Beta estimate over the window's outcomes), coloured as a
+// success rate is; its counts (completed, bounced, rated bad...) in the cell's title.
+function quality(q) {
+  if (!q) return h("span", { class: "muted" }, "–");
+  const kind = q.factor >= 0.9 ? "" : q.factor >= 0.6 ? "warn" : "bad";
+  return h("span", { class: `rate ${kind}` }, q.factor.toFixed(2));
+}
+
+function outcomes(q) {
+  const counts = Object.entries((q && q.outcomes) || {}).map(([kind, n]) => `${kind.replace("_", " ")} ${n}`);
+  return counts.length ? counts.join(" · ") : "no outcome in the window yet (the prior)";
 }
