@@ -48,3 +48,10 @@ def test_demo_moves_inventory_traffic_to_the_surviving_instance() -> None:
     assert "security is OFF" in finished.stdout  # said loudly, not only in a log line
     assert finished.stdout.count("match: the calibrated confidence") == 1  # said once
     assert "--verbose" in finished.stdout
+    # One delegation on behalf of the customer, the rule that allows it, and its chain
+    # as the specialist verified it from its token.
+    assert 'principals = ["domain:customer-service"]' in finished.stdout
+    assert (
+        "chain: anonymous (customer) → cs-bot (cs.chat) → refund-specialist (refund.request)"
+        in finished.stdout
+    )

@@ -2,8 +2,9 @@
 
 It starts everything in this process on ephemeral ports, sends a scripted series of
 customer requests through the coordinator, stops one inventory instance, shows that
-the other one takes its traffic, plays the deployment hand-off (`demo/deployment.py`),
-and shuts everything down. It decides nothing.
+the other one takes its traffic, plays the deployment hand-off (`demo/deployment.py`)
+and a delegation on behalf of the customer (`demo/delegation.py`), and shuts
+everything down. It decides nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.text import Text
 
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.config import Settings
+from agent_reach.demo.delegation import play_delegation
 from agent_reach.demo.deployment import handoff_agents, play_handoff
 from agent_reach.demo.scenario import SCRIPT, SCRIPT_AFTER_STOP, Ask, build_agents
 from agent_reach.demo.workflow import play_shipment
@@ -103,6 +105,9 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread], ve
         console.rule("deployment hand-off")
         handoff = await play_handoff(console, client, url)
 
+        console.rule("delegation on behalf of the customer")
+        delegated = await play_delegation(console, client, url)
+
     served_before, served_after = _inventory_agents(before), _inventory_agents(after)
     rows = (*before, *after)
     answered = sum(row.agent_id is not None for row in rows)
@@ -124,7 +129,7 @@ async def _play(console: Console, url: str, servers: dict[str, ServerThread], ve
         and STOPPED_INSTANCE not in served_after
         and workflow_ok
     )
-    return 0 if is_expected and handoff.is_expected else 1
+    return 0 if is_expected and handoff.is_expected and delegated.is_expected else 1
 
 
 async def _check_registered(client: ReachClient, agent_ids: set[str]) -> None:

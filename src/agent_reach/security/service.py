@@ -126,6 +126,9 @@ class SecurityService:
         key set) must be read first; the same answers otherwise. Without Authorization,
         `peer` (a client certificate the handshake verified) is the credential."""
         if not self.enabled:
+            # A delegation token is honored with security off too: a chain only narrows.
+            if self.mesh is not None and _carries_delegation(authorization):
+                return None
             return ANONYMOUS
         if authorization is None and peer is not None:
             principal = certificate_principal(self.policy().identity, peer)
@@ -348,6 +351,14 @@ async def open_security(
         metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
         tokens=open_oidc(settings, backends, policy, clock),
     )
+
+
+def _carries_delegation(authorization: str | None) -> bool:
+    """`Bearer <delegation token>`, without refusing anything else (security off)."""
+    if authorization is None:
+        return False
+    scheme, _, credential = authorization.partition(" ")
+    return scheme.lower() == "bearer" and is_delegation_token(credential.strip())
 
 
 def _bearer(authorization: str | None) -> str:
