@@ -14,7 +14,7 @@ Protocol, fixed before any figure was seen:
 - Phase `bouncing`: `--requests` invokes naming the capability, `--concurrency` at once.
   Per request: which instance was tried first (the routing decision), whether it was
   bounced, and the caller's answer. The bouncer's share is the share of requests tried
-  on it first: over the first 2 x `--concurrency` requests (sent before any outcome is
+  on it first: over the first `--concurrency` requests (sent at once, before any outcome is
   known: the two instances are alike), then per block of 100 requests.
 - Phase `behaving`: the bouncer stops bouncing; requests keep coming for one window.
 - Phase `after the window`: `--after` more requests; the bouncer's share again.
@@ -217,7 +217,7 @@ async def run(args: argparse.Namespace) -> dict[str, Phase]:
         for server in servers:
             server.stop()
     named = {"bouncing": bouncing, "behaving": behaving, "after the window": after}
-    start = 2 * args.concurrency
+    start = args.concurrency
     return {name: phase_of(name, o, "bouncer", "steady", start) for name, o in named.items()}
 
 

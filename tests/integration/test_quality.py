@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_reach import Agent, AgentRequest, Settings
+from agent_reach import Agent, AgentRequest, ReachError, Settings
 from agent_reach.testing.bouncer import BouncingAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
@@ -182,11 +182,17 @@ def test_a_bad_rating_by_the_caller_lowers_the_factor_and_counts_once(world: Wor
 
 def test_an_agent_that_delegated_the_request_may_rate_it(world: World) -> None:
     """cs-bot delegates quality.echo on behalf of the caller, then rates what it got back;
-    a delegation token of another chain may not rate it."""
+    a delegation token of another chain may not rate it. Handing its own task on whole
+    (sideways) is refused and counts as a bounce."""
     world.bouncer.bounce_rate = 0.0
     rated: dict[str, Any] = {}
 
     async def handle(request: AgentRequest) -> dict[str, Any]:
+        if (request.payload or {}).get("sideways"):  # its own task, handed on whole
+            try:
+                await request.delegate("cs.answer")
+            except ReachError as exc:
+                return {"refused": exc.code}
         answered = await request.delegate(CAPABILITY)
         token = (request.delegation or {})["token"]
         async with httpx.AsyncClient(base_url=world.other, timeout=10) as http:
@@ -226,5 +232,16 @@ def test_an_agent_that_delegated_the_request_may_rate_it(world: World) -> None:
                 headers={"authorization": f"Bearer {second['token']}"},
             )
         assert refused.status_code == 404
+        with world.caller() as caller:
+            sideways = {"capability": "cs.answer", "payload": {"sideways": True}}
+            assert caller.post("/v1/invoke", json=sideways).json()["result"] == {
+                "refused": "delegation_cycle"
+            }
+
+        def bounced() -> Any:
+            listed = {a["id"]: a for a in world.admin.get("/v1/agents").json()["agents"]}
+            return listed["cs-bot"]["quality"]["outcomes"].get("bounced") == 1
+
+        wait_until(bounced, "cs-bot's sideways hand-off to count as a bounce")
     finally:
         server.stop()
