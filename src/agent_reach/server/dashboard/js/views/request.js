@@ -1,5 +1,6 @@
 // One request walked in the operators' order: routing, registry, context, delivery,
-// with the first step that looks wrong marked (GET /v1/requests/{id}/why).
+// with the first step that looks wrong marked (GET /v1/requests/{id}/why); for a
+// delegated request, on whose behalf and through whom, and the calls handed on under it.
 import { getJSON } from "../api.js";
 import { agentLink, badge, clockTime, empty, h, ms, pct, table, traceLink } from "../dom.js";
 import { candidatesTable } from "./decisions.js";
@@ -16,7 +17,8 @@ export function mount(root, route) {
   });
   const summary = h("div", { class: "summary-line", id: "why-summary" });
   const steps = h("div", { id: "why-steps" });
-  root.append(h("div", { class: "toolbar" }, h("h2", {}, "Request"), form), summary, steps);
+  const chain = h("div", { id: "why-chain" });
+  root.append(h("div", { class: "toolbar" }, h("h2", {}, "Request"), form), summary, chain, steps);
   if (!id) {
     steps.append(empty("Give a request id: its routing, registry, context and delivery are walked in that order."));
     return { intervalMs: 0, async refresh() {} };
@@ -38,9 +40,35 @@ export function mount(root, route) {
         doc.node ? h("span", { id: "why-node" }, "answered by coordinator ", h("b", { class: "mono" }, doc.node)) : null,
         h("b", { id: "why-verdict" }, doc.summary),
       );
+      chain.replaceChildren(...chainBlock(doc));
       steps.replaceChildren(...doc.steps.map((step, i) => stepBox(step, i + 1, step.step === doc.first_wrong_step)));
     },
   };
+}
+
+// "on behalf of <caller>: caller → agent → …" and one row per call handed on under it.
+function chainBlock(doc) {
+  const parts = [];
+  const d = doc.delegation;
+  if (d) {
+    const path = [d.on_behalf_of, ...d.via.map((hop) => `${hop.instance} (${hop.agent})`)].join(" → ");
+    parts.push(h("p", { class: "summary-line", id: "why-delegation" },
+      h("span", { class: "muted" }, "delegated on behalf of "), h("b", { class: "mono" }, d.on_behalf_of),
+      h("span", { class: "mono" }, ` · ${path}`)));
+  }
+  const handed = doc.handed_on ?? [];
+  if (handed.length) {
+    parts.push(table([["handed on"], ["request"], ["capability"], ["status"], ["answered by"], ["duration", 1]],
+      handed.map((hop) => h("tr", {},
+        h("td", { class: "mono" }, [hop.on_behalf_of, ...hop.via].join(" → ")),
+        h("td", {}, h("a", { href: `#/request/${encodeURIComponent(hop.request_id)}`, class: "mono" }, hop.request_id)),
+        h("td", {}, hop.capability), h("td", {}, badge(hop.status)),
+        h("td", {}, ...hop.attempts.map((a) => h("span", {}, agentLink(a.agent_id), ` ${a.outcome}`,
+          a.cost === null || a.cost === undefined ? "" : ` · cost ${a.cost} `))),
+        h("td", { class: "num" }, ms(hop.duration_ms)))),
+      { id: "why-handed-on" }));
+  }
+  return parts;
 }
 
 function stepBox(step, number, isFirstWrong) {
@@ -71,9 +99,10 @@ const DETAILS = {
       h("td", { class: "mono" }, r.values === undefined ? "hidden" : JSON.stringify(r.values)))),
     { id: "why-context" }) : null),
   delivery: (step) => h("div", {},
-    step.attempts.length ? table([["#", 1], ["agent"], ["outcome"], ["duration", 1], ["detail"]],
+    step.attempts.length ? table([["#", 1], ["agent"], ["outcome"], ["duration", 1], ["cost", 1], ["detail"]],
       step.attempts.map((a) => h("tr", {}, h("td", { class: "num" }, String(a.number)), h("td", {}, agentLink(a.agent_id)),
-        h("td", {}, badge(a.outcome)), h("td", { class: "num" }, ms(a.duration_ms)), h("td", {}, a.error ?? ""))),
+        h("td", {}, badge(a.outcome)), h("td", { class: "num" }, ms(a.duration_ms)),
+        h("td", { class: "num" }, a.cost === null || a.cost === undefined ? "–" : String(a.cost)), h("td", {}, a.error ?? ""))),
       { id: "why-attempts" }) : null,
     step.result !== undefined ? h("pre", { class: "mono" }, JSON.stringify(step.result, null, 2)) : null),
 };
