@@ -229,7 +229,7 @@ class AttemptLoop:
             )
             if isinstance(exc, HopLimit):
                 exc.details["attempts"] = chain.attempts
-            self._count(spec.id, _outcome_of(exc, plan.decision))
+            self._note_outcome(spec.id, _outcome_of(exc, plan.decision))
             raise
         finally:
             window.in_flight -= 1
@@ -238,7 +238,7 @@ class AttemptLoop:
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
-        self._count(spec.id, "completed")
+        self._note_outcome(spec.id, "completed")
         self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
         self._chart(spec.id, elapsed_ms, "ok")
         cost = result.cost if isinstance(result, Shaped) else None
@@ -276,7 +276,7 @@ class AttemptLoop:
                 window.record(ok=ok, latency_ms=elapsed_ms)
                 self.health.record_delivery(instance, ok=ok)
                 self._chart(instance.id, elapsed_ms, "ok" if ok else "error")
-                self._count(instance.id, "completed" if end.error is None else "failed")
+                self._note_outcome(instance.id, "completed" if end.error is None else "failed")
             self.metrics.child(self.metrics.attempt_seconds, end.outcome).observe(elapsed_ms / 1000)
             self._trace(trace, span_id, delivery, instance.id, number, started, end.outcome, via)
             message = end.error.message if end.error is not None else None
@@ -287,7 +287,7 @@ class AttemptLoop:
         stream.on_end(record)
         return Delivered(stream, instance, attempts, "sse")
 
-    def _count(self, agent_id: str, kind: OutcomeKind | None) -> None:
+    def _note_outcome(self, agent_id: str, kind: OutcomeKind | None) -> None:
         """The attempt in the outcome ledger (nothing for what says nothing of its work)."""
         if kind is not None and self.quality is not None:
             self.quality.record(agent_id, kind)
