@@ -20,6 +20,8 @@ PUBLIC_NAMES = [
     "NoInstance",
     "NoRoute",
     "NotFound",
+    "OfferAnswer",
+    "OfferRequest",
     "Orchestrator",
     "PayloadTooLarge",
     "ReachClient",
