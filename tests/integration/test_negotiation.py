@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from agent_reach import Agent, AgentRequest, OfferAnswer, OfferRequest
+from agent_reach.model.quality import PRIOR
 from agent_reach.sdk.agent import RetryLater
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
@@ -232,6 +233,7 @@ def test_when_everyone_declines_without_a_generic_agent_it_is_all_declined(
         answer = invoke(coordinator)
         with httpx.Client(base_url=coordinator) as http:
             metrics = http.get("/metrics").text
+            views = http.get("/v1/agents").json()["agents"]
 
     assert answer.status_code == 503, answer.text
     error = answer.json()["error"]
@@ -241,6 +243,13 @@ def test_when_everyone_declines_without_a_generic_agent_it_is_all_declined(
     assert seen.executed == {}
     assert 'agent_reach_offers_total{outcome="declined"} 1.0' in metrics
     assert 'agent_reach_offers_total{outcome="timeout"} 1.0' in metrics
+    # Each turned it down: a `declined` outcome in its quality, the factor below the prior's.
+    quality = {v["id"]: v["quality"] for v in views}
+    assert {a: q["outcomes"] for a, q in quality.items()} == {
+        "declines": {"declined": 1},
+        "silent": {"declined": 1},
+    }
+    assert all(q["factor"] < PRIOR.quality for q in quality.values())
 
 
 def test_a_repeated_request_id_goes_back_where_it_may_have_acted_unasked(

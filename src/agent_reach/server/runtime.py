@@ -185,6 +185,7 @@ async def open_runtime(
     negotiation = open_negotiation(
         registry.index, security.guard, tls, backends.mesh, policy, clock, metrics
     )
+    negotiation.ledger = quality  # declined and missed offers count in the instance's quality
     invoke.dispatch.negotiation = negotiation
     events = EventFeed(clock)
     webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
