@@ -95,6 +95,7 @@ async def test_the_recent_decisions_read_back_as_recorded_and_as_written(tmp_pat
                 "score": 0.8,
                 "factors": {"health": 1.0},
                 "match": {"exact": 1.0},
+                "outcomes": {},
                 "offer": None,
             }
         ],
