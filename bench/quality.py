@@ -19,8 +19,9 @@ Protocol, fixed before any figure was seen:
 - Phase `behaving`: the bouncer stops bouncing; requests keep coming for one window.
 - Phase `after the window`: `--after` more requests; the bouncer's share again.
 
-`--without-quality` runs the same with the quality factor's weight at 0 (the default
-preset's other weights as they are), to show what the factor itself does.
+`--quality-weight W` runs the same with the quality factor's weight at W (the default
+preset's other weights as they are): 0 shows what the factor itself does, and a sweep
+shows which weight the claim needs (the preset's 0.10 comes from one).
 
 Checks: the bouncer's share is about half at the start and under 10 % in the last
 block of `bouncing`; every bounced request was served by the sibling within the same
@@ -37,6 +38,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -48,6 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_reach.config import Settings
+from agent_reach.routing.policy import PRESETS
 from agent_reach.testing.bouncer import BouncingAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
@@ -56,9 +59,14 @@ BLOCK = 100  # requests per share figure
 ABOUT_HALF = (0.35, 0.65)  # the first block's share, two instances alike at first
 FALLEN = 0.10  # the last block's share once its quality is known
 BACK = 1 / 3  # the share after the window, once it behaves
-WITHOUT_QUALITY = (
-    "weights = { match = 0.30, health = 0.25, affinity = 0.20, load = 0.15, success = 0.10 }\n"
-)
+
+
+def weights_line(quality: float | None) -> str:
+    """The policy's `weights`: the default preset's with `quality` at the given weight."""
+    if quality is None:
+        return ""
+    weights = {**PRESETS["default"], "quality": quality}
+    return "weights = { " + ", ".join(f"{k} = {v}" for k, v in weights.items()) + " }\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +77,7 @@ class Outcome:
     first: str | None  # the instance tried first
     served_by: str | None
     bounced: bool  # an attempt was answered 421
+    error: str | None = None  # the error code of a failed request
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +92,7 @@ class Phase:
     bounced: int
     bounced_served_by_sibling: int
     failed: int
+    errors: dict[str, int]  # the failed requests' error codes
 
 
 def outcome_of(status: int, body: dict[str, Any]) -> Outcome:
@@ -90,7 +100,8 @@ def outcome_of(status: int, body: dict[str, Any]) -> Outcome:
     attempts = body.get("attempts") or (body.get("error") or {}).get("attempts") or []
     first = attempts[0]["agent_id"] if attempts else None
     bounced = any(a.get("http_status") == 421 for a in attempts)
-    return Outcome(status, first, body.get("agent_id"), bounced)
+    error = (body.get("error") or {}).get("code") if status != 200 else None
+    return Outcome(status, first, body.get("agent_id"), bounced, error)
 
 
 def share(outcomes: Sequence[Outcome], agent_id: str) -> float:
@@ -118,6 +129,7 @@ def phase_of(
         bounced=len(bounced),
         bounced_served_by_sibling=sum(o.status == 200 and o.served_by == sibling for o in bounced),
         failed=sum(o.status != 200 for o in outcomes),
+        errors=dict(Counter(str(o.error) for o in outcomes if o.status != 200)),
     )
 
 
@@ -181,7 +193,7 @@ async def drive(
 def coordinator(args: argparse.Namespace) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as folder:
         policy = Path(folder) / "policy.toml"
-        weights = WITHOUT_QUALITY if args.without_quality else ""
+        weights = weights_line(args.quality_weight)
         policy.write_text(f"{weights}[quality]\nwindow_s = {args.window_s}\n", encoding="utf-8")
         shared = (
             {"registry_backend": "redis", "redis_url": args.redis_url} if args.redis_url else {}
@@ -240,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--service-ms", type=float, default=10.0)
     parser.add_argument("--window-s", type=float, default=10.0)
     parser.add_argument("--redis-url", default=None)
-    parser.add_argument("--without-quality", action="store_true")
+    parser.add_argument("--quality-weight", type=float, default=None, help="default: the preset's")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     phases = asyncio.run(run(args))

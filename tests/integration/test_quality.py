@@ -245,3 +245,14 @@ def test_an_agent_that_delegated_the_request_may_rate_it(world: World) -> None:
         wait_until(bounced, "cs-bot's sideways hand-off to count as a bounce")
     finally:
         server.stop()
+
+
+def test_when_every_instance_says_not_mine_the_421_is_the_answer(world: World) -> None:
+    world.bouncer.bounce_rate = world.steady.bounce_rate = 1.0
+    with world.caller() as caller:
+        answer = caller.post("/v1/invoke", json={"capability": CAPABILITY})
+    error = answer.json()["error"]
+    assert answer.status_code != 200 and error["code"] != "no_instance"  # not suspended
+    attempts = error["attempts"]
+    assert sorted(a["agent_id"] for a in attempts) == ["bouncer", "steady"]
+    assert {a["http_status"] for a in attempts} == {421}
