@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agent_reach.backends.memory.quality import MemoryQualityStore
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
+from agent_reach.errors import StoreUnavailable
 from agent_reach.mesh.quality import AlreadyRated, QualityLedger, UnknownServedRequest
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.keys import Chain, Link, Principal
@@ -116,3 +119,32 @@ async def test_an_agent_that_delegated_the_request_may_rate_it_and_no_other_agen
     as_a = Principal("k-alice", "alice", None, "caller", chain=chain_of("r-0", "a-1"))
     assert (await ledger.rate(as_a, "r-2", "good"))["agent_id"] == "c-1"
     assert index.by_id["c-1"].outcomes.counts == {"good": 1}
+
+
+class FlakyStore(MemoryQualityStore):
+    """A memory store whose next `add` fails as an unreachable store does."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.down = False
+
+    async def add(self, series: str, bucket: int, counts: Any, ttl_s: float) -> None:
+        if self.down:
+            raise StoreUnavailable("the store is down")
+        await super().add(series, bucket, counts, ttl_s)
+
+
+async def test_a_store_outage_delays_the_outcomes_and_counts_each_once() -> None:
+    _, index, clock = ledger_of("a-1")
+    store = FlakyStore(clock)
+    policy = RoutingPolicy()
+    ledger = QualityLedger(store, index, lambda: policy, clock)
+    ledger.record("a-1", "completed")
+    store.down = True
+    with pytest.raises(StoreUnavailable):
+        await ledger.refresh()
+    assert index.by_id["a-1"].outcomes.counts == {"completed": 1}  # still counted here
+    store.down = False
+    await ledger.refresh()
+    await ledger.refresh()
+    assert index.by_id["a-1"].outcomes.counts == {"completed": 1}

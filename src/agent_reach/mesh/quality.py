@@ -143,9 +143,13 @@ class QualityLedger:
         served, self._served = self._served, []
         try:
             await self._store.add(series, now, pending, settings.window_s)
+        except ReachError:
+            self._pending.update(pending)  # counted at the next flush instead
+            self._served[:0] = served
+            raise
+        try:
             await self._store.put_served(served, settings.window_s)
         except ReachError:
-            self._pending.update(pending)
             self._served[:0] = served
             raise
         self._recent = {request_id: record for request_id, record in self._served}
