@@ -92,13 +92,18 @@ class OtlpExport:
             else None
         )
         start_ns = int(span.started * 1e9) + offset_ns
-        attributes: dict[str, str | int] = {"agent_reach.status": span.status}
+        attributes: dict[str, str | int | float | list[str]] = {"agent_reach.status": span.status}
         if span.agent_id:
             attributes["agent_reach.agent_id"] = span.agent_id
         if span.attempt:
             attributes["agent_reach.attempt"] = span.attempt
         if span.note:
             attributes["agent_reach.note"] = span.note
+        if span.on_behalf_of is not None:  # a delegated call (docs/mesh.md)
+            attributes["agent_reach.on_behalf_of"] = span.on_behalf_of
+            attributes["agent_reach.via"] = list(span.via or ())
+        if span.cost is not None:
+            attributes["agent_reach.cost"] = span.cost
         return self._readable_span(
             name=f"{span.kind} {span.name}".strip(),
             context=api.SpanContext(trace_id, int(span.span_id, 16), False, trace_flags=flags),
