@@ -57,6 +57,12 @@ def accept(confidence: float | None = None, **extra: Any) -> OfferAnswer:
 
 DECLINE = OfferAnswer(accept=False)
 SILENT = None
+SILENT_TIMEOUT_MS = 300
+
+
+def offer_timeout_ms(behaviour: Behaviour) -> int:
+    """Generous for an agent that answers (a loaded host), short for a silent one."""
+    return SILENT_TIMEOUT_MS if behaviour.offer is None else 3000
 
 
 @contextmanager
@@ -73,6 +79,7 @@ def fleet(coordinator: str, behaviours: dict[str, Behaviour]) -> Iterator[Fleet]
             coordinator_url=coordinator,
             weight=behaviour.weight,
             generic=behaviour.generic,
+            negotiate=behaviour.negotiates and {"timeout_ms": offer_timeout_ms(behaviour)},
         )
 
         @agent.handler
@@ -261,7 +268,7 @@ def test_a_repeated_request_id_goes_back_where_it_may_have_acted_unasked(
         "other": Behaviour(accept(0.5)),
     }
     with fleet(coordinator, behaviours) as seen:
-        first = invoke(coordinator, request_id="quote-7", headers={"x-reach-deadline-ms": "500"})
+        first = invoke(coordinator, request_id="quote-7", headers={"x-reach-deadline-ms": "1500"})
         assert first.status_code == 504, first.text  # slow may have acted: outcome unknown
         behaviours["slow"].offer = DECLINE  # it would decline now, but it holds the id
         gate.set()
