@@ -58,5 +58,7 @@ def test_the_request_view_shows_the_chain_and_what_each_hop_answered(
             "anonymous · anonymous → front-01 (front-01)"
         )
         expect(page.locator("#why-attempts")).to_contain_text("worker-01")
+        page.goto(f"{coordinator}/ui/#/trace/{answer.json()['trace_id']}")
+        expect(page.locator(".span-chain")).to_have_text("on behalf of anonymous via front-01")
     finally:
         server.stop()

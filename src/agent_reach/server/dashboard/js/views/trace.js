@@ -88,6 +88,9 @@ function spanRow(span, depth, total) {
     span.kind === "attempt" ? h("span", { class: "muted" }, `attempt ${span.attempt}`) : null,
     span.kind === "attempt" && VIA[span.note] ? h("span", { class: "badge warn" }, VIA[span.note]) : null,
     span.kind === "route" && span.note ? h("span", { class: "muted" }, `rule ${span.note}`) : null,
+    span.on_behalf_of ? h("span", { class: "muted span-chain" }, // a delegated call (docs/mesh.md)
+      `on behalf of ${span.on_behalf_of} via ${span.via.join(" → ")}`) : null,
+    span.cost !== undefined ? h("span", { class: "muted" }, `cost ${span.cost}`) : null,
     badge(span.status),
   );
   const bar = h("span", {
