@@ -17,6 +17,7 @@ import pytest
 from agent_reach.config import Settings
 from agent_reach.registry.health import EJECTION_BASE_S, OFFLINE_AFTER
 from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 PACE_S = 0.02  # one request every 20 ms
 RUN_BOUND_S = 20.0  # the pauses (2 s, 4 s) and the bursts between them take about 7 s
@@ -51,6 +52,10 @@ def test_a_fast_failing_instance_with_a_passing_health_check_is_ejected_for_long
     _, good_endpoint = fake_agents(name="good")
     register("hole-1", hole_endpoint, "echo", weight=5.0)  # first choice whenever it is in
     register("good-1", good_endpoint, "echo")
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
 
     arrivals: list[float] = []  # when each delivery to the hole was seen
     served = []

@@ -45,6 +45,10 @@ def test_a_failing_instance_hands_over_to_the_next_best(http, register, fake_age
     good, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)  # scored first
     register("good-1", good_endpoint, "echo")
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     answer = invoke(http, payload={"n": 1}).json()
     assert answer["status"] == "fallback"
     assert answer["agent_id"] == "good-1"
@@ -56,7 +60,9 @@ def test_a_failing_instance_hands_over_to_the_next_best(http, register, fake_age
 
 
 def test_refused_connections_move_on_without_waiting(http, register, fake_agents):
-    _good, endpoint = fake_agents()
+    # Its health check fails too, so neither is ever probed healthy: both stay `unknown`
+    # and the weight alone puts the refusing one first.
+    _good, endpoint = fake_agents(healthy=False)
     register("ghost-1", "http://127.0.0.1:9/invoke", "echo", weight=3.0)
     register("good-1", endpoint, "echo")
     answer = invoke(http).json()

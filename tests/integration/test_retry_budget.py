@@ -39,6 +39,10 @@ def test_a_burst_of_failures_retries_only_what_the_budget_allows(http, register,
     ):
         answer = register(agent_id, endpoint, "burst.act", weight=weight, timeout_class="reasoning")
         assert answer.status_code == 201, answer.text
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     before = exhausted(http)
     answers: list[httpx.Response] = []
 

@@ -96,6 +96,10 @@ def test_every_attempt_is_a_span_with_agent_number_status_and_timings(http, regi
     _, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)
     register("good-1", good_endpoint, "echo")
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     answer = invoke(http).json()
     spans = spans_of(http, answer["trace_id"])
     attempts = only(spans, "attempt")
@@ -116,6 +120,10 @@ def test_a_timed_out_attempt_and_its_resend_are_both_in_the_trace(http, register
     _, fast_endpoint = fake_agents()
     register("slow-1", slow_endpoint, "echo", timeout_class="quick", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="quick")
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     answer = invoke(http).json()
     attempts = only(spans_of(http, answer["trace_id"]), "attempt")
     assert [(a["agent_id"], a["status"]) for a in attempts] == [
@@ -249,6 +257,10 @@ def test_metrics_count_requests_latencies_retries_fallbacks_and_states(http, reg
     _, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)
     register("good-1", good_endpoint, "echo")
+    wait_until(  # both probed: an instance no probe has answered yet is scored down
+        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+        "the probes sent at registration to pass",
+    )
     before = http.get("/metrics").text
     assert invoke(http).json()["status"] == "fallback"
     assert invoke(http, "nobody.offers").status_code == 404
