@@ -306,6 +306,7 @@ class AttemptLoop:
         started: float,
         status: str,
         via: str | None,
+        cost: float | None = None,
     ) -> None:
         self.tracer.record(
             "attempt",
@@ -318,6 +319,7 @@ class AttemptLoop:
             agent_id=agent_id,
             attempt=number,
             note=via,
+            cost=cost,
         )
 
     def _generic_ids(self) -> list[str]:
@@ -331,7 +333,6 @@ def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[st
     rest = [
         c.agent_id
         for c in decision.candidates
-        cost: float | None = None,
         if c.capability == decision.capability
         and c.agent_id != chosen
         and (c.offer is None or c.offer.stands)
@@ -344,7 +345,6 @@ def _same_capability(decision: RouteDecision, reached: Sequence[str]) -> list[st
 
 def _via(agent_id: str, chain: _Chain) -> str | None:
     """How an attempt after the first was chosen: the same instance again, or the chain."""
-            cost=cost,
     if not chain.tried:
         return None
     if agent_id in chain.tried:

@@ -24,8 +24,8 @@ delivery when it would overspend.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from agent_reach.backends.bundle import Backends
@@ -45,9 +45,9 @@ from agent_reach.security.access import capability_matches, principal_matches
 
 DEFAULT_ISSUER = "urn:agent-reach"  # the tokens' iss and aud when AR_PUBLIC_URL is unset
 BUDGET_TTL_S = 3600.0  # a chain's spent total outlives any request of it (the long class)
+UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded whatever it costs
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
 
-UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded whatever it costs
 
 class DelegationCycle(ReachError):
     """The capability is already in the chain: handing it back is passing the buck."""
@@ -188,21 +188,16 @@ class Mesh:
         # A delegated call is checked even when free: reported costs may have spent it all.
         if limit is None or (cost <= 0 and chain is None):
             return
+        cost = max(cost, 0.0)
         spent = await self._store.spend(chain.root if chain else root, cost, limit, BUDGET_TTL_S)
         if spent is None:
             raise Forbidden(
                 f"this delivery costs {cost:g} and the chain's budget of {limit:g} would be passed",
                 code="budget_exhausted",
-        cost = max(cost, 0.0)
                 budget=limit,
                 cost=cost,
             )
 
-    def _scope(self, link: Link) -> tuple[str, ...]:
-        """The capability patterns the delegate rules let this agent hand on."""
-        policy = self._policy()
-        if policy is not self._scopes_of:
-            self._scopes_of, self._scopes = policy, {}
     async def spend_reported(
         self, principal: Principal, root: str, budget: float | None, extra: float
     ) -> None:
@@ -215,6 +210,11 @@ class Mesh:
             return
         await self._store.spend(chain.root if chain else root, extra, UNLIMITED, BUDGET_TTL_S)
 
+    def _scope(self, link: Link) -> tuple[str, ...]:
+        """The capability patterns the delegate rules let this agent hand on."""
+        policy = self._policy()
+        if policy is not self._scopes_of:
+            self._scopes_of, self._scopes = policy, {}
         key = (link.principal, link.domain or "")
         scope = self._scopes.get(key)
         if scope is None:
