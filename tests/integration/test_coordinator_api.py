@@ -172,7 +172,7 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
         "affinity": 0.2,
         "load": 0.15,
         "success": 0.1,
-        "quality": 0.1,
+        "quality": 0.2,
     }
     assert len(decision["policy_version"]) == 12
     by_id = {c["agent_id"]: c for c in decision["candidates"]}
@@ -189,8 +189,9 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
         }
         assert candidate["match"] == {"exact": 1.0}
         assert candidate["factors"]["quality"] == 0.75  # no outcome yet: the prior's mean
-    assert by_id["inv-1"]["score"] == pytest.approx(0.875)  # no affinity: 1.1 - 0.2 - 0.025
-    assert by_id["inv-2"]["score"] == pytest.approx(0.4375)  # half the weight
+    # no affinity, quality at the prior's 0.75: 1.2 - 0.2 - 0.05
+    assert by_id["inv-1"]["score"] == pytest.approx(0.95)
+    assert by_id["inv-2"]["score"] == pytest.approx(0.475)  # half the weight
     assert agent.received == []
 
 

@@ -42,14 +42,14 @@ def test_a_phase_counts_shares_per_block_and_bounces_served_by_the_sibling(bench
     assert phase.start_share == 0.5
     assert phase.block_shares == [0.02, 0.05]
     assert phase.bouncer_share == 0.035
+    assert phase.last_share == 0.035  # fewer than 500: all of them
     assert (phase.bounced, phase.bounced_served_by_sibling, phase.failed) == (7, 7, 0)
 
 
 def test_the_checks_hold_only_for_the_claimed_shape(bench: ModuleType):
     def phases(last_share_bounces: int, failed_after: int) -> dict:
-        bouncing = _outcomes(
-            bench, "bsbs" + "s" * 96 + "b" * last_share_bounces + "s" * (100 - last_share_bounces)
-        )
+        block = "b" * last_share_bounces + "s" * (100 - last_share_bounces)
+        bouncing = _outcomes(bench, "bsbs" + "s" * 96 + block * 5)
         after = _outcomes(bench, "bs" * 50)
         if failed_after:
             after[0] = bench.Outcome(503, "bouncer", None, False)
@@ -57,5 +57,5 @@ def test_the_checks_hold_only_for_the_claimed_shape(bench: ModuleType):
         return {n: bench.phase_of(n, o, "bouncer", "steady", start=4) for n, o in named.items()}
 
     assert all(bench.checks(phases(5, 0)).values())
-    assert not bench.checks(phases(10, 0))["last block under 10 %"]
+    assert not bench.checks(phases(10, 0))["last 500 under 10 %"]
     assert not bench.checks(phases(5, 1))["0 failed to the caller"]

@@ -22,11 +22,14 @@ FACTORS = ("match", "health", "affinity", "load", "success", "latency", "quality
 Factor = Literal["match", "health", "affinity", "load", "success", "latency", "quality"]
 
 # From the original deployment's production data (docs/policy.md lists them), but for
-# `quality`, which it did not have: 0.10, the weight with which bench/quality.py's
-# instance that bounces half its requests falls from half the traffic to under 10 %
-# (docs/mesh.md, "Quality"), as much as `success`, so the two together still weigh
-# less than `health`.
-QUALITY_WEIGHT = 0.10
+# `quality`, which it did not have: 0.20, the smallest weight in steps of 0.05 with which
+# bench/quality.py's instance that bounces half its requests gets under 10 % of the
+# last 500 requests on a quiet and on a loaded machine (0.10: 6-14 %, 0.15: 1-7 %, a
+# block at 14 %; 0.20: 0 %). Its quality gap (0.5 x 0.20) with its success gap is then
+# the whole load factor (0.15): no load imbalance routes to it while its bounces are in
+# the window, and the prior's gap (0.25 x 0.20) stays a third of that, so a new
+# instance is still tried under load (docs/mesh.md, "Quality").
+QUALITY_WEIGHT = 0.20
 PRESETS: dict[str, dict[str, float]] = {
     "default": {
         "match": 0.30,
