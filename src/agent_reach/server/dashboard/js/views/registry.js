@@ -2,7 +2,7 @@
 import { getJSON } from "../api.js";
 import { agentLink, empty, h, healthStatus, ms, successRate, sync, table, tile } from "../dom.js";
 
-const SEVERITY = { offline: 0, suspect: 1, healthy: 2 };
+const SEVERITY = { offline: 0, suspect: 1, unknown: 2, healthy: 3 };
 const HOT_LOAD = 0.8;
 
 export function mount(root) {
@@ -59,6 +59,7 @@ function drawTiles(tiles, agents, depths) {
   tiles.replaceChildren(
     tile("instances", agents.length),
     tile("healthy", count("healthy"), { kind: "ok" }),
+    tile("unknown", count("unknown")),
     tile("suspect", suspect, { kind: suspect ? "warn" : "" }),
     tile("offline", offline, { kind: offline ? "bad" : "" }),
     tile("capabilities", capabilities.size),
