@@ -6,6 +6,7 @@ import httpx
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 
 def test_load_does_not_steer_a_decision_when_only_capability_health_context_are_on(
@@ -16,6 +17,10 @@ def test_load_does_not_steer_a_decision_when_only_capability_health_context_are_
     with run_coordinator(on) as (url, _), httpx.Client(base_url=url, timeout=10) as http:
         body = {"id": "a-1", "capabilities": ["echo"], "transport": {"endpoint": endpoint}}
         assert http.post("/v1/agents", json=body).status_code == 201
+        wait_until(  # health 1 only once its first probe answered (unknown scores a tenth)
+            lambda: http.get("/v1/agents/a-1").json()["status"] == "healthy",
+            "the registration probe to answer",
+        )
         decision = http.post("/v1/route", json={"capability": "echo"}).json()
         assert decision["weights"] == {"match": 0.30, "health": 0.25, "affinity": 0.20}
         candidate = decision["candidates"][0]
