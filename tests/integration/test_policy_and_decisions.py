@@ -33,7 +33,13 @@ def test_editing_the_policy_file_changes_the_next_decision(tmp_path, fake_agents
         assert second["policy"]["preset"] == "dispatch"
         decision = http.post("/v1/route", json={"capability": "echo"}).json()
         assert decision["policy_version"] == second["version"]
-        assert decision["weights"] == {"match": 0.4, "health": 0.3, "latency": 0.2, "load": 0.1}
+        assert decision["weights"] == {
+            "match": 0.4,
+            "health": 0.3,
+            "latency": 0.2,
+            "load": 0.1,
+            "quality": 0.2,
+        }
 
         path.write_text("preset: dispatch\nmargin: 7\n", encoding="utf-8")
         rejected = wait_until(
