@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from agent_reach.backends.memory.quality import MemoryQualityStore
 from agent_reach.backends.protocols import InstanceRecord
+from agent_reach.cli.route_view import decision_view
 from agent_reach.clock import ManualClock
 from agent_reach.errors import StoreUnavailable
 from agent_reach.mesh.quality import AlreadyRated, QualityLedger, UnknownServedRequest
@@ -148,3 +150,15 @@ async def test_a_store_outage_delays_the_outcomes_and_counts_each_once() -> None
     await ledger.refresh()
     await ledger.refresh()
     assert index.by_id["a-1"].outcomes.counts == {"completed": 1}
+
+
+def test_the_cli_shows_the_quality_factor_with_its_counts() -> None:
+    ledger, index, _ = ledger_of("bouncer", "sibling")
+    ledger.record("bouncer", "bounced")
+    ledger.record("bouncer", "timed_out")
+    decision = decide(exact_match("x"), index, RoutingPolicy(), now=1_000.0)
+    console = Console(record=True, width=100)
+    console.print(decision_view(decision))
+    text = console.export_text()
+    assert "(timed out 1, bounced 1)" in text
+    assert "(no outcome yet: the prior)" in text

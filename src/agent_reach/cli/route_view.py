@@ -117,7 +117,11 @@ def _factor_lines(candidate: Candidate, weights: dict[str, float]) -> list[Text]
             lines.append(Text(f"{name:<{width}}  {value:.3f}  (not weighted)"))
             continue
         total += value * weight
-        lines.append(Text(f"{name:<{width}}  {value:.3f} × {weight:.2f} = {value * weight:.3f}"))
+        line = f"{name:<{width}}  {value:.3f} × {weight:.2f} = {value * weight:.3f}"
+        if name == "quality":  # the outcome counts behind it (mesh/quality.py)
+            counts = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in candidate.outcomes.items())
+            line += f"  ({counts or 'no outcome yet: the prior'})"
+        lines.append(Text(line))
     summed = f"{'sum':<{width}}  {total:.3f}"
     if total > 0 and abs(total - candidate.score) > 0.0005:
         summed += (
