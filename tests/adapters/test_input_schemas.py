@@ -89,12 +89,13 @@ def test_text_routed_request_is_checked_against_the_routed_capability(
         )
         assert bad.status_code == 422, bad.text
         assert bad.json()["error"]["code"] == "payload_invalid"
+        # The same words (a catalog this small routes only clear texts before it can be
+        # calibrated: docs/routing.md), now with the payload the capability takes.
         good = http.post(
-            "/v1/invoke",
-            json={"text": "inventory stock check AB-12", "payload": {"sku": "AB-12"}},
+            "/v1/invoke", json={"text": "inventory stock check", "payload": {"sku": "AB-12"}}
         )
         assert good.status_code == 200, good.text
-        assert agent.received[-1].body["text"] == "inventory stock check AB-12"
+        assert agent.received[-1].body["text"] == "inventory stock check"
         assert len(agent.received) == 1
 
 

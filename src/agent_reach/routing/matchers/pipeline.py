@@ -20,6 +20,7 @@ sentence encoder loads, and every decision says which matchers were still pendin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ CACHE_SIZE = 10_000  # texts remembered; at ~1 KB each, about 10 MB
 # A request waits this long for the first matcher's fit of a changed catalog (the lexical
 # matcher refits in milliseconds); after it, the previous fit serves until the new lands.
 REFIT_WAIT_S = 1.0
+# A text that the careful floor of an uncalibrated catalog would refuse while a matcher is
+# still fitting waits this long for it, once: well inside the 2 s `query` class.
+PENDING_WAIT_S = 1.0
 # ... and this long when the previous fit cannot serve (it was of an empty or tiny catalog,
 # as at start): an answer a moment later, not a no_match for a capability just registered.
 FIRST_FIT_WAIT_S = 10.0
@@ -165,9 +169,28 @@ class MatchingPipeline:
         if hit is not None and hit[0] > now:
             return hit[1]
         matched = await self._match(normalized, policy, learned)
+        if self._short_of_floor(matched, policy) and self._pending(policy):
+            # Refused by the careful floor of an uncalibrated catalog while a stronger
+            # matcher is still fitting (the encoder of a catalog just registered): the
+            # refusal is the fit's timing, not the text's. Wait for it, briefly, once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ready(policy), PENDING_WAIT_S)
+            matched = await self._match(normalized, policy, learned)
         if policy.match_cache_s > 0 and self._is_current() and self._cache_key == key:
             self._remember(normalized, matched, now + policy.match_cache_s)
         return matched
+
+    @staticmethod
+    def _short_of_floor(matched: Matched, policy: RoutingPolicy) -> bool:
+        """An uncalibrated catalog's best score below the careful floor (or no score)."""
+        if matched.text.calibrated:
+            return False
+        best = matched.matches[0].confidence if matched.matches else 0.0
+        return best < uncalibrated_floor(policy)
+
+    def _pending(self, policy: RoutingPolicy) -> bool:
+        """Whether a matcher of the policy is still to be fitted on this catalog."""
+        return not self._is_ready(policy)
 
     def calibrations(self) -> dict[CalibrationKey, tuple[CatalogKey, Calibration]]:
         """Every calibration in force, by the matchers it calibrates, with its catalog key."""
