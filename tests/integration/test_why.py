@@ -145,7 +145,7 @@ def test_a_suspect_instance_is_named_at_the_registry_step_with_its_state_then(
     probed_by_hand: tuple[str, ManualClock], fake_agents
 ) -> None:
     url, clock = probed_by_hand
-    agent, endpoint = fake_agents(healthy=False)
+    agent, endpoint = fake_agents()
     with httpx.Client(base_url=url, timeout=10) as http:
         body = {
             "id": "sick-01",
@@ -153,6 +153,13 @@ def test_a_suspect_instance_is_named_at_the_registry_step_with_its_state_then(
             "transport": {"endpoint": endpoint},
         }
         assert http.post("/v1/agents", json=body).status_code == 201
+        # Only an instance that has answered can turn suspect (before that it is unknown):
+        # its registration probe passes, then its health checks start failing.
+        wait_until(
+            lambda: http.get("/v1/agents/sick-01").json()["status"] == "healthy",
+            "the registration probe to answer",
+        )
+        agent.healthy = False
 
         def suspect_or_probe_again() -> bool:
             if http.get("/v1/agents/sick-01").json()["status"] == "suspect":
