@@ -172,7 +172,7 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
         "affinity": 0.2,
         "load": 0.15,
         "success": 0.1,
-        "quality": 0.2,
+        "quality": 0.3,
     }
     assert len(decision["policy_version"]) == 12
     by_id = {c["agent_id"]: c for c in decision["candidates"]}
@@ -188,10 +188,10 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
             "quality",
         }
         assert candidate["match"] == {"exact": 1.0}
-        assert candidate["factors"]["quality"] == 0.75  # no outcome yet: the prior's mean
-    # no affinity, quality at the prior's 0.75: 1.2 - 0.2 - 0.05
-    assert by_id["inv-1"]["score"] == pytest.approx(0.95)
-    assert by_id["inv-2"]["score"] == pytest.approx(0.475)  # half the weight
+        assert candidate["factors"]["quality"] == 1.0  # no evidence against it yet
+    # no affinity: 1.3 - 0.2
+    assert by_id["inv-1"]["score"] == pytest.approx(1.1)
+    assert by_id["inv-2"]["score"] == pytest.approx(0.55)  # half the weight
     assert agent.received == []
 
 

@@ -38,7 +38,7 @@ def test_editing_the_policy_file_changes_the_next_decision(tmp_path, fake_agents
             "health": 0.3,
             "latency": 0.2,
             "load": 0.1,
-            "quality": 0.2,
+            "quality": 0.3,
         }
 
         path.write_text("preset: dispatch\nmargin: 7\n", encoding="utf-8")

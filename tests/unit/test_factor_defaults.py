@@ -34,7 +34,7 @@ def test_only_the_named_factors_of_the_preset_weigh_and_unset_keeps_them_all():
         "affinity": 0.20,
         "load": 0.15,
         "success": 0.10,
-        "quality": 0.20,
+        "quality": 0.30,
     }
 
 

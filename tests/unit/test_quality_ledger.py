@@ -43,17 +43,18 @@ def chain_of(root: str, *instances: str) -> Chain:
     return Chain(ALICE, links, root, ("*",), None, 5, None, 2e9)
 
 
-def test_the_estimate_starts_at_the_priors_mean_and_follows_the_evidence() -> None:
+def test_the_factor_starts_at_1_and_only_evidence_against_lowers_it() -> None:
     policy = QualityPolicy()
-    assert PRIOR.quality == 0.75 and PRIOR.counts == {}
-    assert Outcomes.of({"completed": 6}, policy).quality == pytest.approx(9 / 10, abs=1e-4)
+    prior = 3 / 4  # Beta(3, 1)'s mean: the factor is the posterior's mean over it, at most 1
+    assert PRIOR.quality == 1.0 and PRIOR.counts == {}
+    assert Outcomes.of({"completed": 6}, policy).quality == 1.0  # a good record: no reward
     assert Outcomes.of({"completed": 3, "bounced": 3}, policy).quality == pytest.approx(
-        6 / 10, abs=1e-4
+        (6 / 10) / prior, abs=1e-4
     )
     bad = Outcomes.of({"completed": 1, "bad": 1}, policy)  # a bad rating outweighs its completion
-    assert bad.quality == pytest.approx(4 / 7, abs=1e-4)
+    assert bad.quality == pytest.approx((4 / 7) / prior, abs=1e-4)
     assert bad.counts == {"completed": 1, "bad": 1}
-    assert Outcomes.of({"declined": 2}, policy).quality == pytest.approx(3 / 5, abs=1e-4)
+    assert Outcomes.of({"declined": 2}, policy).quality == pytest.approx((3 / 5) / prior, abs=1e-4)
 
 
 async def test_a_bouncing_instance_loses_routing_to_its_sibling_at_once() -> None:
@@ -65,8 +66,8 @@ async def test_a_bouncing_instance_loses_routing_to_its_sibling_at_once() -> Non
     assert decision.agent_id == "sibling"
     by_id = {c.agent_id: c for c in decision.candidates}
     assert by_id["bouncer"].outcomes == {"bounced": 4}
-    assert by_id["bouncer"].factors["quality"] == pytest.approx(3 / 8, abs=1e-4)
-    assert by_id["sibling"].factors["quality"] == pytest.approx(7 / 8, abs=1e-4)
+    assert by_id["bouncer"].factors["quality"] == pytest.approx((3 / 8) / (3 / 4), abs=1e-4)
+    assert by_id["sibling"].factors["quality"] == 1.0
 
 
 async def test_outcomes_are_shared_through_the_store_and_forgotten_after_the_window() -> None:
@@ -86,7 +87,7 @@ async def test_outcomes_are_shared_through_the_store_and_forgotten_after_the_win
     assert index.by_id["a-1"].outcomes.counts == {"completed": 1}
     clock.advance(WINDOW_S)
     await ledger.refresh()
-    assert index.by_id["a-1"].outcomes == Outcomes({}, 0.75)
+    assert index.by_id["a-1"].outcomes == Outcomes({}, 1.0)
 
 
 async def test_the_caller_rates_once_and_anyone_else_is_told_there_is_no_such_request() -> None:

@@ -88,7 +88,7 @@ def test_success_rate_and_affinity_count_with_default_weights():
     by_id = {c.agent_id: c for c in decision.candidates}
     assert by_id["flaky"].factors["success"] == 0.25
     assert by_id["flaky"].factors["affinity"] == 1.0
-    prior = 0.20 * 0.75  # quality: no outcome yet, the prior's mean
+    prior = 0.30 * 1.0  # quality: no outcome yet, the factor starts at 1
     assert by_id["flaky"].score == pytest.approx(0.30 + 0.25 + 0.20 + 0.15 + 0.10 * 0.25 + prior)
     assert by_id["fresh"].score == pytest.approx(0.80 + prior)
     assert decision.agent_id == "flaky"
@@ -107,7 +107,7 @@ def test_dispatch_preset_weighs_latency():
         "health": 0.3,
         "latency": 0.2,
         "load": 0.1,
-        "quality": 0.2,
+        "quality": 0.3,
     }
     assert decision.candidates[1].factors["latency"] == pytest.approx(100 / 400)
 

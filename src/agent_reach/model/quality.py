@@ -3,10 +3,12 @@
 Each outcome is evidence for or against the instance (`EVIDENCE`): a completed delivery
 or a `good` rating for it; a failure, a timeout or a bounce against it; a declined offer
 half against it (it did say so honestly); a `bad` rating twice (it cancels the
-completion it rates, and counts as a failure). The factor is the mean of the Beta
-posterior: (good + prior_good) / (good + bad + prior_good + prior_bad), so an instance
-with no record has the prior's mean (0.75 by default: not starved beside a proven one,
-below it) and a few outcomes move it at once.
+completion it rates, and counts as a failure). The estimate is the mean of the Beta
+posterior, (good + prior_good) / (good + bad + prior_good + prior_bad), and the factor is
+that mean relative to the prior's, capped at 1: an instance with no record and one whose
+record is all good both score 1, and only evidence against an instance lowers it. A
+quality score that starves shirkers, never newcomers: were good records rewarded above
+the prior, whichever instance answered first would keep every sequential request.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ EVIDENCE: dict[str, tuple[float, float]] = {
     "bad": (0.0, 2.0),
 }
 DEFAULT_WINDOW_S = 3600.0  # issue 29: "an outcome ledger over a sliding hour"
-DEFAULT_PRIOR_GOOD = 3.0  # Beta(3, 1): a new instance starts at 0.75, worth 4 outcomes
+DEFAULT_PRIOR_GOOD = 3.0  # Beta(3, 1): worth 4 outcomes, so a few bad ones move it at once
 DEFAULT_PRIOR_BAD = 1.0
 
 
@@ -69,7 +71,8 @@ class Outcomes:
             good += plus * n
             bad += minus * n
         kept: dict[str, int] = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
-        return cls(kept, round(good / (good + bad), 4))
+        prior_mean = policy.prior_good / (policy.prior_good + policy.prior_bad)
+        return cls(kept, round(min(1.0, good / (good + bad) / prior_mean), 4))
 
 
 class QualityView(BaseModel):
