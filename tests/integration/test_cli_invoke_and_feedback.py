@@ -114,3 +114,23 @@ def test_feedback_for_an_unknown_request_exits_1_with_its_code(coordinator: str)
 
     assert result.exit_code == 1
     assert "unknown_request" in result.output
+
+
+def test_feedback_rating_rates_the_answer_for_the_agent_that_gave_it(coordinator: str) -> None:
+    with httpx.Client(base_url=coordinator, timeout=10) as http:
+        answered = http.post(
+            "/v1/invoke", json={"capability": "order.query", "payload": {}, "request_id": "rt-1"}
+        )
+        assert answered.status_code == 200, answered.text
+        agent_id = answered.json()["agent_id"]
+
+        result = run("feedback", "rt-1", "--rating", "bad", coordinator=coordinator)
+        again = run("feedback", "rt-1", "--rating", "good", coordinator=coordinator)
+        agents = {a["id"]: a for a in http.get("/v1/agents").json()["agents"]}
+
+    assert result.exit_code == 0, result.output
+    assert f"rated rt-1 bad for {agent_id}" in " ".join(result.output.split())
+    assert agents[agent_id]["quality"]["outcomes"].get("bad") == 1
+    assert again.exit_code == 1 and "already_rated" in again.output
+    neither = run("feedback", "rt-1", coordinator=coordinator)
+    assert neither.exit_code == 1 and "--rating" in neither.output
