@@ -65,9 +65,17 @@ class KillSwitch:
                 await self._task
 
     async def _follow(self) -> None:
+        """Refresh every `REFRESH_S`; a store outage is logged once, and its end."""
+        failing = False
         while True:
             await asyncio.sleep(REFRESH_S)
             try:
                 await self.refresh()
             except StoreUnavailable:
-                log.warning("kill_switch_refresh_failed")
+                if not failing:
+                    log.warning("kill_switch_refresh_failed", held=sorted(self.records))
+                failing = True
+                continue
+            if failing:
+                log.info("kill_switch_refreshed")
+            failing = False
