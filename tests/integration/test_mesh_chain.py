@@ -209,17 +209,29 @@ def _why(world: World, principal: str, request_id: str) -> httpx.Response:
         return client.get(f"/v1/requests/{request_id}/why")
 
 
+def _shared_why(world: World, principal: str, request_id: str) -> httpx.Response:
+    """`why` once the record is readable here: on Redis another coordinator's answer is
+    shared within the shared journal's flush (0.25 s), not at once."""
+
+    def answered() -> httpx.Response | None:
+        answer = _why(world, principal, request_id)
+        return answer if answer.status_code != 404 else None
+
+    return wait_until(answered, f"the record of {request_id} to be shared")
+
+
 def test_why_shows_on_whose_behalf_and_through_whom(world: World) -> None:
     asked = world.ask({"work": {"report": 3}})
     hop = asked["result"]["hops"][0]
-    answer = _why(world, "shop-frontend", hop["request_id"])  # on Redis: the other coordinator's
+    # on Redis: the other coordinator's record
+    answer = _shared_why(world, "shop-frontend", hop["request_id"])
     assert answer.status_code == 200, answer.text
     walked = answer.json()
     assert walked["delegation"] == {"on_behalf_of": "shop-frontend", "via": VIA, "by": "cs-agents"}
     assert _why(world, "cs-agents", hop["request_id"]).status_code == 200  # its own hop
     assert _why(world, "someone-else", hop["request_id"]).status_code == 404
     assert _why(world, "cs-agents", asked["request_id"]).status_code == 404  # above its hop
-    root = _why(world, "shop-frontend", asked["request_id"]).json()
+    root = _shared_why(world, "shop-frontend", asked["request_id"]).json()
     assert root["delegation"] is None
     if world.backend == "memory":  # the hops under it, from this coordinator's trace
         [handed] = root["handed_on"]
