@@ -55,7 +55,7 @@ def test_the_registry_shows_a_newly_registered_agent_within_two_seconds(
     expect(row).to_be_visible(timeout=2000)
     expect(row.locator(".name")).to_have_text("库存查询")
     expect(row.locator(".status")).to_have_text("healthy")
-    expect(row.locator(".quality")).to_have_text("0.75")  # no outcome yet: the prior's mean
+    expect(row.locator(".quality")).to_have_text("1.00")  # no evidence against it yet
     expect(page.locator("#registry-tiles")).to_contain_text("2instances")
     screenshot("registry")
 

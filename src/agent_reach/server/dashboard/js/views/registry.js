@@ -97,5 +97,5 @@ function quality(q) {
 
 function outcomes(q) {
   const counts = Object.entries((q && q.outcomes) || {}).map(([kind, n]) => `${kind.replace("_", " ")} ${n}`);
-  return counts.length ? counts.join(" · ") : "no outcome in the window yet (the prior)";
+  return counts.length ? counts.join(" · ") : "no outcome in the window yet: nothing against it";
 }
