@@ -111,11 +111,6 @@ def principal_of(chain: Chain) -> Principal:
     )
 
 
-def act_claim(chain: Chain) -> dict[str, Any] | None:
-    """The chain's agents in RFC 8693 §4.1 form, the holder outermost (for traces)."""
-    return _act_claim(chain.links)
-
-
 def delegation_record(chain: Chain) -> dict[str, Any]:
     """What records of a delegated call say of it (journal, decisions): on whose behalf,
     the agents it came through (oldest first; the last one made the call) and the
