@@ -352,6 +352,11 @@ def test_a_disabled_agent_is_out_of_routing_and_its_tokens_refused(mesh: Mesh) -
         caller.invoke("cs.answer", payload={}, suspend=False)
     assert caught.value.code == "no_instance"
     assert mesh.admin.post("/v1/agents/cs-bot/enable").json()["changed"] is True
+    # Only admins switch, only agents that exist, only ids that are ids.
+    assert mesh.admin.post("/v1/agents/no-such-agent/disable").status_code == 404
+    assert mesh.admin.post("/v1/agents/bad%20id!/disable").status_code == 422
+    caller = {"authorization": f"Bearer {mesh.keys['shop-frontend']}"}
+    assert mesh.admin.post("/v1/agents/cs-bot/disable", headers=caller).status_code == 403
     wait_until(lambda: invoke(mesh, {}) == {"at": "cs-bot"}, "cs-bot back in routing")
 
 
