@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from agent_reach.config import Settings
+from agent_reach.registry.health import OFFLINE_AFTER
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -256,18 +257,36 @@ def test_probes_take_an_unhealthy_instance_offline_and_bring_it_back(http, regis
     assert invoke(http).status_code == 200
 
 
-def test_failed_deliveries_take_an_instance_offline_without_probes(http, register, fake_agents):
+def test_failed_deliveries_take_an_instance_offline_without_probes(
+    settings: Settings, tmp_path, fake_agents
+):
+    # Probes pass but are rare (60 s): a passing probe between two failed deliveries would
+    # clear the count, so only the deliveries can take it out, after exactly OFFLINE_AFTER.
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    slow_probes = settings.model_copy(update={"policy_file": policy, "probe_interval_s": 60.0})
     bad, bad_endpoint = fake_agents(status=503)
     _, good_endpoint = fake_agents()
-    register("bad-1", bad_endpoint, "echo", weight=5.0)
-    register("good-1", good_endpoint, "echo")
     bad.healthy = True  # probes pass: only deliveries tell
-    served = [invoke(http).json()["agent_id"] for _ in range(8)]
-    assert set(served) == {"good-1"}
-    assert len(bad.received) <= 5  # offline after 5 consecutive failures
-    metrics = http.get("/metrics").text
-    assert 'agent_reach_fallbacks_total{stage="next_instance"}' in metrics
-    assert "agent_reach_retries_total" in metrics
+    with run_coordinator(slow_probes) as (url, _), httpx.Client(base_url=url) as http:
+        for agent_id, endpoint, weight in (
+            ("bad-1", bad_endpoint, 5.0),
+            ("good-1", good_endpoint, 1.0),
+        ):
+            body = {"id": agent_id, "capabilities": ["echo"], "weight": weight,
+                    "transport": {"type": "http", "endpoint": endpoint}}  # fmt: skip
+            assert http.post("/v1/agents", json=body).status_code == 201
+        for _ in range(4 * OFFLINE_AFTER):  # bounded by calls, not by the clock
+            assert invoke(http).json()["agent_id"] == "good-1"
+            if http.get("/v1/agents/bad-1").json()["status"] == "offline":
+                break
+        assert http.get("/v1/agents/bad-1").json()["status"] == "offline"
+        assert len(bad.received) == OFFLINE_AFTER  # offline after 5 consecutive failures
+        lines = http.get("/metrics").text.splitlines()
+    # each failed delivery was handed to the next instance, and counted as such
+    assert f'agent_reach_fallbacks_total{{stage="next_instance"}} {OFFLINE_AFTER}.0' in lines
+    assert f'agent_reach_retries_total{{kind="next_instance"}} {OFFLINE_AFTER}.0' in lines
+    assert 'agent_reach_health_transitions_total{state="offline"} 1.0' in lines
 
 
 def test_a_readmitted_instance_starts_with_a_clean_window(http, register, fake_agents):
