@@ -120,12 +120,18 @@ def test_a_stale_if_match_is_409_and_changes_nothing(coordinator):
 def test_only_an_admin_may_change_or_audit_the_policy_and_a_caller_not_read_it(coordinator):
     with _admin(coordinator) as admin:
         key = _caller_key(admin)
+        before = admin.get("/v1/policy").json()
+        changes = admin.get("/v1/policy/changes").json()["changes"]
     with httpx.Client(base_url=coordinator, headers={"authorization": f"Bearer {key}"}) as caller:
         assert caller.get("/v1/policy").status_code == 403  # it names everyone's rules
         assert caller.put("/v1/policy", json={"margin": 0.3}).status_code == 403
         assert caller.get("/v1/policy/changes").status_code == 403
     with httpx.Client(base_url=coordinator) as anonymous:
         assert anonymous.put("/v1/policy", json={"margin": 0.3}).status_code == 401
+    with _admin(coordinator) as admin:  # the refused writes changed nothing, audited nothing
+        assert admin.get("/v1/policy").json() == before
+        assert before["policy"]["margin"] != 0.3
+        assert admin.get("/v1/policy/changes").json()["changes"] == changes
 
 
 @pytest.mark.redis
