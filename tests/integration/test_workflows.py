@@ -533,26 +533,46 @@ def test_the_run_has_one_deadline_that_every_step_shares(http, agents):
     assert kb.received == []
 
 
-def test_malformed_workflow_bodies_are_4xx_never_a_server_error(http, agents):
-    order = agents("order.query")
-    bodies = [
-        b"{",
-        b"[]",
-        b'{"steps": []}',
+MALFORMED_WORKFLOWS = [  # body -> its own status, code and the field its problem names
+    (b"{", 400, "invalid_json", None),
+    (b"[]", 422, "validation_error", ""),
+    (b'{"steps": []}', 422, "validation_error", "steps"),
+    (
         b'{"steps": [{"action": "order.query"}], "input": {"n": 123456789012345678901234}}',
+        422, "validation_error", "input",
+    ),
+    (
         b'{"steps": [{"action": "order.query", "param": 123456789012345678901234}]}',
-        b'{"steps": [{"action": "order.query", "text": "both"}]}',
-        b'{"steps": [{"id": "_x", "action": "order.query"}]}',
+        422, "validation_error", "steps.0.param",
+    ),
+    (b'{"steps": [{"action": "order.query", "text": "both"}]}', 422, "validation_error", "steps.0"),
+    (b'{"steps": [{"id": "_x", "action": "order.query"}]}', 422, "validation_error", "steps.0.id"),
+    (
         b'{"steps": [{"action": "order.query"}],'
         b' "aggregate": {"merge": ["0"], "capability": "a.b"}}',
+        422, "validation_error", "aggregate",
+    ),
+    (
         b'{"steps": [{"action": "order.query"}], "request_id": "' + b"r" * 65 + b'"}',
-        b'{"steps": [{"action": "order.query"}], "mode": "later"}',
-    ]
-    for body in bodies:
+        422, "validation_error", "request_id",
+    ),
+    (b'{"steps": [{"action": "order.query"}], "mode": "later"}', 422, "validation_error", "mode"),
+]  # fmt: skip
+
+
+def test_malformed_workflow_bodies_are_4xx_never_a_server_error(http, agents):
+    order = agents("order.query")
+    for body, status, code, field in MALFORMED_WORKFLOWS:
         answer = http.post(
             "/v1/workflows/run", content=body, headers={"Content-Type": "application/json"}
         )
-        assert 400 <= answer.status_code < 500, (body, answer.status_code, answer.text)
-        assert "code" in answer.json()["error"]
-    assert http.get("/v1/workflows/" + "x" * 70).status_code in (404, 422)
+        assert answer.status_code == status, (body, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == code, (body, error)
+        if field is not None:
+            assert [p["field"] for p in error["problems"]] == [field], (body, error)
+    too_long = http.get("/v1/workflows/" + "x" * 70)
+    assert too_long.status_code == 422, too_long.text
+    assert too_long.json()["error"]["code"] == "validation_error"
+    assert [p["field"] for p in too_long.json()["error"]["problems"]] == ["path.run_id"]
     assert order.received == []
