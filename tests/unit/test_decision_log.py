@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import orjson
 
 from agent_reach.clock import ManualClock
 from agent_reach.model.decisions import Candidate, RouteDecision
 from agent_reach.observability.decision_log import DecisionLog
+
+GATE_S = 10.0  # a gate nobody opens fails the test instead of hanging it
 
 
 def decision(n: int) -> RouteDecision:
@@ -19,14 +22,33 @@ def decision(n: int) -> RouteDecision:
 async def test_every_decision_reaches_the_file_in_order_even_when_closed_mid_flush(tmp_path):
     path = tmp_path / "decisions.jsonl"
     log = DecisionLog(str(path), ManualClock())
+    sink = log._sink
+    assert sink is not None
+    write, batches = sink.write, []
+    flushing, release = threading.Event(), threading.Event()
+
+    def held_write(batch: list[bytes]) -> None:  # the flush's thread waits at this gate
+        batches.append(len(batch))
+        flushing.set()
+        assert release.wait(GATE_S), "the test never let the flush finish"
+        write(batch)
+
+    sink.write = held_write  # type: ignore[method-assign]
     writer = asyncio.create_task(log.run())
     for n in range(500):
         log.record(decision(n), kind="invoke", request_id=f"r-{n}", trace_id="t" * 32)
-    await asyncio.sleep(0.25)  # let one flush start
+    assert await asyncio.to_thread(flushing.wait, GATE_S), "no flush started"
+    sink.write = write  # type: ignore[method-assign]  # the close's own write is not held
     for n in range(500, 600):
         log.record(decision(n), kind="invoke", request_id=f"r-{n}", trace_id="t" * 32)
     writer.cancel()
-    await log.aclose()
+    closing = asyncio.create_task(log.aclose())
+    await asyncio.sleep(0)  # the close starts ...
+    await asyncio.sleep(0)
+    assert not closing.done()  # ... and waits for the flush it interrupted
+    release.set()
+    await closing
+    assert batches == [500]  # the flush held the first 500; the close wrote the rest
     lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
     assert [line["request_id"] for line in lines] == [f"r-{n}" for n in range(600)]
     assert lines[0]["candidates"][0]["factors"] == {"health": 1.0}
