@@ -8,7 +8,6 @@ Each test counts what the agents executed.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,6 @@ from typer.testing import CliRunner
 from agent_reach import Conflict, Orchestrator, ReachClient
 from agent_reach.cli import app
 from agent_reach.config import Settings
-from agent_reach.orchestration.board import RESUME_CHECK_S
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -129,22 +127,27 @@ def test_a_parked_run_is_ended_by_a_cancel(http, fake_agents, register):
     down, down_at = fake_agents(name="order", status=503)
     assert register("order-1", down_at, "order.query").status_code == 201
     run = start(http, {"id": "order", "action": "order.query"})
-    wait_until(
-        lambda: http.get(f"/v1/workflows/{run['run_id']}").json()["status"] == "parked",
-        "the run to park",
-    )
+    control = start(http, {"id": "order", "action": "order.query"})  # parked, not cancelled
+    for parked in (run, control):
+        wait_until(
+            lambda parked=parked: (
+                http.get(f"/v1/workflows/{parked['run_id']}").json()["status"] == "parked"
+            ),
+            "the runs to park",
+        )
 
     cancel = http.post(f"/v1/workflows/{run['run_id']}/cancel")
     done = ended(http, run["run_id"])
-    sent = len(posts(down))
-    down.status = 200  # back: a parked run that was not cancelled would resume now
-    time.sleep(4 * RESUME_CHECK_S)  # a resume would come within one look at parked runs
+    sent = posts(down).count(f"{run['run_id']}:order")
+    down.status = 200  # back: a parked run that was not cancelled resumes now ...
+    resumed = ended(http, control["run_id"])  # ... as the control run shows it did
 
     assert cancel.status_code == 202
     assert cancel.json()["status"] == "parked"
     assert done["status"] == "cancelled"
     assert steps_of(done)["order"]["status"] == "cancelled"
-    assert len(posts(down)) == sent
+    assert resumed["status"] == "ok"
+    assert posts(down).count(f"{run['run_id']}:order") == sent
 
 
 def test_cancelling_an_unknown_or_malformed_run_id_is_a_clear_4xx(http):
