@@ -108,9 +108,14 @@ async def test_a_resent_message_id_runs_once(stock_agent: FakeAgent, a2a: Any) -
     assert len(stock_agent.received) == 1
 
 
-async def test_refusals_are_a2a_errors(stock_agent: FakeAgent, a2a: Any) -> None:
-    with pytest.raises(InvalidParamsError, match="no registered agent offers the capability"):
-        await _send(a2a, _message("hello", capability="no.such.skill"))
+async def test_a_skill_nobody_offers_is_a_rejected_task_and_an_empty_message_an_error(
+    stock_agent: FakeAgent, a2a: Any
+) -> None:
+    declined = await _send(a2a, _message("hello", capability="no.such.skill"))
+    assert declined.task.status.state == TaskState.TASK_STATE_REJECTED
+    why = get_text_parts(declined.task.status.message.parts)[0]
+    assert "no registered agent offers the capability" in why
+    assert get_data_parts(declined.task.status.message.parts)[0]["code"] == "no_capability"
     with pytest.raises(InvalidParamsError, match="neither a skill"):
         await _send(a2a, _message(None, {"sku": "P-1"}))
     assert stock_agent.received == []

@@ -1,6 +1,9 @@
-"""`GET /.well-known/agent-card.json`: the coordinator as an A2A v1.0 agent.
+"""`GET /.well-known/agent-card.json` (and the v0.2 `/.well-known/agent.json`, and `GET /a2a`,
+the URL the card names): the coordinator as an A2A v1.0 agent.
 
-Skills are the live capabilities. With keys on, the card names the Bearer scheme, and
+It offers the JSON-RPC binding (v1.0, and v0.3 method names at the same URL) and the
+HTTP+JSON binding (`/a2a/message:send`, ...), streaming and push notifications. Skills are
+the live capabilities. With keys on, the card names the Bearer scheme, and
 lists the skills the presented key may invoke (none without a key): the catalog is not
 public when the rest of the API is not.
 """
@@ -13,6 +16,7 @@ from agent_reach.faces.catalog import LiveCapability
 
 A2A_VERSION = "1.0"
 CARD_PATH = "/.well-known/agent-card.json"
+CARD_PATHS = (CARD_PATH, "/.well-known/agent.json")  # v1.0 / v0.3, then v0.2
 RPC_PATH = "/a2a"
 
 
@@ -20,6 +24,7 @@ def agent_card(
     base_url: str, version: str, skills: list[LiveCapability], *, secured: bool
 ) -> dict[str, Any]:
     """The card's JSON (the v1.0 wire form, camelCase)."""
+    url = base_url.rstrip("/") + RPC_PATH
     card: dict[str, Any] = {
         "name": "Agent-Reach",
         "description": (
@@ -28,13 +33,14 @@ def agent_card(
         ),
         "version": version,
         "supportedInterfaces": [
-            {
-                "url": base_url.rstrip("/") + RPC_PATH,
-                "protocolBinding": "JSONRPC",
-                "protocolVersion": A2A_VERSION,
-            }
+            {"url": url, "protocolBinding": binding, "protocolVersion": version}
+            for binding, version in (
+                ("JSONRPC", A2A_VERSION),
+                ("HTTP+JSON", A2A_VERSION),
+                ("JSONRPC", "0.3"),
+            )
         ],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {"streaming": True, "pushNotifications": True},
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain", "application/json"],
         "skills": [

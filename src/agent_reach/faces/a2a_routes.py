@@ -1,4 +1,5 @@
-"""The A2A face's two routes: the agent card and the JSON-RPC endpoint."""
+"""The A2A face's routes: the agent card (public), the JSON-RPC endpoint, and the
+HTTP+JSON binding's routes (`a2a_rest.py`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
 from agent_reach.errors import ReachError
-from agent_reach.faces.a2a_card import CARD_PATH, RPC_PATH, agent_card
-from agent_reach.faces.a2a_rpc import A2AEndpoint, RpcError, rpc_error_of
-from agent_reach.faces.a2a_stream import StreamedReply, sse_body
+from agent_reach.faces.a2a_card import CARD_PATHS, RPC_PATH, agent_card
+from agent_reach.faces.a2a_rest import router as rest_router
+from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
+from agent_reach.faces.a2a_service import error_of
+from agent_reach.faces.a2a_stream import sse_body
 from agent_reach.faces.catalog import live_capabilities
 from agent_reach.identity.certificates import peer_of
 from agent_reach.model.keys import ANONYMOUS, Principal
@@ -19,9 +22,9 @@ from agent_reach.server.runtime import runtime_of
 router = APIRouter(tags=["a2a"])
 
 
-@router.get(CARD_PATH)
 async def card(request: Request) -> Response:
-    """A v1.0 agent card; its skills are the live capabilities the caller may invoke."""
+    """A v1.0 agent card, readable without a key; its skills are the live capabilities the
+    caller may invoke (none without a valid key when keys are on)."""
     runtime = runtime_of(request)
     security = runtime.security
     principal: Principal | None = ANONYMOUS
@@ -38,33 +41,35 @@ async def card(request: Request) -> Response:
     return json_response(agent_card(base, version, skills, secured=security.enabled))
 
 
+for _path in (*CARD_PATHS, RPC_PATH):
+    router.add_api_route(_path, card, methods=["GET"])
+
+
 @router.post(RPC_PATH)
 async def rpc(request: Request) -> Response:
-    """One A2A JSON-RPC call (`SendMessage`, `SendStreamingMessage`, `GetTask`, and the
-    v0.3 `message/send`, `message/stream`, `tasks/get`); a stream answers SSE."""
+    """One A2A JSON-RPC call (`a2a_rpc.py`); a stream answers SSE."""
     runtime = runtime_of(request)
     try:
-        try:
-            principal = await runtime.security.authenticate(
-                request.headers.get("authorization"), peer_of(request.scope)
-            )
-        except ReachError as exc:
-            raise rpc_error_of(exc) from None
-        call_id, result = await A2AEndpoint(runtime).call(
+        principal = await runtime.security.authenticate(
+            request.headers.get("authorization"), peer_of(request.scope)
+        )
+    except ReachError as exc:
+        answer = error_answer(error_of(exc), None)
+    else:
+        answer = await answer_rpc(
+            runtime,
             await request.body(),
             principal,
             continue_trace(request.headers.get("traceparent")),
             request.headers.get("a2a-version"),
         )
-    except RpcError as exc:
-        error = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            error["data"] = exc.data
-        return json_response({"jsonrpc": "2.0", "id": exc.call_id, "error": error}, exc.http_status)
-    if isinstance(result, StreamedReply):
+    if answer.stream is not None:
         return StreamingResponse(
-            sse_body(call_id, result),
+            sse_body(answer.call_id, answer.stream),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache"},
         )
-    return json_response({"jsonrpc": "2.0", "id": call_id, "result": result})
+    return Response(answer.body, answer.status, media_type="application/json")
+
+
+router.include_router(rest_router)

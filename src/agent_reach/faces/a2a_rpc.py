@@ -1,296 +1,217 @@
-"""`POST /a2a`: A2A JSON-RPC (v1.0 `SendMessage`/`SendStreamingMessage`/`GetTask`, v0.3
-`message/send`/`message/stream`/`tasks/get`).
+"""`POST /a2a`: the JSON-RPC 2.0 binding of the A2A face, v1.0 method names and v0.3 ones.
 
-A message is one invocation: `metadata.capability` names the skill (client-directed),
-otherwise its text is routed. Text parts are the text, the first data part the payload,
-and a `messageId` that is a valid request id is the request_id (a re-sent message is
-answered from the idempotency store, never run twice). A synchronous answer is a
-Message; an asynchronous or suspended one a Task, read back with `GetTask`. A streamed
-reply is a Task too: its id is the request id (one is made when the message has none),
-and `GetTask` reads it from the request's idempotency record, working until the stream
-has ended, then with the answer's artifacts.
+`answer_rpc` takes the raw body and the authenticated principal and returns the status
+and body to send (or a stream to relay): no ASGI in it, so any edge can call it. The
+envelope is checked as JSON-RPC 2.0 prescribes — unparseable JSON `-32700`; a batch, a
+wrong `jsonrpc`, a missing `method` or an id that is not a string, number or null
+`-32600`, with the request's id where it has a usable one. v1.0 calls take an
+`A2A-Version` header of 1.0 (or none); another version is `-32009`. v0.3 calls are
+answered in the v0.3 form (`kind`s, lower-case states).
 """
 
 from __future__ import annotations
 
-import re
-import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
-from agent_reach.adapters import a2a_messages as msgs
-from agent_reach.errors import ReachError, UnknownTask
-from agent_reach.faces.a2a_stream import StreamedReply
-from agent_reach.invoke.answer import Answer
-from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
-from agent_reach.model.keys import Principal, owned_key
-from agent_reach.observability.tracecontext import TraceContext
-from agent_reach.server.runtime import Runtime
-
-# JSON-RPC 2.0 and A2A error codes (A2A spec, "Error Handling")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
+from agent_reach.faces import a2a_tasks as views
+from agent_reach.faces.a2a_push import PushConfigs
+from agent_reach.faces.a2a_service import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NO_EXTENDED_CARD,
+    PARSE_ERROR,
+    UNSUPPORTED,
+    VERSION_NOT_SUPPORTED,
+    A2AError,
+    A2AFace,
 )
-TASK_NOT_FOUND, UNSUPPORTED = -32001, -32004
-V1_METHODS = {"SendMessage": "send", "SendStreamingMessage": "stream", "GetTask": "get"}
-V03_METHODS = {"message/send": "send", "message/stream": "stream", "tasks/get": "get"}
-_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
-_STATES = {  # our task status -> (v1.0, v0.3) state
-    "queued": ("TASK_STATE_SUBMITTED", "submitted"),
-    "running": ("TASK_STATE_WORKING", "working"),
-    "suspended": ("TASK_STATE_WORKING", "working"),
-    "ok": ("TASK_STATE_COMPLETED", "completed"),
-    "fallback": ("TASK_STATE_COMPLETED", "completed"),
-    "degraded": ("TASK_STATE_COMPLETED", "completed"),
-    "error": ("TASK_STATE_FAILED", "failed"),
+from agent_reach.faces.a2a_stream import StreamedReply
+from agent_reach.model.keys import Principal
+from agent_reach.observability.tracecontext import TraceContext
+
+if TYPE_CHECKING:
+    from agent_reach.server.runtime import Runtime
+
+SERVED_VERSIONS = ("1.0", "0.3")  # A2A-Version values this face answers
+V1_METHODS = {
+    "SendMessage": "send",
+    "SendStreamingMessage": "stream",
+    "GetTask": "get",
+    "ListTasks": "list",
+    "CancelTask": "cancel",
+    "CreateTaskPushNotificationConfig": "push_create",
+    "GetTaskPushNotificationConfig": "push_get",
+    "ListTaskPushNotificationConfigs": "push_list",
+    "DeleteTaskPushNotificationConfig": "push_delete",
+    "SubscribeToTask": "subscribe",
+    "GetExtendedAgentCard": "extended_card",
+}
+V03_METHODS = {
+    "message/send": "send",
+    "message/stream": "stream",
+    "tasks/get": "get",
+    "tasks/list": "list",
+    "tasks/cancel": "cancel",
+    "tasks/pushNotificationConfig/set": "push_create",
+    "tasks/pushNotificationConfig/get": "push_get",
+    "tasks/pushNotificationConfig/list": "push_list",
+    "tasks/pushNotificationConfig/delete": "push_delete",
+    "tasks/resubscribe": "subscribe",
+    "agent/getAuthenticatedExtendedCard": "extended_card",
 }
 
 
-class RpcError(Exception):
-    """A JSON-RPC error answer; `http_status` 401 without a valid key (HTTP auth), else 200."""
+@dataclass(frozen=True, slots=True)
+class RpcAnswer:
+    """What to send back: a JSON body, or (`stream`) an event stream for call `call_id`."""
 
-    def __init__(
-        self, code: int, message: str, data: dict[str, Any] | None = None, http_status: int = 200
-    ) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data, self.http_status = code, message, data, http_status
-        self.call_id: Any = None  # the request's id, once it was read
-
-
-def rpc_error_of(exc: ReachError) -> RpcError:
-    """An Agent-Reach error as the closest JSON-RPC/A2A error, its own code in `data`."""
-    data = {"code": exc.code, **{k: v for k, v in exc.details.items() if k != "route"}}
-    if exc.status == 401:
-        return RpcError(INVALID_REQUEST, exc.message, data, exc.status)
-    if exc.status == 403:  # authenticated, not allowed: a typed error the client can read
-        return RpcError(INVALID_REQUEST, exc.message, data)
-    if isinstance(exc, UnknownTask):
-        return RpcError(TASK_NOT_FOUND, exc.message, data)
-    if exc.status < 500 and exc.status != 429:
-        return RpcError(INVALID_PARAMS, exc.message, data)
-    return RpcError(INTERNAL, exc.message, data)
+    status: int = 200
+    body: bytes = b""
+    stream: StreamedReply | None = None
+    call_id: Any = None
 
 
-class A2AEndpoint:
-    """Answers one JSON-RPC call for one authenticated principal."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-
-    async def call(
-        self, body: bytes, principal: Principal, trace: TraceContext, version_header: str | None
-    ) -> tuple[Any, Any]:
-        """(id, result) of the call; `RpcError` (with the call's id) for any failure."""
-        try:
-            call = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise RpcError(PARSE_ERROR, "the body is not JSON") from None
-        if not isinstance(call, dict) or call.get("jsonrpc") != "2.0" or "method" not in call:
-            raise RpcError(INVALID_REQUEST, "not a JSON-RPC 2.0 request")
-        try:
-            return call.get("id"), await self._dispatch(call, principal, trace, version_header)
-        except RpcError as exc:
-            exc.call_id = call.get("id")
-            raise
-
-    async def _dispatch(
-        self,
-        call: dict[str, Any],
-        principal: Principal,
-        trace: TraceContext,
-        version_header: str | None,
-    ) -> Any:
-        method, params = call["method"], call.get("params") or {}
-        if method in V1_METHODS:
-            version, action = "1.0", V1_METHODS[method]
-        elif method in V03_METHODS:
-            version, action = "0.3", V03_METHODS[method]
-        else:
-            raise RpcError(METHOD_NOT_FOUND, f"method {method!r} is not offered here")
-        if version == "1.0" and version_header not in (None, "", "1.0"):
-            raise RpcError(-32009, f"A2A version {version_header!r} is not supported: use 1.0")
-        if not isinstance(params, dict):
-            raise RpcError(INVALID_PARAMS, "params must be an object")
-        if action == "send":
-            return await self._send(params, version, principal, trace)
-        if action == "stream":
-            return await self._stream(params, version, principal, trace)
-        return await self._get(params, version, principal)
-
-    async def _send(
-        self, params: dict[str, Any], version: str, principal: Principal, trace: TraceContext
-    ) -> Any:
-        message = params.get("message")
-        if not isinstance(message, dict):
-            raise RpcError(INVALID_PARAMS, "params.message is required")
-        request = _invocation(message, params.get("configuration") or {}, version)
-        answer = await self.runtime.invoke.handle(request, trace, principal=principal)
-        return _result(version, answer, message)
-
-    async def _stream(
-        self, params: dict[str, Any], version: str, principal: Principal, trace: TraceContext
-    ) -> StreamedReply:
-        """The send, asking the routed agent for a stream (`faces/a2a_stream.py`)."""
-        message = params.get("message")
-        if not isinstance(message, dict):
-            raise RpcError(INVALID_PARAMS, "params.message is required")
-        request = _invocation(message, params.get("configuration") or {}, version)
-        if request.request_id is None:  # the Task's id, read back with GetTask
-            request = request.model_copy(update={"request_id": uuid.uuid4().hex})
-        answer = await self.runtime.invoke.handle(request, trace, principal=principal, stream=True)
-        context_id = message.get("contextId")
-        context = context_id if isinstance(context_id, str) else None
-        if answer.stream is not None:
-            task_id = str(request.request_id)
-            return StreamedReply(version, task_id, context, stream=answer.stream)
-        return StreamedReply(version, "", context, result=_result(version, answer, message))
-
-    async def _get(self, params: dict[str, Any], version: str, principal: Principal) -> Any:
-        task_id = params.get("id")
-        if not isinstance(task_id, str) or not _REQUEST_ID.match(task_id):
-            raise RpcError(INVALID_PARAMS, "params.id must be a task id")
-        try:
-            try:
-                document = await self.runtime.tasks.get(principal, task_id)
-            except UnknownTask:
-                document = await self._streamed(principal, task_id)
-        except ReachError as exc:
-            raise rpc_error_of(exc) from None
-        return _task(version, document, None)  # GetTask answers the Task itself
-
-    async def _streamed(self, principal: Principal, task_id: str) -> dict[str, Any]:
-        """A streamed reply's Task, from its request's idempotency record."""
-        record = await self.runtime.backends.idempotency.peek(owned_key(principal, task_id))
-        if record is None:
-            raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
-        if record.state != "completed":
-            return {"task_id": task_id, "status": "running"}
-        return {
-            "task_id": task_id,
-            "http_status": record.status,
-            "answer": orjson.loads(record.body),
-        }
+def error_answer(exc: A2AError, call_id: Any) -> RpcAnswer:
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    body = orjson.dumps({"jsonrpc": "2.0", "id": call_id, "error": error})
+    return RpcAnswer(exc.http_status or 200, body, call_id=call_id)
 
 
-def _result(version: str, answer: Answer, message: dict[str, Any]) -> Any:
-    """A send's result: the reply Message, or the Task of a queued or suspended request."""
-    document = orjson.loads(answer.body)
-    if answer.status == 202:
-        return _wrap(version, "task", _task(version, document, message.get("contextId")))
-    if answer.status >= 300:
-        raise rpc_error_of(_error_of(answer, document))
-    return _wrap(version, "message", _reply(version, document, message.get("contextId")))
-
-
-def _invocation(
-    message: dict[str, Any], configuration: dict[str, Any], version: str
-) -> InvokeRequest:
-    parts = msgs.parts_of(message.get("parts"))
-    metadata = message.get("metadata") or {}
-    capability = metadata.get("capability") if isinstance(metadata, dict) else None
-    message_id = message.get("messageId")
-    asynchronous = (
-        configuration.get("returnImmediately") is True
-        if version == "1.0"
-        else configuration.get("blocking") is False
-    )
-    data = parts["data"]
+async def answer_rpc(
+    runtime: Runtime,
+    body: bytes,
+    principal: Principal,
+    trace: TraceContext,
+    version_header: str | None,
+) -> RpcAnswer:
+    """The answer to one JSON-RPC request body for an authenticated principal."""
+    call_id: Any = None
     try:
-        return InvokeRequest(
-            capability=capability,
-            text=parts["text"],
-            payload=data,
-            request_id=message_id
-            if isinstance(message_id, str) and _REQUEST_ID.match(message_id)
-            else None,
-            mode="async" if asynchronous else "sync",
-        )
-    except ValidationError as exc:
-        problems = [
-            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
-        ]
-        raise RpcError(
-            INVALID_PARAMS,
-            "the message gives neither a skill (metadata.capability) nor text",
-            {"code": "validation_error", "problems": problems},
-        ) from None
+        call = _envelope(body)
+        call_id = call.get("id")
+        result = await _dispatch(A2AFace(runtime), call, principal, trace, version_header)
+    except A2AError as exc:
+        return error_answer(exc, call_id if call_id is not None else exc.call_id)
+    if isinstance(result, StreamedReply):
+        return RpcAnswer(stream=result, call_id=call_id)
+    return RpcAnswer(body=orjson.dumps({"jsonrpc": "2.0", "id": call_id, "result": result}))
 
 
-def _error_of(answer: Answer, document: Any) -> ReachError:
-    error = document.get("error", {}) if isinstance(document, dict) else {}
-    exc = ReachError(str(error.get("message", "")), code=str(error.get("code", "internal_error")))
-    exc.status = answer.status  # type: ignore[misc]
-    exc.details = {k: v for k, v in error.items() if k not in ("code", "message")}
-    return exc
+def _envelope(body: bytes) -> dict[str, Any]:
+    """The request object; `A2AError` (-32700 / -32600, with its id when usable) if none."""
+    try:
+        call = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise A2AError(PARSE_ERROR, "the body is not JSON") from None
+    if isinstance(call, list):
+        raise A2AError(INVALID_REQUEST, "batch requests are not supported: send one at a time")
+    if not isinstance(call, dict):
+        raise A2AError(INVALID_REQUEST, "a JSON-RPC request is an object")
+    call_id = call.get("id")
+    if call_id is not None and (isinstance(call_id, bool) or not isinstance(call_id, str | int)):
+        raise A2AError(INVALID_REQUEST, "id must be a string, an integer or null")
+    problem = None
+    if call.get("jsonrpc") != "2.0":
+        problem = 'jsonrpc must be "2.0"'
+    elif not isinstance(call.get("method"), str):
+        problem = "method (a string) is required"
+    elif "params" in call and not isinstance(call["params"], dict | None):
+        raise A2AError(INVALID_PARAMS, "params must be an object", call_id=call_id)
+    if problem is not None:
+        raise A2AError(INVALID_REQUEST, problem, call_id=call_id)
+    return call
 
 
-def _parts(version: str, result: Any) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if isinstance(result, str):
-        parts.append({"text": result})
-    elif isinstance(result, dict) and isinstance(result.get("text"), str):
-        parts.append({"text": result["text"]})
-    if result is not None and not isinstance(result, str):
-        parts.append({"data": result if isinstance(result, dict) else {"value": result}})
+async def _dispatch(
+    face: A2AFace,
+    call: dict[str, Any],
+    principal: Principal,
+    trace: TraceContext,
+    version_header: str | None,
+) -> Any:
+    method, params = call["method"], call.get("params") or {}
+    if method in V1_METHODS:
+        version, action = "1.0", V1_METHODS[method]
+        if version_header not in (None, "", "1.0", "1"):
+            raise A2AError(
+                VERSION_NOT_SUPPORTED,
+                f"A2A version {version_header!r} is not served: use one of {SERVED_VERSIONS}",
+                {"supported": list(SERVED_VERSIONS)},
+            )
+    elif method in V03_METHODS:
+        version, action = "0.3", V03_METHODS[method]
+    else:
+        raise A2AError(METHOD_NOT_FOUND, f"method {method!r} is not offered here")
+    if action == "stream":
+        return await face.stream(params, principal, trace, version)
+    result = await _act(face, action, params, version, principal, trace)
+    return _shaped(action, result, version)
+
+
+async def _act(
+    face: A2AFace,
+    action: str,
+    params: dict[str, Any],
+    version: str,
+    principal: Principal,
+    trace: TraceContext,
+) -> Any:
+    if action == "send":
+        return await face.send(params, principal, trace)
+    if action == "get":
+        return await face.get(params, principal)
+    if action == "list":
+        return await face.list(params, principal)
+    if action == "cancel":
+        return await face.cancel(params, principal)
+    if action == "subscribe":
+        raise A2AError(UNSUPPORTED, "re-subscribing to a task is not offered: poll GetTask")
+    if action == "extended_card":
+        raise A2AError(NO_EXTENDED_CARD, "there is no extended card: the card is all")
+    configs = PushConfigs(face)
     if version == "0.3":
-        for part in parts:
-            part["kind"] = "text" if "text" in part else "data"
-    return parts
+        params = _push_params_v03(action, params)
+    if action == "push_create":
+        return await configs.create({**params, "_version": version}, principal)
+    if action == "push_get":
+        return await configs.get(params, principal)
+    if action == "push_list":
+        return await configs.list(params, principal)
+    await configs.delete(params, principal)
+    return None
 
 
-def _reply(version: str, document: dict[str, Any], context_id: Any) -> dict[str, Any]:
-    reply: dict[str, Any] = {
-        "messageId": uuid.uuid4().hex,
-        "role": "ROLE_AGENT" if version == "1.0" else "agent",
-        "parts": _parts(version, document.get("result")),
-        "metadata": {
-            key: document.get(key) for key in ("request_id", "trace_id", "agent_id", "status")
-        },
-    }
-    if isinstance(context_id, str):
-        reply["contextId"] = context_id
-    if version == "0.3":
-        reply["kind"] = "message"
-    return reply
+def _push_params_v03(action: str, params: dict[str, Any]) -> dict[str, Any]:
+    """v0.3 push params in v1.0 names (`{taskId, pushNotificationConfig}`, `{id,
+    pushNotificationConfigId}`)."""
+    if action == "push_create":
+        inner = params.get("pushNotificationConfig") or {}
+        return {**(inner if isinstance(inner, dict) else {}), "taskId": params.get("taskId")}
+    return {"taskId": params.get("id"), "id": params.get("pushNotificationConfigId")}
 
 
-def _task(version: str, document: dict[str, Any], context_id: Any) -> dict[str, Any]:
-    """Our task view (202 answer or `GET /v1/tasks`) as an A2A Task."""
-    status = str(document.get("status", "queued"))
-    answer = document.get("answer")
-    if document.get("http_status") is not None and isinstance(answer, dict):
-        status = str(answer.get("status") or ("error" if "error" in answer else "ok"))
-    v1, v03 = _STATES.get(status, _STATES["running"])
-    task_id = str(document.get("task_id") or document.get("request_id"))
-    task: dict[str, Any] = {
-        "id": task_id,
-        "contextId": context_id if isinstance(context_id, str) else task_id,
-        "status": {"state": v1 if version == "1.0" else v03},
-    }
-    if isinstance(answer, dict) and "result" in answer:
-        task["artifacts"] = [
-            {"artifactId": f"{task_id}-result", "parts": _parts(version, answer["result"])}
-        ]
-    elif isinstance(answer, dict) and isinstance(answer.get("error"), dict):
-        text = str(answer["error"].get("message", ""))
-        task["status"]["message"] = {
-            "messageId": uuid.uuid4().hex,
-            "role": "ROLE_AGENT" if version == "1.0" else "agent",
-            "parts": _parts(version, {"text": text, **answer["error"]}),
-        }
-        if version == "0.3":
-            task["status"]["message"]["kind"] = "message"
-    if version == "0.3":
-        task["kind"] = "task"
-    return task
+def _shaped(action: str, result: Any, version: str) -> Any:
+    """The v1.0 result, or its v0.3 form."""
+    if version == "1.0" or result is None:
+        return result
+    if action == "send":
+        kind, value = next(iter(result.items()))
+        return views.v03(value, kind)
+    if action in ("get", "cancel"):
+        return views.v03(result, "task")
+    if action == "list":
+        return {**result, "tasks": [views.v03(t, "task") for t in result["tasks"]]}
+    if action == "push_list":
+        return [_push_v03(c) for c in result["configs"]]
+    return _push_v03(result)
 
 
-def _wrap(version: str, kind: str, value: dict[str, Any]) -> Any:
-    """v1.0 answers `{"message": ...}` / `{"task": ...}`; v0.3 the object itself."""
-    return value if version == "0.3" else {kind: value}
+def _push_v03(config: dict[str, Any]) -> dict[str, Any]:
+    inner = {k: v for k, v in config.items() if k != "taskId"}
+    return {"taskId": config.get("taskId"), "pushNotificationConfig": inner}

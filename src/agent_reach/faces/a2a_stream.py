@@ -1,5 +1,5 @@
-"""`SendStreamingMessage` / v0.3 `message/stream` at `/a2a`: the routed agent's answer
-as an A2A event stream.
+"""`SendStreamingMessage` / v0.3 `message/stream` at `/a2a` (and `POST /a2a/message:stream`):
+the routed agent's answer as an A2A event stream.
 
 The invocation asks for a stream. When the agent streams (its own events, or an A2A
 agent's translated ones), the caller gets a Task in `working`, one artifact update per
@@ -37,10 +37,12 @@ class StreamedReply:
     result: Any = None  # the single event, when there is no stream
 
 
-async def sse_body(call_id: Any, reply: StreamedReply) -> AsyncIterator[bytes]:
-    """The response body: each event as `data: <JSON-RPC response>`."""
+async def sse_body(call_id: Any, reply: StreamedReply, *, rpc: bool = True) -> AsyncIterator[bytes]:
+    """The response body: each event as `data: <JSON-RPC response>`, or (`rpc` False, the
+    HTTP+JSON binding) as `data: <StreamResponse>`."""
+    framed = _frame if rpc else _bare
     if reply.stream is None:
-        yield _frame(call_id, reply.result)
+        yield framed(call_id, reply.result)
         return
     stream = reply.stream
     queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_EVENTS)
@@ -57,7 +59,7 @@ async def sse_body(call_id: Any, reply: StreamedReply) -> AsyncIterator[bytes]:
             else:
                 result = _chunk(reply, event["data"], append=chunks > 0)
                 chunks += 1
-            await queue.put(_frame(call_id, result))
+            await queue.put(framed(call_id, result))
 
     async def relay() -> None:
         try:
@@ -65,7 +67,7 @@ async def sse_body(call_id: Any, reply: StreamedReply) -> AsyncIterator[bytes]:
         finally:
             await queue.put(None)
 
-    yield _frame(call_id, _task(reply))
+    yield framed(call_id, _task(reply))
     task = asyncio.get_running_loop().create_task(relay())
     try:
         while (frame := await queue.get()) is not None:
@@ -82,6 +84,10 @@ async def sse_body(call_id: Any, reply: StreamedReply) -> AsyncIterator[bytes]:
 def _frame(call_id: Any, result: Any) -> bytes:
     body = orjson.dumps({"jsonrpc": "2.0", "id": call_id, "result": result})
     return b"data: %s\n\n" % body
+
+
+def _bare(call_id: Any, result: Any) -> bytes:
+    return b"data: %s\n\n" % orjson.dumps(result)
 
 
 def _task(reply: StreamedReply) -> dict[str, Any]:

@@ -1,0 +1,220 @@
+"""The HTTP+JSON (REST) binding of the A2A face, v1.0, under `/a2a`.
+
+`POST /a2a/message:send` and `:stream`, `GET /a2a/tasks/{id}`, `GET /a2a/tasks`,
+`POST /a2a/tasks/{id}:cancel` and `/a2a/tasks/{id}/pushNotificationConfigs[/{config id}]`
+call the same operations as the JSON-RPC binding (`a2a_service.py`). Errors are
+`google.rpc.Status` bodies as the A2A spec's REST binding prescribes: `{"error": {"code":
+<HTTP status>, "status", "message", "details": [{"@type": ".../google.rpc.ErrorInfo",
+"reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org", "metadata"}]}}`, so a client
+maps each back to its A2A error. An `A2A-Version` other than 1.0 is 400
+`VERSION_NOT_SUPPORTED`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response, StreamingResponse
+
+from agent_reach.errors import ReachError
+from agent_reach.faces.a2a_push import PushConfigs
+from agent_reach.faces.a2a_service import (
+    INVALID_PARAMS,
+    VERSION_NOT_SUPPORTED,
+    A2AError,
+    A2AFace,
+    error_of,
+)
+from agent_reach.faces.a2a_stream import StreamedReply, sse_body
+from agent_reach.identity.certificates import peer_of
+from agent_reach.model.keys import Principal
+from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.server.runtime import runtime_of
+
+router = APIRouter(tags=["a2a"])
+# JSON-RPC code -> (HTTP status, google.rpc status, A2A reason): the A2A spec's table
+REASONS = {
+    -32001: (404, "NOT_FOUND", "TASK_NOT_FOUND"),
+    -32002: (400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
+    -32003: (400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+    -32004: (400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"),
+    -32007: (400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+    -32009: (400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
+    -32700: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+    -32600: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+    -32601: (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
+    -32602: (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
+    -32603: (500, "INTERNAL", "INTERNAL_ERROR"),
+}
+_STATUS_NAMES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
+_INT_QUERY = ("pageSize", "historyLength")
+
+
+def status_body(exc: A2AError) -> Response:
+    """An A2A error as a `google.rpc.Status` response."""
+    status, name, reason = REASONS.get(exc.code, REASONS[-32603])
+    if exc.http_status is not None:
+        status, name = exc.http_status, _STATUS_NAMES.get(exc.http_status, name)
+    elif exc.data and exc.data.get("code") == "forbidden":
+        status, name = 403, _STATUS_NAMES[403]
+    info: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": "a2a-protocol.org",
+    }
+    if exc.data:
+        info["metadata"] = {
+            k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in exc.data.items()
+        }
+    body = {"error": {"code": status, "status": name, "message": exc.message, "details": [info]}}
+    return Response(orjson.dumps(body), status, media_type="application/json")
+
+
+async def _principal(request: Request) -> Principal:
+    runtime = runtime_of(request)
+    version = request.headers.get("a2a-version")
+    if version not in (None, "", "1.0", "1"):
+        raise A2AError(
+            VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not served on this binding: use 1.0"
+        )
+    try:
+        return await runtime.security.authenticate(
+            request.headers.get("authorization"), peer_of(request.scope)
+        )
+    except ReachError as exc:
+        raise error_of(exc) from None
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = orjson.loads(await request.body())
+    except orjson.JSONDecodeError:
+        raise A2AError(-32700, "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise A2AError(INVALID_PARAMS, "the body must be a JSON object")
+    return body
+
+
+def _query(request: Request) -> dict[str, Any]:
+    params: dict[str, Any] = dict(request.query_params)
+    for name in _INT_QUERY:
+        if name in params:
+            try:
+                params[name] = int(params[name])
+            except ValueError:
+                raise A2AError(INVALID_PARAMS, f"{name} must be a whole number") from None
+    if "includeArtifacts" in params:
+        params["includeArtifacts"] = params["includeArtifacts"].lower() == "true"
+    return params
+
+
+def _json(value: Any) -> Response:
+    return Response(orjson.dumps(value), media_type="application/json")
+
+
+@router.post("/a2a/message:send")
+async def send(request: Request) -> Response:
+    """`SendMessage`: a SendMessageResponse (`{"message"}` or `{"task"}`)."""
+    try:
+        principal = await _principal(request)
+        face = A2AFace(runtime_of(request))
+        trace = continue_trace(request.headers.get("traceparent"))
+        return _json(await face.send(await _body(request), principal, trace))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.post("/a2a/message:stream")
+async def stream(request: Request) -> Response:
+    """`SendStreamingMessage`: server-sent StreamResponses."""
+    try:
+        principal = await _principal(request)
+        face = A2AFace(runtime_of(request))
+        trace = continue_trace(request.headers.get("traceparent"))
+        reply: StreamedReply = await face.stream(await _body(request), principal, trace, "1.0")
+    except A2AError as exc:
+        return status_body(exc)
+    return StreamingResponse(
+        sse_body(None, reply, rpc=False),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache"},
+    )
+
+
+@router.get("/a2a/tasks")
+async def list_tasks(request: Request) -> Response:
+    """`ListTasks`, its parameters in the query."""
+    try:
+        principal = await _principal(request)
+        return _json(await A2AFace(runtime_of(request)).list(_query(request), principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.get("/a2a/tasks/{task_id}")
+async def get_task(request: Request, task_id: str) -> Response:
+    """`GetTask` (`?historyLength=`)."""
+    try:
+        principal = await _principal(request)
+        params = {**_query(request), "id": task_id}
+        return _json(await A2AFace(runtime_of(request)).get(params, principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.post("/a2a/tasks/{task_ref}")
+async def task_action(request: Request, task_ref: str) -> Response:
+    """`POST /a2a/tasks/{id}:cancel` (`:subscribe` is not offered)."""
+    try:
+        principal = await _principal(request)
+        task_id, _, verb = task_ref.rpartition(":")
+        if verb != "cancel" or not task_id:
+            raise A2AError(-32601, f"no such task action {verb!r}: only :cancel")
+        return _json(await A2AFace(runtime_of(request)).cancel({"id": task_id}, principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.post("/a2a/tasks/{task_id}/pushNotificationConfigs")
+async def create_push(request: Request, task_id: str) -> Response:
+    """`CreateTaskPushNotificationConfig`: the config as set."""
+    try:
+        principal = await _principal(request)
+        configs = PushConfigs(A2AFace(runtime_of(request)))
+        body = {**(await _body(request)), "taskId": task_id}
+        return _json(await configs.create(body, principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.get("/a2a/tasks/{task_id}/pushNotificationConfigs")
+async def list_push(request: Request, task_id: str) -> Response:
+    try:
+        principal = await _principal(request)
+        configs = PushConfigs(A2AFace(runtime_of(request)))
+        return _json(await configs.list({"taskId": task_id}, principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.get("/a2a/tasks/{task_id}/pushNotificationConfigs/{config_id}")
+async def get_push(request: Request, task_id: str, config_id: str) -> Response:
+    try:
+        principal = await _principal(request)
+        configs = PushConfigs(A2AFace(runtime_of(request)))
+        return _json(await configs.get({"taskId": task_id, "id": config_id}, principal))
+    except A2AError as exc:
+        return status_body(exc)
+
+
+@router.delete("/a2a/tasks/{task_id}/pushNotificationConfigs/{config_id}")
+async def delete_push(request: Request, task_id: str, config_id: str) -> Response:
+    try:
+        principal = await _principal(request)
+        configs = PushConfigs(A2AFace(runtime_of(request)))
+        await configs.delete({"taskId": task_id, "id": config_id}, principal)
+        return _json({})
+    except A2AError as exc:
+        return status_body(exc)

@@ -1,0 +1,406 @@
+"""The A2A face's operations, binding-free: each takes the call's params (v1.0 JSON names)
+and the authenticated principal and returns the v1.0 result, or raises `A2AError`.
+
+A message is one invocation: `metadata.capability` names the skill (client-directed),
+otherwise its text is routed. Text parts are the text, the first data part the payload,
+and a `messageId` that is a valid request id is the request_id (a re-sent message is
+answered from the idempotency store, never run twice). A synchronous answer is a
+Message. An asynchronous or suspended one is a Task (`board`), a streamed reply too
+(`stream`, its id the request id), and a message no registered capability fits
+(`no_match`, `ambiguous`, `no_capability`) is a Task in `TASK_STATE_REJECTED` whose status
+message says why, with the route's candidates. Those Tasks are kept in the `A2AStore`
+for `GetTask`, `ListTasks`, `CancelTask` and push configs; a synchronous message's id
+also reads back as a Task (from its idempotency record), but is not listed.
+
+A Task never takes a second message: every delivery runs once, to its end, so a message
+naming a known `taskId` is refused (`-32004`, the task's state in the message), and no
+Task is cancelable (`-32002`): a delivery the coordinator accepted is never abandoned
+half-way. A `contextId` is kept: the next message in the same context lists with it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import ValidationError
+
+from agent_reach.adapters import a2a_messages as msgs
+from agent_reach.errors import ReachError, UnknownTask
+from agent_reach.faces import a2a_tasks as views
+from agent_reach.faces.a2a_stream import StreamedReply
+from agent_reach.invoke.answer import Answer
+from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
+from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
+from agent_reach.observability.tracecontext import TraceContext
+
+if TYPE_CHECKING:
+    from agent_reach.server.runtime import Runtime
+
+# JSON-RPC 2.0 and A2A error codes (A2A spec, "Error Handling")
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
+TASK_NOT_FOUND, NOT_CANCELABLE, PUSH_NOT_SUPPORTED, UNSUPPORTED = -32001, -32002, -32003, -32004
+NO_EXTENDED_CARD, VERSION_NOT_SUPPORTED = -32007, -32009
+REJECTING = frozenset({"no_match", "ambiguous", "no_capability"})  # "no skill fits": declined
+MAX_CANDIDATES = 5  # of the route, named in a rejection
+_REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
+
+
+class A2AError(Exception):
+    """An A2A error answer: a JSON-RPC code (the REST binding maps it to HTTP); `http_status`
+    401 without a valid key, else the binding's own."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: dict[str, Any] | None = None,
+        http_status: int | None = None,
+        *,
+        call_id: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data, self.http_status = code, message, data, http_status
+        self.call_id = call_id  # the JSON-RPC request's id, when the error knows it
+
+
+def error_of(exc: ReachError) -> A2AError:
+    """An Agent-Reach error as the closest JSON-RPC/A2A error, its own code in `data`."""
+    data = {"code": exc.code, **{k: v for k, v in exc.details.items() if k != "route"}}
+    if exc.status == 401:
+        return A2AError(INVALID_REQUEST, exc.message, data, 401)
+    if exc.status == 403:  # authenticated, not allowed: a typed error the client can read
+        return A2AError(INVALID_REQUEST, exc.message, data)
+    if isinstance(exc, UnknownTask):
+        return A2AError(TASK_NOT_FOUND, exc.message, data)
+    if exc.status < 500 and exc.status != 429:
+        return A2AError(INVALID_PARAMS, exc.message, data)
+    return A2AError(INTERNAL, exc.message, data)
+
+
+def owner_of(principal: Principal) -> str:
+    """Whose tasks these are in the `A2AStore`: `""` for the anonymous caller (keys off)."""
+    return owned_key(principal, "")
+
+
+def principal_of(owner: str) -> Principal:
+    """A principal whose records `owner_of` names `owner` (the push notifier reads as it)."""
+    if not owner:
+        return ANONYMOUS
+    return Principal("a2a-push", owner.removesuffix("/"), None, "caller")
+
+
+class A2AFace:
+    """The operations of the face for one coordinator (cheap: make one per call)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    # -- messages ---------------------------------------------------------------------
+
+    async def send(
+        self, params: dict[str, Any], principal: Principal, trace: TraceContext
+    ) -> dict[str, Any]:
+        """`SendMessage`: `{"message": ...}` or `{"task": ...}`."""
+        message = await self._message(params, principal)
+        request = _invocation(message, params.get("configuration") or {})
+        answer = await self.runtime.invoke.handle(request, trace, principal=principal)
+        return await self._answered(params, principal, request, message, answer)
+
+    async def stream(
+        self, params: dict[str, Any], principal: Principal, trace: TraceContext, version: str
+    ) -> StreamedReply:
+        """`SendStreamingMessage`, asking the routed agent for a stream (`a2a_stream.py`)."""
+        message = await self._message(params, principal)
+        request = _invocation(message, params.get("configuration") or {})
+        if request.request_id is None:  # the Task's id, read back with GetTask
+            request = request.model_copy(update={"request_id": uuid.uuid4().hex})
+        answer = await self.runtime.invoke.handle(request, trace, principal=principal, stream=True)
+        context_id = message.get("contextId")
+        context = context_id if isinstance(context_id, str) else None
+        if answer.stream is not None:
+            task_id = str(request.request_id)
+            await self._keep(principal, task_id, context, "stream", message)
+            return StreamedReply(version, task_id, context, stream=answer.stream)
+        result = await self._answered(params, principal, request, message, answer)
+        if version == "0.3":
+            kind, value = next(iter(result.items()))
+            result = views.v03(value, kind)
+        return StreamedReply(version, "", context, result=result)
+
+    async def _answered(
+        self,
+        params: dict[str, Any],
+        principal: Principal,
+        request: InvokeRequest,
+        message: dict[str, Any],
+        answer: Answer,
+    ) -> dict[str, Any]:
+        """A send's result: the reply Message, or the Task of a queued, suspended or
+        declined message (with the push config the message gave)."""
+        document = orjson.loads(answer.body)
+        context_id = message.get("contextId") if isinstance(message.get("contextId"), str) else None
+        if answer.status == 202:
+            task_id = str(document.get("task_id"))
+            task = await self._keep(principal, task_id, context_id, "board", message)
+            await self._watch(params, principal, task_id)
+            status, _ = views.board_view(document)
+            return {"task": views.with_history({**task, "status": status}, None)}
+        if answer.status >= 300:
+            return await self._refusal(params, principal, request, message, answer, document)
+        return {"message": _reply(document, context_id)}
+
+    async def _message(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        message = params.get("message")
+        if not isinstance(message, dict):
+            raise A2AError(INVALID_PARAMS, "params.message is required")
+        task_id = message.get("taskId")
+        if task_id:
+            task = await self.task(principal, str(task_id))  # -32001 when unknown
+            state = task["status"]["state"]
+            raise A2AError(
+                UNSUPPORTED,
+                f"task {task_id} is {state}: a task here is one delivery and takes no "
+                "further message; send a new message (same contextId) instead",
+                {"state": state},
+            )
+        return message
+
+    async def _refusal(
+        self,
+        params: dict[str, Any],
+        principal: Principal,
+        request: InvokeRequest,
+        message: dict[str, Any],
+        answer: Answer,
+        document: Any,
+    ) -> dict[str, Any]:
+        """A declined message as a rejected Task; any other failure as an A2A error."""
+        error = _error_of(answer, document)
+        if error.code not in REJECTING:
+            raise error_of(error)
+        route = error.details.get("route") or {}
+        candidates = [
+            {"capability": c.get("capability"), "score": c.get("score")}
+            for c in (route.get("candidates") or [])[:MAX_CANDIDATES]
+            if isinstance(c, dict)
+        ]
+        why = {"code": error.code, "message": error.message, "candidates": candidates}
+        context_id = message.get("contextId") if isinstance(message.get("contextId"), str) else None
+        task_id = request.request_id or uuid.uuid4().hex
+        status = {
+            "state": "TASK_STATE_REJECTED",
+            "message": views.agent_message(
+                [{"text": error.message}, {"data": why}], context_id, taskId=task_id
+            ),
+            "timestamp": views.timestamp(self.runtime.clock.wall()),
+        }
+        task = await self._keep(principal, task_id, context_id, "rejected", message, status)
+        await self._watch(params, principal, task_id)
+        return {"task": views.with_history(task, None)}
+
+    async def _keep(
+        self,
+        principal: Principal,
+        task_id: str,
+        context_id: str | None,
+        kind: str,
+        message: dict[str, Any],
+        status: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record a new face task; its history is the message (with the task's ids)."""
+        now = self.runtime.clock.wall()
+        context = context_id or task_id
+        record: dict[str, Any] = {
+            "id": task_id,
+            "contextId": context,
+            "kind": kind,
+            "createdAt": now,
+            "history": [{**message, "taskId": task_id, "contextId": context}],
+            "status": status
+            or {"state": "TASK_STATE_SUBMITTED", "timestamp": views.timestamp(now)},
+        }
+        try:
+            await self.runtime.backends.a2a.put_task(
+                owner_of(principal), task_id, orjson.dumps(record), now, self.runtime.tasks.ttl_s
+            )
+        except ReachError as exc:
+            raise error_of(exc) from None
+        return record
+
+    async def _watch(self, params: dict[str, Any], principal: Principal, task_id: str) -> None:
+        """A push config given with the message (`configuration.taskPushNotificationConfig`,
+        v0.3 `pushNotificationConfig`) is set on the new task."""
+        configuration = params.get("configuration") or {}
+        given = configuration.get("taskPushNotificationConfig") or configuration.get(
+            "pushNotificationConfig"
+        )
+        if isinstance(given, dict):  # imported here: a2a_push imports this module
+            from agent_reach.faces.a2a_push import PushConfigs
+
+            await PushConfigs(self).create({**given, "taskId": task_id}, principal)
+
+    # -- tasks ------------------------------------------------------------------------
+
+    async def task(self, principal: Principal, task_id: Any) -> dict[str, Any]:
+        """The caller's task with its current state (its record, `createdAt` and `kind`
+        included); -32001 when unknown or another principal's."""
+        if not isinstance(task_id, str) or not _REQUEST_ID.match(task_id):
+            raise A2AError(INVALID_PARAMS, "the task id is not a task id")
+        try:
+            raw = await self.runtime.backends.a2a.get_task(owner_of(principal), task_id)
+            if raw is None:  # a synchronous message's id, or a task of `/v1/invoke`
+                document = await self._board_or_record(principal, task_id)
+                status, artifacts = views.board_view(document)
+                task: dict[str, Any] = {"id": task_id, "contextId": task_id, "status": status}
+                return {**task, "artifacts": artifacts} if artifacts else task
+            record: dict[str, Any] = orjson.loads(raw)
+            if record["kind"] == "board":
+                document = await self.runtime.tasks.get(principal, task_id)
+            elif record["kind"] == "stream":
+                document = await self._streamed(principal, task_id)
+            else:
+                return record
+        except ReachError as exc:
+            raise error_of(exc) from None
+        status, artifacts = views.board_view(document)
+        record["status"] = {
+            **status,
+            "timestamp": status.get("timestamp") or record["status"].get("timestamp"),
+        }
+        if artifacts:
+            record["artifacts"] = artifacts
+        return record
+
+    async def get(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        """`GetTask`, with `historyLength` messages of its history (all when absent)."""
+        length = params.get("historyLength")
+        if length is not None and (not isinstance(length, int) or length < 0):
+            raise A2AError(INVALID_PARAMS, "historyLength must be a whole number >= 0")
+        return views.with_history(await self.task(principal, params.get("id")), length)
+
+    async def list(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        """`ListTasks`: the caller's tasks, newest first, filtered and paged."""
+        length = params.get("historyLength")
+        if length is not None and (not isinstance(length, int) or length < 0):
+            raise A2AError(INVALID_PARAMS, "historyLength must be a whole number >= 0")
+        try:
+            raw = await self.runtime.backends.a2a.list_tasks(owner_of(principal), 1000)
+        except ReachError as exc:
+            raise error_of(exc) from None
+        tasks = []
+        for item in raw:
+            record = orjson.loads(item)
+            try:
+                tasks.append(
+                    await self.task(principal, record["id"])
+                    if record["kind"] != "rejected"
+                    else record
+                )
+            except A2AError:
+                continue  # its invocation record expired first
+        try:
+            chunk, token, total = views.page(tasks, params)
+        except ValueError as exc:
+            raise A2AError(INVALID_PARAMS, str(exc)) from None
+        keep_artifacts = params.get("includeArtifacts") is True
+        shown = []
+        for task in chunk:
+            view = views.with_history(task, 0 if length is None else length)
+            if not keep_artifacts:
+                view.pop("artifacts", None)
+            shown.append(view)
+        return {
+            "tasks": shown,
+            "nextPageToken": token,
+            "pageSize": len(shown),
+            "totalSize": total,
+        }
+
+    async def cancel(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        """`CancelTask`: -32001 for an unknown task, else -32002 (see the module doc)."""
+        task_id = params.get("id")
+        task = await self.task(principal, task_id)
+        state = task["status"]["state"]
+        if state in views.TERMINAL:
+            raise A2AError(NOT_CANCELABLE, f"task {task_id} has ended ({state})", {"state": state})
+        raise A2AError(
+            NOT_CANCELABLE,
+            f"task {task_id} is {state}: an accepted delivery runs to its end, never "
+            "abandoned half-way (it may have acted)",
+            {"state": state},
+        )
+
+    async def _board_or_record(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        try:
+            return await self.runtime.tasks.get(principal, task_id)
+        except UnknownTask:
+            return await self._streamed(principal, task_id)
+
+    async def _streamed(self, principal: Principal, task_id: str) -> dict[str, Any]:
+        """A request's Task from its idempotency record."""
+        record = await self.runtime.backends.idempotency.peek(owned_key(principal, task_id))
+        if record is None:
+            raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
+        if record.state != "completed":
+            return {"task_id": task_id, "status": "running"}
+        return {
+            "task_id": task_id,
+            "http_status": record.status,
+            "answer": orjson.loads(record.body),
+        }
+
+
+def _invocation(message: dict[str, Any], configuration: dict[str, Any]) -> InvokeRequest:
+    parts = msgs.parts_of(message.get("parts"))
+    metadata = message.get("metadata") or {}
+    capability = metadata.get("capability") if isinstance(metadata, dict) else None
+    message_id = message.get("messageId")
+    asynchronous = (
+        configuration.get("returnImmediately") is True or configuration.get("blocking") is False
+    )
+    try:
+        return InvokeRequest(
+            capability=capability,
+            text=parts["text"],
+            payload=parts["data"],
+            request_id=message_id
+            if isinstance(message_id, str) and _REQUEST_ID.match(message_id)
+            else None,
+            mode="async" if asynchronous else "sync",
+        )
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
+        raise A2AError(
+            INVALID_PARAMS,
+            "the message gives neither a skill (metadata.capability) nor text",
+            {"code": "validation_error", "problems": problems},
+        ) from None
+
+
+def _error_of(answer: Answer, document: Any) -> ReachError:
+    error = document.get("error", {}) if isinstance(document, dict) else {}
+    exc = ReachError(str(error.get("message", "")), code=str(error.get("code", "internal_error")))
+    exc.status = answer.status  # type: ignore[misc]
+    exc.details = {k: v for k, v in error.items() if k not in ("code", "message")}
+    return exc
+
+
+def _reply(document: dict[str, Any], context_id: str | None) -> dict[str, Any]:
+    return views.agent_message(
+        views.parts(document.get("result")),
+        context_id,
+        metadata={
+            key: document.get(key) for key in ("request_id", "trace_id", "agent_id", "status")
+        },
+    )
