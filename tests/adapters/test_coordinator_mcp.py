@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from pydantic import SecretStr
 
 from agent_reach.config import Settings
@@ -75,8 +76,9 @@ async def test_tools_are_live_capabilities_and_calls_invoke_them(
         refused = await client.call_tool("inventory.check", {"qty": 1})
         assert refused.is_error
         assert refused.structured_content["error"]["code"] == "payload_invalid"
-        unknown = await client.call_tool("no.such.tool", {})
-        assert unknown.is_error
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("no.such.tool", {})
+        assert (unknown.value.code, unknown.value.message) == (-32602, "Unknown tool: no.such.tool")
     assert [r.body["payload"] for r in agent.received] == [{"sku": "P-1"}, {"words": "hi"}]
 
 
@@ -153,6 +155,10 @@ async def _call_as(url: str, key: str) -> None:
     ):
         assert [t.name for t in (await client.list_tools()).tools] == ["inventory.check"]
         assert not (await client.call_tool("inventory.check", {"payload": 1})).is_error
-        forbidden = await client.call_tool("payroll.run", {"payload": 1})
-        assert forbidden.is_error
-        assert forbidden.structured_content["error"]["code"] == "forbidden"
+        # refused as if it did not exist: the list and the refusal agree
+        with pytest.raises(MCPError) as forbidden:
+            await client.call_tool("payroll.run", {"payload": 1})
+        assert (forbidden.value.code, forbidden.value.message) == (
+            -32602,
+            "Unknown tool: payroll.run",
+        )

@@ -1,4 +1,9 @@
-"""The live capabilities a caller may invoke, as the faces list them (skills, tools)."""
+"""The live capabilities a caller may invoke, as the faces list them (skills, tools).
+
+`offers` is the one predicate: a capability is listed to a principal exactly when it
+has a live instance and the security service's `may_invoke` (the verdict `/v1/invoke`
+enforces) lets the principal invoke it, so a face's list and its refusals agree.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,6 @@ from typing import Any
 from agent_reach.invoke.schemas import spec_schema
 from agent_reach.model.keys import Principal
 from agent_reach.routing.catalog import build_catalog
-from agent_reach.security.access import decide_access
 from agent_reach.server.runtime import Runtime
 
 
@@ -20,31 +24,41 @@ class LiveCapability:
     input_schema: dict[str, Any] | None
 
 
+def offers(runtime: Runtime, principal: Principal, tag: str) -> bool:
+    """Whether `tag` has a live instance now and `principal` may invoke it."""
+    return bool(runtime.registry.capabilities().get(tag)) and runtime.security.may_invoke(
+        principal, tag
+    )
+
+
+def input_schema(runtime: Runtime, tag: str) -> dict[str, Any] | None:
+    """The capability's declared payload schema (the first instance declaring one)."""
+    return next(
+        (
+            s
+            for i in runtime.registry.index.instances_of(tag)
+            if (s := spec_schema(i.spec, tag)) is not None
+        ),
+        None,
+    )
+
+
 def live_capabilities(runtime: Runtime, principal: Principal) -> list[LiveCapability]:
     """Capabilities with a live instance now that `principal` may invoke, sorted by tag."""
-    live = {tag for tag, ids in runtime.registry.capabilities().items() if ids}
+    live = [tag for tag, ids in runtime.registry.capabilities().items() if ids]
     cards = build_catalog(runtime.registry.index)
-    rules = runtime.security.policy().access.invoke
     out = []
     for tag in sorted(live):
         # the access decision itself: listing is not an attempt, so nothing is logged as denied
-        if not decide_access(rules, principal, tag, "invoke").allowed:
+        if not runtime.security.may_invoke(principal, tag):
             continue
         card = cards.get(tag)
-        schema = next(
-            (
-                s
-                for i in runtime.registry.index.instances_of(tag)
-                if (s := spec_schema(i.spec, tag)) is not None
-            ),
-            None,
-        )
         out.append(
             LiveCapability(
                 tag=tag,
                 description=" ".join(card.descriptions) if card else "",
                 examples=list(card.examples[:10]) if card else [],
-                input_schema=schema,
+                input_schema=input_schema(runtime, tag),
             )
         )
     return out

@@ -1,9 +1,10 @@
 """`/mcp`: the coordinator as an MCP server (streamable HTTP, the official `mcp` SDK).
 
-One tool per live capability the caller may invoke (name = tag, description from the
-registrations, `inputSchema` = the capability's `input_schema`, else `{"payload": {}}`);
-`tools/call` is an invocation whose answer comes back as structured and text content,
-a refusal or failure as `isError`. Agents coming and going send
+One endpoint for every agent and federated MCP server: each caller sees one tool per
+live capability it may invoke and may call exactly those (`faces/mcp_tools.py`, which
+answers both without this module's sessions). The SDK negotiates the protocol: every
+handshake-era version in `initialize` (a served version is echoed, any other gets the
+latest) and the 2026-07-28 per-request envelope. Agents coming and going send
 `notifications/tools/list_changed`: on handshake-era sessions as a notification, on
 2026-07-28 connections to `subscriptions/listen` streams.
 """
@@ -16,7 +17,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import mcp_types as types
-import orjson
 import structlog
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
@@ -25,13 +25,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agent_reach.errors import ReachError, ValidationFailed
-from agent_reach.faces.catalog import LiveCapability, live_capabilities
+from agent_reach.errors import ReachError
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
+from agent_reach.faces.mcp_tools import call_tool, list_tools
 from agent_reach.identity.certificates import peer_of
-from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import Principal
-from agent_reach.observability.tracecontext import new_trace
 from agent_reach.server.fastpath import read_body
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import Runtime
@@ -40,7 +38,6 @@ log = structlog.get_logger("agent_reach.faces")
 
 MAX_SESSIONS = 10_000  # handshake-era sessions kept for notifications; the SDK's own cap is lower
 WATCH_S = 0.25  # how often the live tool list is compared; a change reaches clients this fast
-PAYLOAD_ONLY = {"type": "object", "properties": {"payload": {}}}
 Scope = dict[str, Any]
 
 
@@ -135,9 +132,7 @@ class McpFace:
         runtime = self._live_runtime()
         self._remember(ctx)
         principal = await self._principal(runtime, ctx)
-        return types.ListToolsResult(
-            tools=[_tool(c) for c in live_capabilities(runtime, principal)]
-        )
+        return types.ListToolsResult(tools=list_tools(runtime, principal))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -145,35 +140,7 @@ class McpFace:
         runtime = self._live_runtime()
         self._remember(ctx)
         principal = await self._principal(runtime, ctx)
-        arguments = params.arguments or {}
-        declared = any(
-            c.tag == params.name and c.input_schema for c in live_capabilities(runtime, principal)
-        )
-        payload = arguments if declared or "payload" not in arguments else arguments["payload"]
-        try:
-            request = InvokeRequest(capability=params.name, payload=payload)
-        except ValueError as exc:
-            return _failed(ValidationFailed(f"the tool call is not a valid invocation: {exc}"))
-        answer = await runtime.invoke.handle(request, new_trace(), principal=principal)
-        document = orjson.loads(answer.body)
-        if answer.status >= 300 and answer.status != 202:
-            error = document.get("error", {})
-            error.pop("route", None)
-            return types.CallToolResult(
-                content=[types.TextContent(text=f"{error.get('code')}: {error.get('message')}")],
-                structured_content={"error": error},
-                is_error=True,
-            )
-        result = document.get("result") if answer.status == 200 else document
-        text = (
-            result["text"]
-            if isinstance(result, dict) and isinstance(result.get("text"), str)
-            else (orjson.dumps(result).decode())
-        )
-        structured = result if isinstance(result, dict) else {"result": result}
-        return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=structured
-        )
+        return await call_tool(runtime, principal, params.name, params.arguments)
 
     def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Keep a handshake-era session for list_changed notifications."""
@@ -210,25 +177,6 @@ class McpFace:
 
 def _live_tags(runtime: Runtime) -> frozenset[str]:
     return frozenset(t for t, ids in runtime.registry.capabilities().items() if ids)
-
-
-def _tool(capability: LiveCapability) -> types.Tool:
-    schema = capability.input_schema
-    if schema is None or schema.get("type") != "object":
-        schema = PAYLOAD_ONLY
-    return types.Tool(
-        name=capability.tag,
-        description=capability.description or capability.tag,
-        input_schema=schema,
-    )
-
-
-def _failed(exc: ReachError) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(text=f"{exc.code}: {exc.message}")],
-        structured_content=exc.to_body(),
-        is_error=True,
-    )
 
 
 def _text(value: bytes | None) -> str | None:

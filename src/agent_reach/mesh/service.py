@@ -142,23 +142,33 @@ class Mesh:
     def check(self, principal: Principal, capability: str) -> None:
         """The delegation boundary of a call made through `principal.chain` (the caller's
         own right to invoke is checked beside it, by the security service)."""
+        refused = self.refusal(principal, capability)
+        if refused is None:
+            return
+        if isinstance(refused, DelegationCycle) and self.quality is not None:
+            assert principal.chain is not None  # a refusal needs a chain
+            # handing the whole task back or sideways
+            self.quality.record(principal.chain.holder.instance, "bounced")
+        raise refused
+
+    def refusal(self, principal: Principal, capability: str) -> ReachError | None:
+        """What `check` would raise for this call, or None; records nothing (the MCP face
+        lists with it what a delegated caller may call)."""
         chain = principal.chain
         assert chain is not None  # only delegated calls cross it
         holder = chain.holder
         if self.switch.is_disabled(holder.instance):
-            raise _denied("agent_disabled", f"agent {holder.instance!r} is disabled")
+            return _denied("agent_disabled", f"agent {holder.instance!r} is disabled")
         if any(link.capability == capability for link in chain.links):
-            if self.quality is not None:  # handing the whole task back or sideways
-                self.quality.record(holder.instance, "bounced")
             path = " -> ".join(link.capability for link in chain.links)
-            raise DelegationCycle(
+            return DelegationCycle(
                 f"{capability!r} is already in this chain ({path}): handing it back is "
                 "passing the buck",
                 chain=[link.capability for link in chain.links],
             )
         max_depth = self._policy().delegation.max_depth
         if chain.depth >= max_depth:
-            raise _denied(
+            return _denied(
                 "max_depth",
                 f"the chain is {chain.depth} agents deep; the policy allows {max_depth}",
             )
@@ -167,10 +177,11 @@ class Mesh:
             for rule in self._policy().access.delegate
         )
         if not rule_allows or not any(capability_matches(p, capability) for p in chain.scope):
-            raise _denied(
+            return _denied(
                 "delegate_rule",
                 f"no [[access.delegate]] rule lets {holder.principal!r} hand {capability!r} on",
             )
+        return None
 
     @staticmethod
     def check_context(principal: Principal, context_id: str) -> None:

@@ -169,13 +169,28 @@ class SecurityService:
             return
         if principal.role == "admin":  # every anonymous caller too, with security off
             return
+        verdict = self._invoke_verdict(principal, capability)
+        if not verdict.allowed:
+            self._deny(verdict, principal, capability, "invoke")
+
+    def may_invoke(self, principal: Principal, capability: str) -> bool:
+        """Whether `authorize_invoke` would let the call through, decided the same way
+        but without raising, logging or recording anything: what `/mcp` lists."""
+        if principal.chain is not None:
+            assert self.mesh is not None  # only the mesh makes chained principals
+            if self.mesh.refusal(principal, capability) is not None:
+                return False
+            principal = principal.on_its_own()
+        return principal.role == "admin" or self._invoke_verdict(principal, capability).allowed
+
+    def _invoke_verdict(self, principal: Principal, capability: str) -> AccessDecision:
+        """The access decision on invoking, worked out once per policy."""
         policy = self._rules()
         verdict = self._verdicts.get((principal, capability))
         if verdict is None:
             verdict = decide_access(policy.access.invoke, principal, capability, "invoke")
             self._verdicts[(principal, capability)] = verdict
-        if not verdict.allowed:
-            self._deny(verdict, principal, capability, "invoke")
+        return verdict
 
     def _authorize_delegated(self, principal: Principal, capability: str) -> None:
         """A call through a delegation chain: the chain's boundary, and the original
