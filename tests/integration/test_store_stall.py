@@ -1,19 +1,20 @@
-"""A Redis that stalls without closing (`DEBUG SLEEP`, `CLIENT PAUSE ... WRITE`): calls that
+"""A Redis that stalls without closing (frozen, or `CLIENT PAUSE ... WRITE`): calls that
 need it fail fast, the rest of the coordinator keeps answering, and it heals by itself.
 
-A private redis-server is stalled for STALL_S while the coordinator's store calls time
-out after `redis_timeout_s` (0.5 s). While it stalls: an invoke with a request_id (its
-claim is a store write) answers 503 `store_unavailable` before Redis wakes up and never
-reaches the agent, and reading a context (which renews it) is refused as fast;
-`/healthz`, `/metrics` and an instance's view answer. Once Redis answers again, so
-does every call, with nothing to restart.
+A private redis-server stalls for as long as the test holds it (SIGSTOP until SIGCONT,
+or a pause until `CLIENT UNPAUSE`) while the coordinator's store calls time out after
+`redis_timeout_s` (0.5 s). While it stalls: an invoke with a request_id (its claim is a
+store write) answers 503 `store_unavailable` and never reaches the agent, and reading
+a context (which renews it) is refused as fast; `/healthz`, `/metrics` and an instance's
+view answer. Each answer comes while the stall still holds (it is only lifted after
+the checks), within ANSWER_BOUND_S. Once Redis answers again, so does every call, with
+nothing to restart.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -25,13 +26,14 @@ from agent_reach.testing.waiting import wait_until
 
 pytestmark = pytest.mark.redis
 
-STALL_S = 3.0
 TIMEOUT_S = 0.5  # the coordinator's redis_timeout_s
+ANSWER_BOUND_S = 10 * TIMEOUT_S  # a call that waited for Redis would never answer: the bound
+PAUSE_MS = 120_000  # longer than any test: `CLIENT UNPAUSE` ends it
 
 
 @pytest.fixture
 def store() -> Iterator[RedisServer]:
-    with RedisServer(options=("--enable-debug-command", "local")) as server:
+    with RedisServer() as server:
         yield server
 
 
@@ -41,30 +43,30 @@ def http(store: RedisServer, coordinator_on) -> Iterator[httpx.Client]:
         yield client
 
 
-def stall(store: RedisServer, *command: str) -> Callable[[], bool]:
-    """Send `command` from a client of its own (DEBUG SLEEP blocks it); `asleep()` is
-    True until STALL_S after it was sent."""
-    sent = time.monotonic()
+@contextmanager
+def stalled(store: RedisServer, how: str) -> Iterator[None]:
+    """Redis stalls from entry (in effect when this returns) until exit."""
+    if how == "frozen":
+        store.pause()  # returns once the process is stopped
+        try:
+            yield
+        finally:
+            store.resume()
+        return
+    with redis.Redis.from_url(store.url) as client:
+        assert client.execute_command("CLIENT", "PAUSE", str(PAUSE_MS), "WRITE")
+        try:
+            yield
+        finally:
+            client.execute_command("CLIENT", "UNPAUSE")
 
-    def send() -> None:
-        with redis.Redis.from_url(store.url, socket_timeout=STALL_S + 5) as client:
-            client.execute_command(*command)
 
-    threading.Thread(target=send, daemon=True).start()
-    time.sleep(0.1)  # the command reaches Redis before the calls below
-    return lambda: time.monotonic() - sent < STALL_S
-
-
-@pytest.mark.parametrize(
-    "command",
-    [("DEBUG", "SLEEP", str(STALL_S)), ("CLIENT", "PAUSE", str(int(STALL_S * 1000)), "WRITE")],
-    ids=["debug-sleep", "client-pause-write"],
-)
+@pytest.mark.parametrize("how", ["frozen", "client-pause-write"])
 def test_a_stalled_store_fails_its_calls_fast_and_the_rest_keeps_answering(
     store: RedisServer,
     http: httpx.Client,
     fake_agents: Callable[..., tuple[FakeAgent, str]],
-    command: tuple[str, ...],
+    how: str,
 ) -> None:
     agent, endpoint = fake_agents(name="stall-agent")
     registration = {"id": "s-1", "capabilities": ["stall.act"], "transport": {"endpoint": endpoint}}
@@ -74,20 +76,16 @@ def test_a_stalled_store_fails_its_calls_fast_and_the_rest_keeps_answering(
     context_id = context.json()["context_id"]
     invoke = {"capability": "stall.act", "payload": {"n": 1}, "request_id": "stalled-1"}
 
-    asleep = stall(store, *command)
-    refused = http.post("/v1/invoke", json=invoke)
-    assert asleep(), "the invoke waited for Redis to wake up"
-    assert refused.status_code == 503, refused.text
-    assert refused.json()["error"]["code"] == "store_unavailable"
-    assert agent.received == [], "an invoke whose request_id was not claimed reached the agent"
-    for path in ("/healthz", "/metrics", "/v1/agents/s-1"):
-        assert http.get(path).status_code == 200, path
-        assert asleep(), f"GET {path} waited for Redis to wake up"
-    # A context read renews the context: a store write too, refused as fast.
-    read = http.get(f"/v1/contexts/{context_id}")
-    assert asleep(), "reading a context waited for Redis to wake up"
-    assert read.status_code == 503, read.text
-    assert asleep(), "the checks took longer than the stall: lengthen STALL_S"
+    with stalled(store, how):
+        refused = http.post("/v1/invoke", json=invoke, timeout=ANSWER_BOUND_S)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "store_unavailable"
+        assert agent.received == [], "an invoke whose request_id was not claimed reached the agent"
+        for path in ("/healthz", "/metrics", "/v1/agents/s-1"):
+            assert http.get(path, timeout=ANSWER_BOUND_S).status_code == 200, path
+        # A context read renews the context: a store write too, refused as fast.
+        read = http.get(f"/v1/contexts/{context_id}", timeout=ANSWER_BOUND_S)
+        assert read.status_code == 503, read.text
 
     def answered() -> httpx.Response | None:
         response = http.post("/v1/invoke", json=invoke)

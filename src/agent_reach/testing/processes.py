@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 from typing import IO, Any
@@ -57,10 +58,13 @@ class ChildProcess:
         self.kill()
 
     def pause(self) -> None:
-        """SIGSTOP: the kernel still accepts connections, nothing answers."""
+        """SIGSTOP: the kernel still accepts connections, nothing answers. Returns once
+        the process is stopped (a signal is delivered when the process is next scheduled)."""
         if self._process is not None:
             self._process.send_signal(signal.SIGSTOP)
             self._is_paused = True
+            if self._process.poll() is None:
+                os.waitpid(self._process.pid, os.WUNTRACED)  # reports the stop, reaps nothing
 
     def resume(self) -> None:
         """SIGCONT."""
