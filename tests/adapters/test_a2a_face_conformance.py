@@ -1,0 +1,371 @@
+"""The coordinator's A2A face against the A2A v1.0 rules a conformance run checks: JSON-RPC
+envelope errors, declined messages as rejected Tasks, ListTasks paging, CancelTask codes,
+continuation and history, the public card, version negotiation, and the HTTP+JSON binding
+driven by the official a2a-sdk client."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.waiting import wait_until
+
+V1 = {"A2A-Version": "1.0"}
+
+
+def _rpc(http: httpx.Client, method: str, params: Any, call_id: Any = 1, **headers: str) -> Any:
+    body = {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params}
+    answer = http.post("/a2a", json=body, headers={**V1, **headers})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _decline(http: httpx.Client, context_id: str | None = None) -> dict[str, Any]:
+    """A message naming a skill nobody offers: a rejected Task."""
+    message: dict[str, Any] = {
+        "messageId": secrets.token_hex(8),
+        "role": "ROLE_USER",
+        "parts": [{"text": "please"}],
+        "metadata": {"capability": "no.such.skill"},
+    }
+    if context_id:
+        message["contextId"] = context_id
+    task: dict[str, Any] = _rpc(http, "SendMessage", {"message": message})["result"]["task"]
+    return task
+
+
+class GatedAgent:
+    """An agent-contract app that answers only once the test opens its gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.calls = 0
+
+    async def invoke(self, request: Request) -> JSONResponse:
+        self.calls += 1
+        await request.body()
+        await asyncio.to_thread(self.gate.wait, 30)  # the test opens it
+        return JSONResponse({"text": "done"})
+
+    async def health(self, request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/invoke", self.invoke, methods=["POST"]),
+                Route("/health", self.health),
+            ]
+        )
+
+
+@pytest.fixture
+def gated(http: httpx.Client) -> Iterator[GatedAgent]:
+    agent = GatedAgent()
+    with ServerThread(agent.app()) as server:
+        registered = http.post(
+            "/v1/agents",
+            json={
+                "id": "slow-1",
+                "capabilities": ["report.build"],
+                "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
+            },
+        )
+        assert registered.status_code == 201, registered.text
+        try:
+            yield agent
+        finally:
+            agent.gate.set()
+
+
+def _async_send(http: httpx.Client, message_id: str, **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "message": {
+            "messageId": message_id,
+            "role": "ROLE_USER",
+            "parts": [{"data": {"n": 1}}],
+            "metadata": {"capability": "report.build"},
+        },
+        "configuration": {"returnImmediately": True, **extra},
+    }
+    task: dict[str, Any] = _rpc(http, "SendMessage", params)["result"]["task"]
+    return task
+
+
+# -- JSON-RPC 2.0 envelope -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "call_id"),
+    [
+        (b"{not json", -32700, None),
+        (b"[]", -32600, None),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "GetTask"}]', -32600, None),
+        (b'"GetTask"', -32600, None),
+        (b'{"jsonrpc": "1.0", "id": 7, "method": "GetTask", "params": {}}', -32600, 7),
+        (b'{"id": "a", "method": "GetTask", "params": {}}', -32600, "a"),
+        (b'{"jsonrpc": "2.0", "id": "b", "params": {}}', -32600, "b"),
+        (b'{"jsonrpc": "2.0", "id": 3, "method": 42}', -32600, 3),
+        (b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask"}', -32600, None),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "GetTask"}', -32600, None),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": "NoSuchMethod"}', -32601, 4),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "GetTask", "params": [1]}', -32602, 5),
+        (b'{"jsonrpc": "2.0", "id": 6, "method": "GetTask", "params": {"id": "nope"}}', -32001, 6),
+    ],
+)
+def test_each_json_rpc_violation_gets_its_code_and_the_request_id(
+    http: httpx.Client, body: bytes, code: int, call_id: Any
+) -> None:
+    answer = http.post("/a2a", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["jsonrpc"] == "2.0"
+    assert answer.json()["id"] == call_id
+    assert answer.json()["error"]["code"] == code, answer.json()
+
+
+def test_a_version_not_served_is_32009_on_json_rpc_and_400_on_rest(http: httpx.Client) -> None:
+    refused = _rpc(http, "GetTask", {"id": "x-1"}, **{"A2A-Version": "2.0"})
+    assert refused["error"]["code"] == -32009
+    rest = http.get("/a2a/tasks/x-1", headers={"A2A-Version": "2.0"})
+    assert rest.status_code == 400
+    assert rest.json()["error"]["details"][0]["reason"] == "VERSION_NOT_SUPPORTED"
+    assert _rpc(http, "GetTask", {"id": "x-1"})["error"]["code"] == -32001  # 1.0 is served
+
+
+# -- declined messages, tasks, lists --------------------------------------------------------
+
+
+def test_a_declined_message_is_a_rejected_task_every_follow_up_reads(http: httpx.Client) -> None:
+    task = _decline(http)
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    why = task["status"]["message"]["parts"]
+    assert "no registered agent offers the capability" in why[0]["text"]
+    assert why[1]["data"]["code"] == "no_capability"
+    assert "candidates" in why[1]["data"]
+    read = _rpc(http, "GetTask", {"id": task["id"]})["result"]
+    assert read["status"]["state"] == "TASK_STATE_REJECTED"
+    assert read["history"][0]["parts"] == [{"text": "please"}]
+    listed = _rpc(http, "ListTasks", {})["result"]
+    assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+    cancel = _rpc(http, "CancelTask", {"id": task["id"]})
+    assert cancel["error"]["code"] == -32002
+    old = http.post(
+        "/a2a",
+        json={"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"id": task["id"]}},
+    ).json()["result"]
+    assert (old["kind"], old["status"]["state"]) == ("task", "rejected")
+
+
+def test_text_that_fits_no_skill_is_rejected_with_the_routes_candidates(
+    http: httpx.Client,
+) -> None:
+    message = {"messageId": "m-text", "role": "ROLE_USER", "parts": [{"text": "zzqx wibble"}]}
+    task = _rpc(http, "SendMessage", {"message": message})["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    data = task["status"]["message"]["parts"][1]["data"]
+    assert data["code"] in ("no_match", "no_capability")
+    assert isinstance(data["candidates"], list)
+
+
+def test_list_tasks_filters_and_pages_with_tokens_and_a_total(http: httpx.Client) -> None:
+    a = [_decline(http, "ctx-a")["id"] for _ in range(3)]
+    b = [_decline(http, "ctx-b")["id"] for _ in range(2)]
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = _rpc(http, "ListTasks", {"pageSize": 2, **({"pageToken": token} if token else {})})
+        result = page["result"]
+        assert result["totalSize"] == 5
+        assert result["pageSize"] == len(result["tasks"]) <= 2
+        seen += [t["id"] for t in result["tasks"]]
+        token = result["nextPageToken"]
+        if not token:
+            break
+    assert seen == list(reversed(a + b))  # newest first, each once
+    only_b = _rpc(http, "ListTasks", {"contextId": "ctx-b"})["result"]
+    assert (only_b["totalSize"], {t["id"] for t in only_b["tasks"]}) == (2, set(b))
+    rejected = _rpc(http, "ListTasks", {"status": "TASK_STATE_REJECTED"})["result"]
+    assert rejected["totalSize"] == 5
+    assert _rpc(http, "ListTasks", {"status": "TASK_STATE_COMPLETED"})["result"]["totalSize"] == 0
+    assert "history" not in only_b["tasks"][0]
+    with_history = _rpc(http, "ListTasks", {"contextId": "ctx-b", "historyLength": 1})["result"]
+    assert len(with_history["tasks"][0]["history"]) == 1
+    assert _rpc(http, "ListTasks", {"pageSize": 101})["error"]["code"] == -32602
+    assert _rpc(http, "ListTasks", {"pageToken": "not-ours"})["error"]["code"] == -32602
+
+
+def test_cancel_answers_task_not_found_or_not_cancelable(
+    http: httpx.Client, gated: GatedAgent
+) -> None:
+    assert _rpc(http, "CancelTask", {"id": "no-such-task"})["error"]["code"] == -32001
+    task = _async_send(http, "long-1")
+    assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    wait_until(lambda: gated.calls == 1, "the task to reach the agent")
+    working = _rpc(http, "CancelTask", {"id": task["id"]})
+    assert working["error"]["code"] == -32002
+    assert working["error"]["data"]["state"] == "TASK_STATE_WORKING"
+    gated.gate.set()
+    wait_until(
+        lambda: (
+            _rpc(http, "GetTask", {"id": task["id"]})["result"]["status"]["state"]
+            == "TASK_STATE_COMPLETED"
+        ),
+        "the task to complete",
+    )
+    ended = _rpc(http, "CancelTask", {"id": task["id"]})
+    assert (ended["error"]["code"], ended["error"]["data"]["state"]) == (
+        -32002,
+        "TASK_STATE_COMPLETED",
+    )
+    assert gated.calls == 1
+
+
+def test_a_context_continues_and_a_known_task_takes_no_second_message(
+    http: httpx.Client,
+) -> None:
+    first = _decline(http, "talk-1")
+    again = _decline(http, "talk-1")
+    listed = _rpc(http, "ListTasks", {"contextId": "talk-1"})["result"]
+    assert {t["id"] for t in listed["tasks"]} == {first["id"], again["id"]}
+    follow = {
+        "messageId": "follow-1",
+        "role": "ROLE_USER",
+        "taskId": first["id"],
+        "contextId": "talk-1",
+        "parts": [{"text": "and then?"}],
+    }
+    refused = _rpc(http, "SendMessage", {"message": follow})
+    assert refused["error"]["code"] == -32004
+    assert refused["error"]["data"]["state"] == "TASK_STATE_REJECTED"
+    unknown = _rpc(http, "SendMessage", {"message": {**follow, "taskId": "never-made"}})
+    assert unknown["error"]["code"] == -32001
+    assert "history" not in _rpc(http, "GetTask", {"id": first["id"], "historyLength": 0})["result"]
+    one = _rpc(http, "GetTask", {"id": first["id"], "historyLength": 1})["result"]
+    assert len(one["history"]) == 1
+    assert one["history"][0]["contextId"] == "talk-1"
+
+
+def test_the_card_is_public_at_each_path_and_names_both_bindings(
+    http: httpx.Client, coordinator: str
+) -> None:
+    cards = [
+        http.get(p).json()
+        for p in ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a")
+    ]
+    assert cards[0] == cards[1] == cards[2]
+    bindings = {
+        (i["protocolBinding"], i["protocolVersion"]) for i in cards[0]["supportedInterfaces"]
+    }
+    assert {("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")} <= bindings
+    assert all(i["url"] == f"{coordinator}/a2a" for i in cards[0]["supportedInterfaces"])
+    assert cards[0]["capabilities"]["pushNotifications"] is True
+
+
+# -- the official client on the HTTP+JSON binding ------------------------------------------
+
+
+@pytest.fixture
+async def rest_client(coordinator: str) -> AsyncIterator[Any]:
+    async with httpx.AsyncClient(timeout=10) as http:
+        config = ClientConfig(httpx_client=http, supported_protocol_bindings=["HTTP+JSON"])
+        client = await create_client(coordinator, client_config=config)
+        yield client
+        await client.close()
+
+
+def _message(text: str, **metadata: str) -> Message:
+    message = Message(message_id=secrets.token_hex(8), role=Role.ROLE_USER)
+    message.parts.append(new_text_part(text))
+    message.metadata.update(metadata)
+    return message
+
+
+@pytest.fixture
+def echo_agent(http: httpx.Client) -> Iterator[None]:
+    async def invoke(request: Request) -> JSONResponse:
+        body = await request.json()
+        return JSONResponse({"text": f"echo: {body.get('text')}"})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    app = Starlette(routes=[Route("/invoke", invoke, methods=["POST"]), Route("/health", health)])
+    with ServerThread(app) as server:
+        registered = http.post(
+            "/v1/agents",
+            json={
+                "id": "echo-1",
+                "capabilities": ["echo.say"],
+                "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
+            },
+        )
+        assert registered.status_code == 201
+        yield
+
+
+async def test_the_official_client_over_http_json_sends_gets_lists_and_cancels(
+    rest_client: Any, echo_agent: None
+) -> None:
+    replies = [
+        e
+        async for e in rest_client.send_message(
+            SendMessageRequest(message=_message("hi", capability="echo.say"))
+        )
+    ]
+    assert get_text_parts(replies[0].message.parts) == ["echo: hi"]
+    declined = _message("hi", capability="no.such.skill")
+    events = [e async for e in rest_client.send_message(SendMessageRequest(message=declined))]
+    task = events[0].task
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    assert get_data_parts(task.status.message.parts)[0]["code"] == "no_capability"
+    read = await rest_client.get_task(GetTaskRequest(id=task.id, history_length=1))
+    assert read.status.state == TaskState.TASK_STATE_REJECTED
+    assert len(read.history) == 1
+    listed = await rest_client.list_tasks(ListTasksRequest(page_size=10))
+    assert [t.id for t in listed.tasks] == [task.id]
+    assert listed.total_size == 1
+    with pytest.raises(TaskNotCancelableError):
+        await rest_client.cancel_task(CancelTaskRequest(id=task.id))
+    with pytest.raises(TaskNotFoundError):
+        await rest_client.get_task(GetTaskRequest(id="never-made"))
+    follow = _message("more")
+    follow.task_id = task.id
+    with pytest.raises(UnsupportedOperationError):
+        [e async for e in rest_client.send_message(SendMessageRequest(message=follow))]
+
+
+async def test_the_official_client_over_http_json_streams(
+    rest_client: Any, echo_agent: None
+) -> None:
+    events = [
+        e
+        async for e in rest_client.send_message(
+            SendMessageRequest(message=_message("streamed", capability="echo.say"))
+        )
+    ]
+    assert events  # the client asks for a stream when the card offers it
+    texts = [t for e in events if e.HasField("message") for t in get_text_parts(e.message.parts)]
+    assert texts == ["echo: streamed"]
