@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 
 import httpx
+import hypothesis
 import pytest
 import redis
 import structlog
@@ -22,6 +23,11 @@ from agent_reach.testing.servers import run_coordinator
 # Coordinators in tests run without API keys unless a test turns security on itself
 # (tests/security does); child processes (tests/reliability) inherit this.
 os.environ.setdefault("AR_AUTH", "off")
+
+# Property tests check behaviour, not speed: Hypothesis's default 200 ms deadline per
+# example fails them on a loaded host, so there is none.
+hypothesis.settings.register_profile("agent-reach", deadline=None)
+hypothesis.settings.load_profile("agent-reach")
 
 
 def pytest_configure(config: pytest.Config) -> None:
