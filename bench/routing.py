@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
         [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
-        [--scale 1000] [--refits 3] [--json out.json]
+        [--scale 1000] [--refits 3] [--encoder URL --model NAME] [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -33,6 +33,11 @@ before any figure was seen:
   gives at the goal's out-of-scope recall, t chosen on the scored split itself. It is an
   analysis figure, never a setting: it tells a threshold problem (the ceiling meets the
   goal, the default policy does not) from a model problem (not even the ceiling does).
+- Encoder (`--encoder URL --model NAME`): the coordinator's embedding matcher uses that
+  OpenAI-compatible embeddings service (AR_EMBEDDING_URL, AR_EMBEDDING_MODEL) instead of
+  the packaged encoder; the decision latency then includes the call for the text, and
+  "calibrated s" the catalog's embedding calls. The service runs beside the benchmark
+  client, not on the coordinator's core.
 - Cost: the coordinator's RSS, the time from its start to the first decision that used
   the sentence encoder, and to every matcher calibrated.
 - Scale (`--scale N`, CLINC150): N capabilities of 10 examples each (CLINC150's intents,
@@ -115,6 +120,7 @@ class Result:
     rss_mb: float
     expected: dict[str, Any]
     ceiling: float  # in-scope accuracy of the best threshold at the goal's recall
+    encoder: str = "packaged"  # which encoder served the scored texts
 
 
 def load_clinc(data: Path, split: str = "test") -> Corpus:
@@ -167,7 +173,9 @@ def tag_of(label: str) -> str:
 class Coordinator:
     """A coordinator process pinned to one core, and a client for it on the others."""
 
-    def __init__(self, directory: Path, policy: Path | None) -> None:
+    def __init__(
+        self, directory: Path, policy: Path | None, encoder: dict[str, str] | None = None
+    ) -> None:
         cores = sorted(os.sched_getaffinity(0))
         self.core = cores[0]
         os.sched_setaffinity(0, {self.core})  # the child inherits one core...
@@ -176,7 +184,7 @@ class Coordinator:
             directory=directory,
             policy_file=policy,
             probe_interval_s=3600,  # the cards' endpoints are never called
-            extra_env={"AR_AUTH": "off"},
+            extra_env={"AR_AUTH": "off", **(encoder or {})},
         ).start()
         os.sched_setaffinity(0, set(cores[1:]) or {self.core})  # ...the client keeps the rest
         self.http = httpx.AsyncClient(base_url=self.process.url, timeout=60)
@@ -196,11 +204,12 @@ class Coordinator:
             response = await self.http.post("/v1/agents", json=body)
             response.raise_for_status()
 
-    async def first_embedded_s(self) -> float:
+    async def first_embedded_s(self, encoder: str = "packaged") -> float:
         """Seconds from the coordinator's start to a decision that used the encoder."""
         while True:
             decision = (await self.http.post("/v1/route", json={"text": PROBE_TEXT})).json()
-            if "embedding" in (decision.get("text") or {}).get("matchers", []):
+            text = decision.get("text") or {}
+            if "embedding" in text.get("matchers", []) and text.get("encoder") == encoder:
                 return time.perf_counter() - self.started
             await asyncio.sleep(0.05)
 
@@ -286,16 +295,18 @@ Best = tuple[str | None, float]  # a decision's best candidate: capability, conf
 
 async def sequential(
     coordinator: Coordinator, texts: list[str]
-) -> tuple[list[str | None], list[float], list[Best]]:
-    """Each text's chosen capability (None: refused), the latencies, the best candidates."""
-    choices, latencies, best = [], [], []
+) -> tuple[list[str | None], list[float], list[Best], set[str]]:
+    """Each text's chosen capability (None: refused), the latencies, the best candidates,
+    and the encoders that served them."""
+    choices, latencies, best, served = [], [], [], set()
     for text in texts:
         start = time.perf_counter()
         decision = await coordinator.route(text)
         latencies.append(time.perf_counter() - start)
         choices.append(decision["capability"])
         best.append(best_candidate(decision))
-    return choices, latencies, best
+        served.add((decision.get("text") or {}).get("encoder") or "none")
+    return choices, latencies, best, served
 
 
 def ceiling_recall(k: int) -> float:
@@ -347,16 +358,37 @@ def percentiles_ms(latencies: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2] * 1e3, ordered[int(len(ordered) * 0.99)] * 1e3
 
 
-async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> Result:
+def encoder_env(url: str | None, model: str | None) -> dict[str, str] | None:
+    """The coordinator's settings for `--encoder URL --model NAME` (None: packaged)."""
+    if not url:
+        return None
+    return {"AR_EMBEDDING_URL": url} | ({"AR_EMBEDDING_MODEL": model} if model else {})
+
+
+def encoder_label(encoder: dict[str, str] | None) -> str:
+    """How decisions name the encoder that `encoder_env` sets."""
+    if not encoder:
+        return "packaged"
+    return f"remote:{encoder.get('AR_EMBEDDING_MODEL', 'text-embedding-3-small')}"
+
+
+async def run(
+    corpus: Corpus,
+    k: int,
+    policy: Path | None,
+    console: Console,
+    encoder: dict[str, str] | None = None,
+) -> Result:
     examples = sample(corpus.train, k)
+    label = encoder_label(encoder)
     with tempfile.TemporaryDirectory() as directory:
-        coordinator = Coordinator(Path(directory), policy)
+        coordinator = Coordinator(Path(directory), policy, encoder)
         try:
             await coordinator.register(examples)
-            first = await coordinator.first_embedded_s()
+            first = await coordinator.first_embedded_s(label)
             ready = await coordinator.ready_s()
             texts, labels = [t for t, _ in corpus.test], [lab for _, lab in corpus.test]
-            choices, latencies, best = await sequential(coordinator, texts)
+            choices, latencies, best, served = await sequential(coordinator, texts)
             cpu = coordinator.cpu_s()
             uncached = await rate(coordinator, corpus.unseen)
             per_cpu_s = len(corpus.unseen) / max(coordinator.cpu_s() - cpu, 1e-9)
@@ -366,7 +398,9 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
         finally:
             await coordinator.aclose()
     figures = score(choices, labels)
-    console.log(f"{corpus.name} k={k}: {figures}")
+    console.log(f"{corpus.name} k={k} ({label}): {figures}")
+    if served - {label}:
+        console.log(f"texts served by another encoder than {label}: {sorted(served)}")
     return Result(
         corpus.name,
         k,
@@ -382,6 +416,7 @@ async def run(corpus: Corpus, k: int, policy: Path | None, console: Console) -> 
         rss_mb=rss,
         expected=expected,
         ceiling=ceiling(best, labels, ceiling_recall(k)),
+        encoder=label,
     )
 
 
@@ -416,7 +451,7 @@ async def scale(corpus: Corpus, n: int, policy: Path | None) -> dict[str, Any]:
             await coordinator.first_embedded_s()
             await coordinator.ready_s()
             fit_s, fit_cpu_s = time.perf_counter() - registered, coordinator.cpu_s() - cpu
-            _, latencies = await sequential(coordinator, texts)
+            _, latencies, _, _ = await sequential(coordinator, texts)
             rss = coordinator.rss_mb()
         finally:
             await coordinator.aclose()
@@ -520,10 +555,11 @@ def show(
     console: Console,
     split: str = "test",
 ) -> None:
-    title = f"Text routing with the default install and policy ({split} splits)"
+    title = f"Text routing with the default policy ({split} splits)"
     table = Table(title=title)
     columns = (
         "corpus",
+        "encoder",
         "k",
         "caps",
         "in-scope acc",
@@ -549,6 +585,7 @@ def show(
         )
         table.add_row(
             r.corpus,
+            r.encoder,
             str(r.k),
             str(r.capabilities),
             f"{r.in_scope_accuracy:.1%}",
@@ -601,6 +638,8 @@ async def main() -> None:
     )
     parser.add_argument("--scale", type=int, default=1000, help="0: skip the scale check")
     parser.add_argument("--refits", type=int, default=3, help="corrections timed per k; 0: skip")
+    parser.add_argument("--encoder", help="base URL of an OpenAI-compatible embeddings service")
+    parser.add_argument("--model", help="the model to ask it for (with --encoder)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     console = Console(width=200)
@@ -608,8 +647,11 @@ async def main() -> None:
     names = list(loaders) if args.corpus == "all" else [args.corpus]
     corpora = {name: loaders[name](args.data, args.split) for name in names}
     ks = [int(k) for k in args.k.split(",") if int(k) > 0]  # --k 0: the corrections only
+    encoder = encoder_env(args.encoder, args.model)
     results = [
-        await run(corpus, k, args.policy, console) for corpus in corpora.values() for k in ks
+        await run(corpus, k, args.policy, console, encoder)
+        for corpus in corpora.values()
+        for k in ks
     ]
     taught: list[dict[str, Any]] = []
     for corpus in corpora.values():

@@ -64,6 +64,9 @@ DEFAULT_JWKS_TTL_S = 300.0
 DEFAULT_JWKS_REFRESH_S = 10.0
 DEFAULT_OIDC_TIMEOUT_S = 2.0
 DEFAULT_DELEGATION_ROTATE_S = 86_400.0  # a new signing key a day; tokens live seconds
+# A request's own text is embedded within a quarter of the `query` class's 2 s, so the
+# packaged encoder still has time to answer when the service is slow.
+DEFAULT_EMBEDDING_TIMEOUT_S = 0.5
 
 
 class Settings(BaseSettings):
@@ -117,11 +120,48 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
     llm_timeout_s: float = Field(3.0, gt=0, le=60)
+    embedding_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="OpenAI-compatible base URL of an embeddings service (POST {url}/embeddings) "
+        "for the embedding matcher; unset: the packaged encoder (the policy's [embedding] wins)",
+    )
+    embedding_model: str = Field(
+        "text-embedding-3-small", min_length=1, description="the model the service is asked for"
+    )
+    embedding_api_key: SecretStr | None = Field(None, description="its API key (Bearer)")
+    embedding_query_prefix: str | None = Field(
+        None, description="put before a request's text (e5 models: `query: `)"
+    )
+    embedding_passage_prefix: str | None = Field(
+        None, description="put before a card text (e5 models: `passage: `)"
+    )
+    embedding_timeout_s: float = Field(
+        DEFAULT_EMBEDDING_TIMEOUT_S,
+        gt=0,
+        le=10,
+        description="how long embedding a request's text may take before the packaged encoder "
+        "answers instead",
+    )
+    embedding_batch_size: int = Field(
+        64, ge=1, le=2048, description="card texts per embeddings call at fit"
+    )
+    embedding_concurrency: int = Field(
+        2, ge=1, le=32, description="embeddings calls in flight at once at fit"
+    )
     probe_interval_s: float = Field(10.0, gt=0, le=3600)  # every 10 s
     probe_timeout_s: float = Field(1.0, gt=0, le=60)
     task_ttl_s: float = Field(86_400.0, gt=0, description="how long finished task answers are kept")
     task_stale_s: float = Field(
         30.0, gt=0, le=3600, description="a task untouched this long is taken over from a dead node"
+    )
+    liveness_ttl_s: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="a coordinator's liveness record in the store runs out this long after its "
+        "last renewal (renewed 4 times as often); then its requests, steps and tasks are "
+        "taken over at once",
     )
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     answer_memory_bytes: int = Field(

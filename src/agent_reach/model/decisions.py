@@ -41,6 +41,7 @@ class TextMatch:
     learned: dict[str, str] | None = None  # the learned example that matched the text exactly
     not_mine: list[str] = field(default_factory=list)  # capabilities that answered 421 to it
     params: dict[str, Any] | None = None  # what the chosen capability's input_schema pulled out
+    encoder: str | None = None  # the embedding matcher's: "packaged" or "remote:<model>"
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower

@@ -250,6 +250,25 @@ class Metrics:
             "Largest event-loop lag over the last few seconds",
             registry=r,
         )
+        self.encoder_up = Gauge(
+            "agent_reach_encoder_up",
+            "1 while the remote sentence encoder answers, 0 while the packaged one stands in",
+            ["encoder"],
+            registry=r,
+        )
+        self.encoder_calls = Counter(
+            "agent_reach_encoder_calls",
+            "Calls to the remote embeddings service by outcome "
+            "(ok, timeout, error, status, malformed)",
+            ["outcome"],
+            registry=r,
+        )
+        self.encoder_served = Counter(
+            "agent_reach_encoder_served",
+            "Texts the embedding matcher scored, by the encoder that embedded them",
+            ["encoder"],
+            registry=r,
+        )
         self.recent = TrafficSeries()  # not exported: the last 15 minutes, for the dashboard
 
     def request_seconds_of(self, capability: str) -> _Bucketed:

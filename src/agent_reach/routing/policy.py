@@ -82,6 +82,21 @@ class AdaptationPolicy(BaseModel):
     high: float = Field(2.0, ge=1, le=10, description="... and <= high x its policy value")
 
 
+class EmbeddingPolicy(BaseModel):
+    """The embedding matcher's encoder: an OpenAI-compatible embeddings service, or (no
+    `url` here nor in AR_EMBEDDING_URL) the packaged one. Unset fields take the
+    AR_EMBEDDING_* settings; the API key is a setting only (observers read the policy)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(
+        None, pattern=r"^https?://", description="base URL: POST {url}/embeddings"
+    )
+    model: str | None = Field(None, min_length=1, max_length=256)
+    query_prefix: str | None = Field(None, max_length=64, description="before a request's text")
+    passage_prefix: str | None = Field(None, max_length=64, description="before a card text")
+
+
 class TimeoutClassPolicy(BaseModel):
     """How long one delivery of a class may take, and how often it may be re-sent."""
 
@@ -150,6 +165,7 @@ class RoutingPolicy(BaseModel):
         description="matcher -> confidence at which its answer is taken without asking the next",
     )
     match_cache_s: float = Field(DEFAULT_MATCH_CACHE_S, ge=0, le=86_400)
+    embedding: EmbeddingPolicy = Field(default_factory=EmbeddingPolicy)
     delivery: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     learning: LearningPolicy = Field(default_factory=LearningPolicy)
     adaptation: AdaptationPolicy = Field(default_factory=AdaptationPolicy)

@@ -14,6 +14,7 @@ while an encode runs are encoded together next, in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import math
 import threading
@@ -173,9 +174,13 @@ class EmbeddingMatcher:
 
     name = "embedding"
 
-    def __init__(self, encoder: Encoder | None = None) -> None:
+    def __init__(self, encoder: Encoder | None = None, *, exclusive: bool = True) -> None:
         self._encoder = encoder or load_encoder()
-        self._lock = threading.Lock()  # one encode at a time: fit and requests share it
+        # one encode at a time (fit and requests share the packaged model); a remote
+        # encoder is not exclusive: a request's call must not wait behind a fit's batches
+        self._lock: threading.Lock | contextlib.nullcontext[None] = (
+            threading.Lock() if exclusive else contextlib.nullcontext()
+        )
         self._vectors: dict[str, np.ndarray] = {}
         self._model: _Model | None = None
         self._warm: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
@@ -235,7 +240,13 @@ class EmbeddingMatcher:
 
     def _score_batch(self, texts: list[str]) -> list[dict[str, float]]:
         model = self._model
-        return [{} for _ in texts] if model is None else model.scores(self._encode(texts), texts)
+        if model is None:
+            return [{} for _ in texts]
+        # a remote encoder embeds a request's text as a query (its own prefix and timeout)
+        encode = getattr(self._encoder, "encode_queries", None)
+        if encode is None:
+            return model.scores(self._encode(texts), texts)
+        return model.scores(np.asarray(encode(texts), dtype=np.float32), texts)
 
 
 @dataclass(frozen=True, slots=True)

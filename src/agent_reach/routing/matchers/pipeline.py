@@ -24,14 +24,16 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
 from agent_reach.model.decisions import TextMatch
+from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.calibration import (
     Calibration,
@@ -43,11 +45,16 @@ from agent_reach.routing.calibration import (
     trial_of,
 )
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
+from agent_reach.routing.encoders.remote import EncoderUnavailable, RemoteEncoder
+from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spec
 from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet, given_not
 from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import Matcher, normalize_text
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import LEARNED, CapabilityMatch
+
+if TYPE_CHECKING:  # a type only: the protocol is read by mypy, not at run time
+    from agent_reach.backends.protocols import EmbeddingStore
 
 log = structlog.get_logger("agent_reach.routing")
 
@@ -71,6 +78,14 @@ WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no te
 # counts as much as the rest.
 BLEND_WEIGHTS = {"lexical": 0.0, "embedding": 0.9, "llm": 1.0}
 DEFAULT_BLEND_WEIGHT = 1.0
+# A remote encoder (AR_EMBEDDING_URL) serves the embedding matcher in the packaged
+# encoder's stead, which stays fitted and calibrated as its fallback. Its fit is
+# calibrated under this name in place of "embedding".
+EMBEDDING = "embedding"
+REMOTE = "embedding:remote"
+# A remote encoder that failed is probed this often (off the event loop), not called by
+# requests: the packaged encoder serves them meanwhile at no extra latency.
+ENCODER_PROBE_S = 2.0
 CalibrationKey = tuple[str, ...]
 CatalogKey = tuple[int, int]  # registered cards version, learned examples version
 
@@ -120,6 +135,22 @@ class _Fitted:
     trials: list[tuple[list[Any], list[dict[str, float]]]] | None  # held-out texts, scores
 
 
+@dataclass(slots=True)
+class _Remote:
+    """A remote encoder, its embedding matcher and, once it has one, that matcher's fit."""
+
+    spec: EncoderSpec
+    encoder: RemoteEncoder
+    matcher: Matcher
+    fitted: _Fitted | None = None
+
+    async def aclose(self) -> None:
+        close = getattr(self.matcher, "aclose", None)
+        if close is not None:
+            await close()
+        await asyncio.to_thread(self.encoder.close)
+
+
 class MatchingPipeline:
     """Text -> the best few capabilities, each with every asked matcher's score."""
 
@@ -129,11 +160,19 @@ class MatchingPipeline:
         clock: Clock,
         settings: Settings,
         learned: Callable[[], LearnedSet] = lambda: NOTHING_LEARNED,
+        *,
+        embeddings: EmbeddingStore | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.index = index
         self.clock = clock
         self.settings = settings
         self.learned = learned
+        self.metrics = metrics
+        self._embeddings = embeddings or MemoryEmbeddingStore()
+        self._remote: _Remote | None = None  # the remote encoder asked for
+        self._serving: _Remote | None = None  # the remote fit in force, until a new one lands
+        self._next_probe = 0.0
         self._matchers: dict[str, Matcher] = {}
         self._fitted: dict[str, _Fitted] = {}
         self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
@@ -147,7 +186,7 @@ class MatchingPipeline:
         # (registry index version seen, cards version, the registered cards then)
         self._cards: tuple[int, int, dict[str, CapabilityCard]] | None = None
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
-        self._cache_key: tuple[int, int, str] | None = None
+        self._cache_key: tuple[int, int, str, bool] | None = None
 
     async def match(self, text: str, policy: RoutingPolicy) -> Matched:
         """The best capabilities for `text`; no matches when no matcher has an opinion."""
@@ -161,7 +200,7 @@ class MatchingPipeline:
             return Matched([match], info)
         await self._refresh(policy)
         now = self.clock.monotonic()
-        key = (self._generation, learned.version, policy.version)
+        key = (self._generation, learned.version, policy.version, self._remote_up(policy))
         if key != self._cache_key:
             self._cache.clear()
             self._cache_key = key
@@ -207,13 +246,14 @@ class MatchingPipeline:
             "failed": dict(self._failed),
             "catalog_version": list(self._catalog_key()),
             "current": self._is_ready(policy),
+            "encoder": self._encoder_status(policy),
         }
 
     def _is_ready(self, policy: RoutingPolicy) -> bool:
         done = len(self._usable(policy)) + len(
             (self._failed.keys() | self._deferred) & set(policy.matchers)
         )
-        return self._is_current() and done >= len(policy.matchers)
+        return self._is_current() and done >= len(policy.matchers) and self._remote_ready(policy)
 
     async def ready(self, policy: RoutingPolicy) -> None:
         """Wait until every matcher of the policy is fitted and calibrated on this catalog."""
@@ -233,13 +273,16 @@ class MatchingPipeline:
 
     def prepare(self, policy: RoutingPolicy) -> None:
         """Start fitting now (the encoder loads), before the first text arrives."""
-        if self._is_stale(tuple(policy.matchers)):
-            self._start(tuple(policy.matchers))
+        if self._is_stale(policy):
+            self._start(policy)
 
     async def watch(self, policy: Callable[[], RoutingPolicy], every_s: float = WATCH_S) -> None:
-        """Refit whenever the catalog changes, without waiting for a text, until cancelled."""
+        """Refit whenever the catalog or the encoder changes (a remote encoder that failed
+        is probed, and refitted once it answers), without waiting for a text, until
+        cancelled."""
         while True:
             await asyncio.sleep(every_s)
+            await self._probe_encoders()
             self.prepare(policy())
 
     def llm(self) -> LlmMatcher | None:
@@ -256,20 +299,31 @@ class MatchingPipeline:
             close = getattr(matcher, "aclose", None)
             if close is not None:
                 await close()
+        for remote in {id(r): r for r in (self._remote, self._serving) if r}.values():
+            await remote.aclose()
 
     # -- matching ------------------------------------------------------------------------
 
     async def _match(self, text: str, policy: RoutingPolicy, learned: LearnedSet) -> Matched:
         usable = self._usable(policy)
+        calibrated_names = self._calibrated_names(policy)
         asked: dict[str, dict[str, float]] = {}
+        encoder: str | None = None
         for name in usable:
-            scores = await self._matchers[name].scores(text)
+            before = tuple(n for n in asked if n in calibrated_names)
+            if name == EMBEDDING:
+                scores, encoder = await self._embed_and_score(text, policy, before)
+            else:
+                scores = await self._matchers[name].scores(text)
             asked[name] = scores
             threshold = policy.confident_at.get(name)
             if threshold is not None and scores and max(scores.values()) >= threshold:
                 break
-        calibrated = [n for n in asked if n in self._calibrated_names(policy)]
-        calibration = self._calibration_of(tuple(calibrated))
+        calibrated = [n for n in asked if n in calibrated_names]
+        served = [
+            REMOTE if n == EMBEDDING and encoder not in (None, PACKAGED) else n for n in calibrated
+        ]
+        calibration = self._calibration_of(tuple(served))
         scored = {n: asked[n] for n in calibrated}
         raw = blend(scored) if calibration.fitted else strongest(scored)
         not_mine = learned.negative.get(text, frozenset())
@@ -289,6 +343,7 @@ class MatchingPipeline:
             matches = _blend_uncalibrated(matches, others)
         matches = [m for m in matches if m.capability not in not_mine]
         info = self._info(policy, list(asked), skipped)
+        info.encoder = encoder
         info.calibrated = calibration.fitted
         if not calibration.fitted:
             info.min_confidence = uncalibrated_floor(policy)
@@ -357,27 +412,33 @@ class MatchingPipeline:
     def _is_running(self) -> bool:
         return self._job is not None and not self._job.done()
 
-    def _start(self, wanted: tuple[str, ...]) -> None:
-        """Fit `wanted` to the catalog in the background, unless a fit is running."""
+    def _start(self, policy: RoutingPolicy) -> None:
+        """Fit the policy's matchers to the catalog in the background, unless a fit is
+        running."""
         if self._is_running():
             return
-        self._wanted = wanted
-        self._job = asyncio.create_task(self._fit_all(wanted))
+        self._wanted = wanted = tuple(policy.matchers)
+        spec = encoder_spec(self.settings, policy) if EMBEDDING in wanted else None
+        self._job = asyncio.create_task(self._fit_all(wanted, spec))
         self._job.add_done_callback(self._job_done)
 
-    def _is_stale(self, wanted: tuple[str, ...]) -> bool:
-        key = self._catalog_key()
-        return wanted != self._wanted or any(
-            self._fitted.get(n, _NEVER).key != key
-            for n in wanted
-            if n not in self._failed and n not in self._deferred
+    def _is_stale(self, policy: RoutingPolicy) -> bool:
+        key, wanted = self._catalog_key(), tuple(policy.matchers)
+        return (
+            wanted != self._wanted
+            or any(
+                self._fitted.get(n, _NEVER).key != key
+                for n in wanted
+                if n not in self._failed and n not in self._deferred
+            )
+            or not self._remote_ready(policy)
         )
 
     async def _refresh(self, policy: RoutingPolicy) -> None:
         """Start a fit of a changed catalog; wait (briefly) for its first matcher."""
         wanted = tuple(policy.matchers)
-        if self._is_stale(wanted):
-            self._start(wanted)
+        if self._is_stale(policy):
+            self._start(policy)
         first = next((n for n in wanted if n not in self._failed), None)
         if first is None:
             return
@@ -391,15 +452,15 @@ class MatchingPipeline:
         else:
             wait_s = REFIT_WAIT_S if first in self._usable(policy) else FIRST_FIT_WAIT_S
         try:
-            await asyncio.wait_for(self._first_fitted(first, wanted), wait_s)
+            await asyncio.wait_for(self._first_fitted(first, policy), wait_s)
         except TimeoutError:
             return
 
-    async def _first_fitted(self, name: str, wanted: tuple[str, ...]) -> None:
+    async def _first_fitted(self, name: str, policy: RoutingPolicy) -> None:
         while (f := self._fitted.get(name)) is None or f.key != self._catalog_key():
             if name in self._failed:
                 return
-            self._start(wanted)
+            self._start(policy)
             self._progress.clear()
             await self._progress.wait()
 
@@ -412,8 +473,12 @@ class MatchingPipeline:
         self._generation += 1
         self._progress.set()
 
-    async def _fit_all(self, wanted: tuple[str, ...]) -> None:
-        """Fit every wanted matcher to the catalog, then calibrate, until nothing changed."""
+    async def _fit_all(self, wanted: tuple[str, ...], spec: EncoderSpec | None) -> None:
+        """Fit every wanted matcher to the catalog, then calibrate, until nothing changed.
+        A fit already done on this catalog (and calibrated after the same matchers) is
+        kept. A remote encoder's fit follows the packaged encoder's, its fallback."""
+        if spec is None and (self._remote is not None or self._serving is not None):
+            await self._drop_remote()
         while True:
             key = self._catalog_key()
             catalog = self._catalog_at(key)
@@ -427,19 +492,34 @@ class MatchingPipeline:
                     self._deferred.add(name)
                     continue
                 self._deferred.discard(name)
-                matcher = await self._create(name)
-                if matcher is None:
-                    continue
-                trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
-                fitted = _Fitted(key, trials)
-                if trials is not None:
-                    prefix.append(name)
-                    calibration = await asyncio.to_thread(self._calibrate, tuple(prefix), fitted)
-                    self._calibrations[tuple(prefix)] = (key, calibration)
-                # the fit's record lands with its calibration, not before: a text that
-                # finds the fit current must find the matcher usable
-                self._fitted[name] = fitted
-                self._announce()
+                before = tuple(prefix)
+                done = self._fitted.get(name)
+                if done is not None and done.key == key and name in self._matchers:
+                    if done.trials is not None:
+                        if self._calibrations.get((*before, name), _NO_CALIBRATION)[0] == key:
+                            prefix.append(name)
+                        else:
+                            done = None
+                else:
+                    done = None
+                if done is None:
+                    matcher = await self._create(name)
+                    if matcher is None:
+                        continue
+                    trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
+                    fitted = _Fitted(key, trials)
+                    if trials is not None:
+                        prefix.append(name)
+                        calibration = await asyncio.to_thread(
+                            self._calibrate, tuple(prefix), fitted
+                        )
+                        self._calibrations[tuple(prefix)] = (key, calibration)
+                    # the fit's record lands with its calibration, not before: a text that
+                    # finds the fit current must find the matcher usable
+                    self._fitted[name] = fitted
+                    self._announce()
+                if name == EMBEDDING and spec is not None:
+                    await self._fit_remote(spec, key, catalog, folds, before)
             if self._catalog_key() == key:
                 return
 
@@ -459,6 +539,177 @@ class MatchingPipeline:
             return None
         self._matchers[name] = matcher
         return matcher
+
+    # -- the remote encoder ----------------------------------------------------------------
+
+    async def _fit_remote(
+        self,
+        spec: EncoderSpec,
+        key: CatalogKey,
+        catalog: dict[str, CapabilityCard],
+        folds: Sequence[Any],
+        before: CalibrationKey,
+    ) -> None:
+        """Fit and calibrate the remote encoder's matcher (a worker thread); the remote fit
+        in force, if any, serves until this one lands. A service that is down is not
+        asked: the probe brings it back, and the next job fits it."""
+        remote = self._remote
+        if remote is None or remote.spec != spec:
+            if remote is not None and remote is not self._serving:
+                await remote.aclose()
+            remote = self._remote = self._new_remote(spec)
+        names = (*before, REMOTE)
+        done = remote.fitted
+        calibrated = self._calibrations.get(names, _NO_CALIBRATION)[0] == key
+        if done is not None and done.key == key and remote is self._serving and calibrated:
+            return
+        if not remote.encoder.health.healthy:
+            return
+        started = self.clock.monotonic()
+        try:
+            trials = await asyncio.to_thread(_fit_and_try, remote.matcher, catalog, folds)
+        except EncoderUnavailable as exc:
+            log.warning("encoder_fit_failed", encoder=spec.label, error=str(exc))
+            self._announce()  # no longer waited for: the packaged encoder serves
+            return
+        fitted = _Fitted(key, trials)
+        calibration = await asyncio.to_thread(self._calibrate, names, fitted)
+        self._calibrations[names] = (key, calibration)
+        remote.fitted = fitted
+        previous, self._serving = self._serving, remote
+        if previous is not None and previous is not remote:
+            await previous.aclose()
+        log.info(
+            "encoder_fitted",
+            encoder=spec.label,
+            seconds=round(self.clock.monotonic() - started, 3),
+            cards=len(catalog),
+        )
+        self._announce()
+
+    def _new_remote(self, spec: EncoderSpec) -> _Remote:
+        from agent_reach.routing.matchers.embedding import EmbeddingMatcher
+
+        encoder = RemoteEncoder(
+            spec, self._embeddings, asyncio.get_running_loop(), self._encoder_listener(spec)
+        )
+        return _Remote(spec, encoder, EmbeddingMatcher(encoder, exclusive=False))
+
+    async def _drop_remote(self) -> None:
+        """The policy and settings no longer ask a remote encoder: the packaged one serves."""
+        remotes = {id(r): r for r in (self._remote, self._serving) if r is not None}
+        self._remote = self._serving = None
+        self._calibrations = {k: v for k, v in self._calibrations.items() if REMOTE not in k}
+        for remote in remotes.values():
+            await remote.aclose()
+        self._announce()
+
+    def _encoder_listener(self, spec: EncoderSpec) -> Callable[[str, bool], None] | None:
+        metrics = self.metrics
+        if metrics is None:
+            return None
+        up = metrics.encoder_up.labels(spec.label)
+
+        def heard(outcome: str, healthy: bool) -> None:  # any thread: prometheus locks
+            metrics.encoder_calls.labels(outcome).inc()
+            up.set(1 if healthy else 0)
+
+        return heard
+
+    async def _probe_encoders(self) -> None:
+        """Ask a remote encoder that failed whether it is back (a worker thread)."""
+        now = self.clock.monotonic()
+        if now < self._next_probe:
+            return
+        down = {
+            id(r): r
+            for r in (self._remote, self._serving)
+            if r is not None and not r.encoder.health.healthy
+        }
+        if not down:
+            return
+        self._next_probe = now + ENCODER_PROBE_S
+        for remote in down.values():
+            if await asyncio.to_thread(remote.encoder.probe):
+                self._announce()
+
+    def _remote_usable(self, policy: RoutingPolicy, before: CalibrationKey) -> _Remote | None:
+        """The remote fit that may answer a text now: asked for, fitted, calibrated, up."""
+        serving = self._serving
+        if serving is None or not serving.encoder.health.healthy:
+            return None
+        if EMBEDDING not in policy.matchers or encoder_spec(self.settings, policy) is None:
+            return None
+        found = self._calibrations.get((*before, REMOTE))
+        if found is None or not (found[1].fitted or found[0] == self._catalog_key()):
+            return None
+        return serving
+
+    def _remote_up(self, policy: RoutingPolicy) -> bool:
+        """Whether a remote fit answers texts now (a match cached under it keys on it)."""
+        serving = self._serving
+        return serving is not None and serving.encoder.health.healthy
+
+    def _remote_ready(self, policy: RoutingPolicy) -> bool:
+        """False while the remote encoder asked for is still to be fitted on this catalog
+        (never while it is down: the packaged encoder serves, and the probe brings it
+        back), or while one no longer asked for is still held."""
+        if EMBEDDING not in policy.matchers or EMBEDDING in self._failed.keys() | self._deferred:
+            return True
+        spec = encoder_spec(self.settings, policy)
+        remote = self._remote
+        if spec is None:
+            return remote is None and self._serving is None
+        if remote is None or remote.spec != spec:
+            return False
+        if not remote.encoder.health.healthy:
+            return True
+        fitted = remote.fitted
+        return remote is self._serving and fitted is not None and fitted.key == self._catalog_key()
+
+    async def _embed_and_score(
+        self, text: str, policy: RoutingPolicy, before: CalibrationKey
+    ) -> tuple[dict[str, float], str]:
+        """The embedding matcher's scores and which encoder gave them: the remote one when
+        it can answer, else (it failed just now, or is down) the packaged one."""
+        remote = self._remote_usable(policy, before)
+        if remote is not None:
+            try:
+                scores = await remote.matcher.scores(text)
+            except EncoderUnavailable:
+                pass  # marked down: this text and the next go to the packaged encoder
+            else:
+                return scores, self._served_by(remote.spec.label)
+        return await self._matchers[EMBEDDING].scores(text), self._served_by(PACKAGED)
+
+    def _served_by(self, encoder: str) -> str:
+        if self.metrics is not None:
+            self.metrics.child(self.metrics.encoder_served, encoder).inc()
+        return encoder
+
+    def _encoder_status(self, policy: RoutingPolicy) -> dict[str, Any]:
+        """What `/v1/policy` shows of the encoder: which is asked for, whether it is up,
+        and which one answers texts now."""
+        spec = encoder_spec(self.settings, policy) if EMBEDDING in policy.matchers else None
+        if spec is None:
+            return {"asked": PACKAGED, "serving": PACKAGED}
+        remote = self._remote if self._remote is not None and self._remote.spec == spec else None
+        serving = self._remote_usable(policy, self._before_embedding(policy))
+        return {
+            "asked": spec.label,
+            "url": spec.url,
+            "model": spec.model,
+            "healthy": remote.encoder.health.healthy if remote else None,
+            "last_error": remote.encoder.health.last_error if remote else None,
+            "dimension": remote.encoder.health.dimension if remote else None,
+            "fitted": remote is not None and remote.fitted is not None,
+            "serving": serving.spec.label if serving is not None else PACKAGED,
+        }
+
+    def _before_embedding(self, policy: RoutingPolicy) -> CalibrationKey:
+        calibrated = self._calibrated_names(policy)
+        names = policy.matchers[: policy.matchers.index(EMBEDDING)]
+        return tuple(n for n in names if n in calibrated)
 
     def _calibrate(self, names: CalibrationKey, last: _Fitted) -> Calibration:
         """Blend the held-out scores of `names` fold by fold (the last one's from its new
@@ -497,6 +748,7 @@ class MatchingPipeline:
 
 
 _NEVER = _Fitted((-1, -1), None)
+_NO_CALIBRATION: tuple[Any, Any] = (None, None)
 
 
 def _fit_and_try(

