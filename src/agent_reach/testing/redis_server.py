@@ -7,6 +7,8 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
@@ -18,6 +20,7 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 PROBE_TIMEOUT_S = 0.3  # a local Redis answers PING in well under a millisecond
 START_TIMEOUT_S = 10.0  # redis-server with no data to load is ready in tens of milliseconds
 STOP_GRACE_S = 5.0  # after SIGTERM, then SIGKILL
+PORT_RETRIES = 3  # new ports tried when another process took the one picked
 
 
 def answers_ping(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
@@ -42,10 +45,28 @@ def find_redis_url() -> str | None:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now.
+
+    Another process may take it before ours binds it: a server started on it retries
+    on another port when its bind fails (`RedisServer`, the test kit's processes).
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections for as long as this is held: bound
+    by this process, never listened on, so no other process can take it meanwhile."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+def port_was_taken(log: str) -> bool:
+    """True when a server's log says its bind failed because the port is in use."""
+    return "address already in use" in log.lower()
 
 
 class RedisServer(ChildProcess):
@@ -70,6 +91,7 @@ class RedisServer(ChildProcess):
             )
         super().__init__()
         self.binary = found
+        self._port_chosen = port is None  # ours to change until first up (a restart keeps it)
         self.port = free_port() if port is None else port
         self.options = options  # more redis-server flags, e.g. a cluster node's
         self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-redis-"))
@@ -78,8 +100,10 @@ class RedisServer(ChildProcess):
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> RedisServer:
-        """Start the server and return once it answers PING; `RuntimeError` if it does not."""
+    def start(self, retries: int = PORT_RETRIES) -> RedisServer:
+        """Start the server and return once it answers PING; `RuntimeError` if it does not.
+        On a port it chose, taken meanwhile by another process, the first start tries
+        another; a restart stays on its port."""
         if self.is_running:
             return self
         log_file = self.directory / "redis.log"
@@ -99,8 +123,13 @@ class RedisServer(ChildProcess):
             if not self.is_running or SYSTEM_CLOCK.monotonic() > deadline:
                 self.stop()
                 log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
+                if self._port_chosen and port_was_taken(log) and retries > 0:
+                    log_file.unlink()
+                    self.port = free_port()
+                    return self.start(retries - 1)
                 raise RuntimeError(f"redis-server did not come up on port {self.port}:\n{log}")
             time.sleep(0.01)
+        self._port_chosen = False
         return self
 
     def close(self) -> None:
