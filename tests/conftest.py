@@ -17,7 +17,7 @@ import structlog
 
 from agent_reach.config import Settings
 from agent_reach.testing.redis_cluster import RedisClusterServer
-from agent_reach.testing.redis_server import RedisServer, find_redis_url
+from agent_reach.testing.redis_server import RedisServer, find_redis_url, refused_port
 from agent_reach.testing.servers import run_coordinator
 
 # Coordinators in tests run without API keys unless a test turns security on itself
@@ -67,6 +67,14 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
         keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
         if keys:
             client.unlink(*keys)
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test (held, not listened on:
+    unlike a port found free and let go, no other process can start serving on it)."""
+    with refused_port() as port:
+        yield port
 
 
 @pytest.fixture(params=["memory", "redis"])

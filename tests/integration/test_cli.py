@@ -165,8 +165,8 @@ def test_invalid_registration_file_exits_1_with_the_problem(
     assert "capabilities" in result.output
 
 
-def test_unreachable_coordinator_exits_1() -> None:
-    result = run("agents", "list", coordinator=f"http://127.0.0.1:{free_port()}")
+def test_unreachable_coordinator_exits_1(dead_port: int) -> None:
+    result = run("agents", "list", coordinator=f"http://127.0.0.1:{dead_port}")
 
     assert result.exit_code == 1
     assert "coordinator_unreachable" in result.output

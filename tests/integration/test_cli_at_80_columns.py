@@ -20,7 +20,6 @@ from typer.testing import CliRunner, Result
 
 from agent_reach.cli import app
 from agent_reach.config import Settings
-from agent_reach.testing.redis_server import free_port
 from agent_reach.testing.servers import run_coordinator
 
 NARROW = {"COLUMNS": "80"}
@@ -100,9 +99,9 @@ def test_route_prints_a_block_per_candidate_that_fits_80_columns(
 
 
 def test_why_of_a_request_suspended_at_a_dead_endpoint_says_routed_attempted_suspended(
-    coordinator: str, http: httpx.Client
+    coordinator: str, http: httpx.Client, dead_port: int
 ) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/invoke"
+    dead = f"http://127.0.0.1:{dead_port}/invoke"
     body = {
         "id": "logistics-01",
         "capabilities": ["order.track"],
@@ -138,9 +137,9 @@ def test_why_of_a_request_suspended_at_a_dead_endpoint_says_routed_attempted_sus
 
 
 def test_why_given_a_trace_id_names_it_and_walks_its_requests(
-    coordinator: str, http: httpx.Client
+    coordinator: str, http: httpx.Client, dead_port: int
 ) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/invoke"
+    dead = f"http://127.0.0.1:{dead_port}/invoke"
     body = {
         "id": "logistics-01",
         "capabilities": ["order.track"],

@@ -24,7 +24,6 @@ from agent_reach import (
     SyncReachClient,
 )
 from agent_reach.clock import ManualClock
-from agent_reach.testing.redis_server import free_port
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
 Call = Callable[..., Any]
@@ -148,9 +147,9 @@ def test_capability_without_a_live_instance_raises_no_instance(
     assert none_live.value.retryable
 
 
-def test_unreachable_coordinator_raises_reach_error() -> None:
+def test_unreachable_coordinator_raises_reach_error(dead_port: int) -> None:
     with (
-        SyncReachClient(f"http://127.0.0.1:{free_port()}") as sync_client,
+        SyncReachClient(f"http://127.0.0.1:{dead_port}") as sync_client,
         pytest.raises(ReachError) as unreachable,
     ):
         sync_client.agents()
