@@ -121,6 +121,7 @@ class Result:
     expected: dict[str, Any]
     ceiling: float  # in-scope accuracy of the best threshold at the goal's recall
     encoder: str = "packaged"  # which encoder served the scored texts
+    encoder_share: float = 1.0  # ... of which it embedded this share (the rest: packaged)
 
 
 def load_clinc(data: Path, split: str = "test") -> Corpus:
@@ -295,17 +296,17 @@ Best = tuple[str | None, float]  # a decision's best candidate: capability, conf
 
 async def sequential(
     coordinator: Coordinator, texts: list[str]
-) -> tuple[list[str | None], list[float], list[Best], set[str]]:
+) -> tuple[list[str | None], list[float], list[Best], list[str]]:
     """Each text's chosen capability (None: refused), the latencies, the best candidates,
-    and the encoders that served them."""
-    choices, latencies, best, served = [], [], [], set()
+    and the encoder that served each."""
+    choices, latencies, best, served = [], [], [], []
     for text in texts:
         start = time.perf_counter()
         decision = await coordinator.route(text)
         latencies.append(time.perf_counter() - start)
         choices.append(decision["capability"])
         best.append(best_candidate(decision))
-        served.add((decision.get("text") or {}).get("encoder") or "none")
+        served.append((decision.get("text") or {}).get("encoder") or "none")
     return choices, latencies, best, served
 
 
@@ -399,8 +400,9 @@ async def run(
             await coordinator.aclose()
     figures = score(choices, labels)
     console.log(f"{corpus.name} k={k} ({label}): {figures}")
-    if served - {label}:
-        console.log(f"texts served by another encoder than {label}: {sorted(served)}")
+    share = served.count(label) / len(served) if served else 1.0
+    if share < 1:
+        console.log(f"{1 - share:.1%} of the texts were not embedded by {label}")
     return Result(
         corpus.name,
         k,
@@ -417,6 +419,7 @@ async def run(
         expected=expected,
         ceiling=ceiling(best, labels, ceiling_recall(k)),
         encoder=label,
+        encoder_share=share,
     )
 
 
@@ -585,7 +588,7 @@ def show(
         )
         table.add_row(
             r.corpus,
-            r.encoder,
+            r.encoder if r.encoder_share == 1 else f"{r.encoder} ({r.encoder_share:.1%})",
             str(r.k),
             str(r.capabilities),
             f"{r.in_scope_accuracy:.1%}",

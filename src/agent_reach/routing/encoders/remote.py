@@ -195,7 +195,8 @@ def _vectors_of(content: bytes, n: int, dimension: int | None) -> np.ndarray:
     if len(rows) != n:
         raise ValueError(f"{len(rows)} vectors for {n} texts")
     try:
-        vectors = np.asarray(rows, dtype=np.float32)
+        with np.errstate(over="ignore"):  # a number past float32 is infinity, refused below
+            vectors = np.asarray(rows, dtype=np.float32)
     except (ValueError, TypeError) as exc:
         raise ValueError("vectors are not lists of numbers of one length") from exc
     if vectors.ndim != 2 or vectors.shape[1] == 0:

@@ -174,7 +174,9 @@ class EmbeddingMatcher:
 
     name = "embedding"
 
-    def __init__(self, encoder: Encoder | None = None, *, exclusive: bool = True) -> None:
+    def __init__(
+        self, encoder: Encoder | None = None, *, exclusive: bool = True, batch_max: int = BATCH_MAX
+    ) -> None:
         self._encoder = encoder or load_encoder()
         # one encode at a time (fit and requests share the packaged model); a remote
         # encoder is not exclusive: a request's call must not wait behind a fit's batches
@@ -184,7 +186,7 @@ class EmbeddingMatcher:
         self._vectors: dict[str, np.ndarray] = {}
         self._model: _Model | None = None
         self._warm: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
-        self._batcher = _MicroBatcher(self._score_batch)
+        self._batcher = _MicroBatcher(self._score_batch, batch_max)
 
     def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
         """Encode card texts not seen before, then fit the classifier (seconds at 15k texts)."""
@@ -319,8 +321,9 @@ class _MicroBatcher:
     encode runs: no wait when idle, one batch of up to BATCH_MAX per encode under load.
     The event loop never runs the encoder."""
 
-    def __init__(self, work: Callable[[list[str]], list[Any]]) -> None:
+    def __init__(self, work: Callable[[list[str]], list[Any]], batch_max: int = BATCH_MAX) -> None:
         self._work = work
+        self._batch_max = batch_max
         self._pending: list[tuple[str, asyncio.Future[Any]]] = []
         self._scheduled = False
         self._running: set[asyncio.Task[None]] = set()
@@ -338,7 +341,8 @@ class _MicroBatcher:
         self._scheduled = False
         if self._running or not self._pending:
             return
-        batch, self._pending = self._pending[:BATCH_MAX], self._pending[BATCH_MAX:]
+        size = self._batch_max
+        batch, self._pending = self._pending[:size], self._pending[size:]
         task = asyncio.get_running_loop().create_task(self._run(batch))
         self._running.add(task)
         task.add_done_callback(self._done)
