@@ -29,6 +29,9 @@ CAPABILITY_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,127}$"
 FIELD_PATH_PATTERN = r"^[^\x00-\x1f\x7f.,]+(\.[^\x00-\x1f\x7f.,]+)*$"
 
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
+# Transports whose registration may omit capabilities: an A2A card's skills or an MCP
+# server's tools give them (`invoke/transports/a2a.py`, `invoke/transports/mcp.py`).
+SELF_DESCRIBING = ("a2a", "mcp")
 
 
 def check_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +121,7 @@ class AgentSpec(BaseModel):
 
     id: AgentId
     display_name: Annotated[str, StringConstraints(max_length=200)] = ""
-    # May be omitted for an A2A agent only: its card's skills give them (`transport.a2a`).
+    # May be omitted for an A2A agent or an MCP server only (`SELF_DESCRIBING`).
     capabilities: Annotated[list[Capability], Field(max_length=256)]
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
@@ -164,14 +167,17 @@ class AgentSpec(BaseModel):
     def _a2a_may_omit_capabilities(cls, data: Any) -> Any:
         if isinstance(data, dict) and "capabilities" not in data:
             transport = data.get("transport")
-            if isinstance(transport, dict) and transport.get("type") == "a2a":
+            if isinstance(transport, dict) and transport.get("type") in SELF_DESCRIBING:
                 return {**data, "capabilities": []}
         return data
 
     @model_validator(mode="after")
     def _capabilities_given(self) -> AgentSpec:
-        if not self.capabilities and self.transport.type != "a2a":
-            raise ValueError("capabilities: give at least one (only an A2A card may give them)")
+        if not self.capabilities and self.transport.type not in SELF_DESCRIBING:
+            raise ValueError(
+                "capabilities: give at least one (only an A2A card or an MCP server's tools "
+                "may give them)"
+            )
         return self
 
     @model_validator(mode="after")

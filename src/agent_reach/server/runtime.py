@@ -122,6 +122,8 @@ async def open_runtime(
         shared=backends.is_shared,
     )
 
+    transports.follow_tool_lists(registry)  # an MCP server's new tools are new capabilities
+
     async def probe(instance: Instance) -> bool:
         spec = instance.spec.transport
         return await transports.get(spec.type).probe(spec, timeout_s=settings.probe_timeout_s)

@@ -9,10 +9,12 @@ from agent_reach.invoke.pool import HttpPool, Resolve
 from agent_reach.invoke.transports.a2a import A2ATransport
 from agent_reach.invoke.transports.http import HttpTransport
 from agent_reach.invoke.transports.http_template import http_template_transport
+from agent_reach.invoke.transports.mcp import McpTransport
 from agent_reach.invoke.transports.protocol import Transport
 from agent_reach.invoke.transports.soap import soap_transport
 from agent_reach.invoke.transports.xml import xml_transport
 from agent_reach.model.agents import TransportSpec
+from agent_reach.registry.service import Registry
 
 
 class Transports:
@@ -33,6 +35,12 @@ class Transports:
     def check(self, spec: TransportSpec) -> None:
         """Refuse a registration no transport here can deliver to."""
         self.get(spec.type).check(spec)
+
+    def follow_tool_lists(self, registry: Registry) -> None:
+        """MCP servers' tool lists, followed into their registrations (`federation/`)."""
+        mcp = self.table.get("mcp")
+        if isinstance(mcp, McpTransport):
+            mcp.follow(registry)
 
     async def aclose(self) -> None:
         for transport in self.table.values():
@@ -56,8 +64,9 @@ def open_transports(
             "xml": xml_transport(client),
             "soap": soap_transport(client),
             "a2a": A2ATransport(client),
+            "mcp": McpTransport(client),
         }
     )
 
 
-__all__ = ["A2ATransport", "Transport", "Transports", "open_transports"]
+__all__ = ["A2ATransport", "McpTransport", "Transport", "Transports", "open_transports"]

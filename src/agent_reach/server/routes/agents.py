@@ -15,7 +15,8 @@ from starlette.responses import Response
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
-from agent_reach.invoke.transports import A2ATransport
+from agent_reach.federation.tools import taken_in
+from agent_reach.invoke.transports import A2ATransport, McpTransport
 from agent_reach.mesh.negotiation import check_negotiate
 from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
 from agent_reach.model.keys import Principal
@@ -34,14 +35,18 @@ async def register(spec: AgentSpec, request: Request, principal: Caller) -> Resp
     runtime = runtime_of(request)
     security = runtime.security
     transport = runtime.transports.get(spec.transport.type)
-    if isinstance(transport, A2ATransport):  # the card gives capabilities and the endpoint
+    if isinstance(transport, A2ATransport | McpTransport):  # a card or a tool list
         # Before fetching anything: only agent and admin keys register (the card's own
         # capabilities are authorized once known).
         if principal.role not in ("agent", "admin"):
             raise Forbidden(f"a {principal.role} key may not register agents")
         security.authorize_register(principal, spec.capabilities)
         await security.check_endpoints(spec.transport)
-        spec = await transport.complete(spec, security.guard.check_url)
+        if isinstance(transport, McpTransport):  # its tools, named clear of everyone else's
+            await runtime.registry.catch_up()
+            spec = await transport.complete(spec, taken_in(runtime.registry.index, spec.id))
+        else:
+            spec = await transport.complete(spec, security.guard.check_url)
     security.authorize_register(principal, spec.capabilities)
     existing = await _check_owner(request, principal, spec.id)
     runtime.transports.check(spec.transport)

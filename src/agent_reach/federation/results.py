@@ -1,0 +1,37 @@
+"""A `tools/call` result as the caller's result (or as the tool's own failure).
+
+`structuredContent` is the result as it is; without it, the text content is
+`{"text": ...}` (every text item, joined by newlines) and any other content (images,
+resources) comes along as `content`. `isError: true` is the tool saying it failed: a
+final agent error (502 `mcp_tool_error`) carrying what it said, never retried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_reach.errors import AgentFailed
+from agent_reach.invoke.transports.protocol import Shaped
+
+
+def result_of(result: dict[str, Any]) -> Shaped:
+    """The caller's result; `AgentFailed` (final) when the tool reported an error."""
+    structured = result.get("structuredContent")
+    given = result.get("content")
+    content: list[Any] = given if isinstance(given, list) else []
+    texts = [c["text"] for c in content if isinstance(c, dict) and c.get("type") == "text"]
+    others = [c for c in content if not (isinstance(c, dict) and c.get("type") == "text")]
+    said: dict[str, Any] = {"text": "\n".join(str(t) for t in texts)}
+    if others:
+        said["content"] = others
+    if result.get("isError") is True:
+        failure = AgentFailed(
+            f"the tool failed: {said['text'][:200]}" if texts else "the tool failed",
+            code="mcp_tool_error",
+            agent_answer=structured if structured is not None else said,
+        )
+        failure.retryable = False  # type: ignore[misc]  # it ran and said no
+        raise failure
+    if structured is not None:
+        return Shaped(structured, "json")
+    return Shaped(said, "text")
