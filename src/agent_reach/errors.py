@@ -25,6 +25,7 @@ ReachError
   AgentFailed              the agent answered with an error (502 agent_error)
     AgentUnreachable         502 agent_unreachable: never reached, safe to retry
     AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
+    OutcomeUnknown           502 outcome_unknown: may have acted; not re-sent (not idempotent)
   HopLimit                 508 hop_limit: the request went through too many agents
   StoreUnavailable         503 store_unavailable: the backend did not answer
     StoreFull                507 store_full: the backend is out of memory; nothing was written
@@ -240,6 +241,13 @@ class AgentTimeout(AgentFailed):
 
     status = 504
     code = "agent_timeout"
+
+
+class OutcomeUnknown(AgentFailed):
+    """An earlier delivery may have acted and no instance declared `idempotent`: not re-sent."""
+
+    code = "outcome_unknown"
+    retryable = False
 
 
 class HopLimit(ReachError):

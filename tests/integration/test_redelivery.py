@@ -1,10 +1,13 @@
-"""A caller's request id that may already have reached an agent goes back to that agent.
+"""A caller's request id that may already have reached an agent goes back to that agent,
+and only when that agent declared `idempotent`.
 
 An attempt whose outcome is unknown (a timeout) gives the id back so the caller may try
 again; the id's record keeps the instances it was sent to, and the retry goes to the
 same instance, whose own guard by request_id knows it, rather than to the instance the
-scores would pick, which could act a second time. The same record is what a coordinator
-taking over a dead one's request reads (`tests/contract/test_idempotency_store.py`).
+scores would pick, which could act a second time. An instance that did not declare
+`idempotent` is never sent it again: the retry ends 502 `outcome_unknown`. The same
+record is what a coordinator taking over a dead one's request reads
+(`tests/contract/test_idempotency_store.py`, `test_takeover_by_liveness.py`).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
                     "capabilities": ["pay.charge"],
                     "transport": {"endpoint": f"{server.url}/invoke"},
                     "weight": weight,
+                    "idempotent": True,
                 },
             )
             assert answer.status_code == 201, answer.text
@@ -96,3 +100,40 @@ def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
         order_a1 = [r for r in preferred.received if r.body.get("request_id") == "order-A1-pay"]
         assert (len(slow.received), order_a1) == (2, [])
         assert all(r.body["request_id"] == "order-A1-pay" for r in slow.received)
+
+
+def test_a_retry_of_an_unknown_outcome_is_not_sent_to_an_undeclared_agent(
+    coordinator: str,
+) -> None:
+    slow, other = FakeAgent(name="slow", delay_s=3.0), FakeAgent(name="other")
+    with (
+        ServerThread(slow) as slow_server,
+        ServerThread(other) as other_server,
+        httpx.Client(base_url=coordinator, timeout=10) as http,
+    ):
+        for agent_id, server in (("plain-1", slow_server), ("plain-2", other_server)):
+            answer = http.post(
+                "/v1/agents",
+                json={
+                    "id": agent_id,
+                    "capabilities": ["pay.refund"],
+                    "transport": {"endpoint": f"{server.url}/invoke"},
+                    "weight": 10 if agent_id == "plain-1" else 1,
+                },
+            )
+            assert answer.status_code == 201, answer.text
+            assert answer.json()["idempotent"] is False
+        body = {"capability": "pay.refund", "request_id": "refund-B2", "timeout_class": "quick"}
+        first = http.post("/v1/invoke", json=body)
+        assert first.status_code == 504, first.text
+        slow.delay_s = 0.0
+
+        again = http.post("/v1/invoke", json=body)
+
+        assert again.status_code == 502, again.text
+        assert again.json()["error"]["code"] == "outcome_unknown"
+        assert again.json()["error"]["sent_to"] == ["plain-1"]
+        deliveries = [r for r in slow.received + other.received if r.body.get("request_id")]
+        assert len(deliveries) == 1  # the first one; never sent again, to either instance
+        listed = {a["id"]: a["idempotent"] for a in http.get("/v1/agents").json()["agents"]}
+        assert listed == {"plain-1": False, "plain-2": False}

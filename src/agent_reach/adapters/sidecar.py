@@ -57,6 +57,9 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
+    # The service executes a request id at most once (it keeps its own guard): the
+    # coordinator may then re-send a request whose outcome is unknown (docs/delivery.md).
+    idempotent: bool = False
     display_name: str = ""
     description: str = ""
     ttl: float = DEFAULT_TTL_S
@@ -124,6 +127,7 @@ class Sidecar:
                 for c in config.capabilities
             ],
             health_check=self.is_service_healthy,
+            idempotent=agent.idempotent,
         )
         self.agent.handler(self.handle)
         self.app = _CloseOnShutdown(self.agent.app, self.client)

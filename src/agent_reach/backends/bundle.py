@@ -6,14 +6,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agent_reach.backends.protocols import (
+    A2AStore,
     AnswerCache,
     ContextStore,
+    EmbeddingStore,
     FleetLoadStore,
     IdempotencyStore,
     JournalStore,
     KeySetStore,
     KeyStore,
     LearningStore,
+    LivenessStore,
     MeshStore,
     PolicyStore,
     QualityStore,
@@ -49,7 +52,11 @@ class Backends:
     policy: PolicyStore
     mesh: MeshStore
     quality: QualityStore
+    a2a: A2AStore
+    liveness: LivenessStore
     is_shared: bool = False
+    # card-text vectors of a remote encoder; None: each coordinator keeps its own in memory
+    embeddings: EmbeddingStore | None = None
     why: WhyStore | None = None  # shared backends only: alone, the coordinator's journal is all
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -115,20 +115,30 @@ class Claim:
     status: int = 0
     body: bytes = b""
     sent_to: tuple[str, ...] = ()
+    node: str = ""  # `in_progress`: the coordinator holding the claim ("" when not said)
 
 
 class IdempotencyStore(Protocol):
     """Request ids and their answers, so that a repeated id never executes twice."""
 
-    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
-        """One atomic step deciding who executes `key`.
+    async def claim(
+        self,
+        key: str,
+        fingerprint: str,
+        lease_s: float,
+        *,
+        node: str = "",
+        takeover_from: str | None = None,
+    ) -> Claim:
+        """One atomic step deciding who executes `key`, for coordinator `node`.
 
         No record: create an in-progress record with a lease of `lease_s` -> `claimed`
         with a new fence. A completed record -> `completed`. An in-progress record whose
-        lease is live -> `in_progress`. One whose lease ran out (its owner died, or gave
-        it back after reaching an agent) is taken over -> `claimed` with a higher fence
-        and the record's `sent_to`. Any record whose fingerprint differs -> `mismatch`,
-        changing nothing.
+        lease is live -> `in_progress` naming its `node`, unless that node is
+        `takeover_from` (a coordinator whose liveness ran out). One whose lease ran out
+        (its owner died, or gave it back after reaching an agent), or whose node is
+        `takeover_from`, is taken over -> `claimed` with a higher fence and the record's
+        `sent_to`. Any record whose fingerprint differs -> `mismatch`, changing nothing.
         """
 
     async def note_sent(self, key: str, fence: int, agent_id: str) -> None:
@@ -140,15 +150,30 @@ class IdempotencyStore(Protocol):
         Compare-and-set: False, writing nothing, when another owner took the key over.
         """
 
-    async def release(self, key: str, fence: int) -> None:
+    async def release(self, key: str, fence: int, *, forget: bool = False) -> None:
         """Give back an in-progress claim still owned by `fence`, so the id may run again.
 
-        A claim with no `sent_to` is forgotten. One that reached an agent keeps its
-        record with the lease ended: the next claim takes it over with its `sent_to`.
+        A claim with no `sent_to` (or given back with `forget`: no agent acted on it) is
+        forgotten. One that reached an agent keeps its record with the lease ended: the
+        next claim takes it over with its `sent_to`.
         """
 
     async def peek(self, key: str) -> Claim | None:
         """The key's state without claiming it: None when there is no record."""
+
+
+class LivenessStore(Protocol):
+    """Each coordinator's liveness record: renewed every second or so, expiring soon after."""
+
+    async def beat(self, node: str, ttl_s: float) -> frozenset[str]:
+        """Renew `node`'s record for `ttl_s` and return the nodes whose records ran out.
+
+        One atomic step, on the store's own clock. A node whose record ran out is listed
+        until `LIVENESS_RETENTION_S` after that (then forgotten); beating again revives it.
+        """
+
+
+LIVENESS_RETENTION_S = 3600.0  # a dead coordinator is listed this long after its record ran out
 
 
 class TaskStore(Protocol):
@@ -177,10 +202,18 @@ class QueueStore(Protocol):
         after a lost reply), exactly one appends."""
 
     async def pull(
-        self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float
+        self,
+        queue: str,
+        consumer: str,
+        *,
+        count: int,
+        block_s: float,
+        stale_s: float,
+        dead: Collection[str] = (),
     ) -> list[tuple[str, bytes]]:
-        """Up to `count` entries for `consumer`: stale ones from dead consumers first, then
-        new ones, waiting up to `block_s` when there are none."""
+        """Up to `count` entries for `consumer`: those held by the `dead` consumers (their
+        liveness ran out) and stale ones first, then new ones, waiting up to `block_s`
+        when there are none."""
 
     async def touch(self, queue: str, consumer: str, entry_ids: list[str]) -> None:
         """Keep entries this consumer still holds from going stale."""
@@ -586,3 +619,55 @@ class WhyStore(Protocol):
 
     async def get(self, request_id: str) -> list[bytes]:
         """The request's records, oldest first; empty when none or expired."""
+
+
+class A2AStore(Protocol):
+    """The A2A face's tasks, listed per owner, and the push-notification configs clients
+    set on them; shared by every coordinator of a backend."""
+
+    async def put_task(
+        self, owner: str, task_id: str, document: bytes, created_at: float, ttl_s: float
+    ) -> None:
+        """Store (or replace) the owner's task; it expires after `ttl_s` and until then
+        `list_tasks` lists it by `created_at`."""
+
+    async def get_task(self, owner: str, task_id: str) -> bytes | None:
+        """The owner's task; None when unknown, expired or another owner's."""
+
+    async def list_tasks(self, owner: str, limit: int) -> list[bytes]:
+        """Up to `limit` of the owner's live tasks, newest first."""
+
+    async def put_push(
+        self, owner: str, task_id: str, config_id: str, document: bytes, ttl_s: float
+    ) -> None:
+        """Store (or replace) a push config of the task (all its configs expire together,
+        `ttl_s` after the last write); the task joins the set `watched` returns."""
+
+    async def list_push(self, owner: str, task_id: str) -> dict[str, bytes]:
+        """config id -> config of the task; empty when none."""
+
+    async def delete_push(self, owner: str, task_id: str, config_id: str) -> bool:
+        """Remove one config; True when it existed."""
+
+    async def watched(self) -> list[tuple[str, str]]:
+        """(owner, task id) of every task given a push config and not yet `unwatch`ed."""
+
+    async def unwatch(self, owner: str, task_id: str) -> None:
+        """The task needs no more pushes (it ended, or its configs are gone)."""
+
+    async def claim_update(self, key: str, ttl_s: float) -> bool:
+        """True for exactly one caller per key until it expires: of coordinators racing
+        to push the same update, one does."""
+
+
+class EmbeddingStore(Protocol):
+    """Sentence vectors of card texts by (model, text), shared by every coordinator of a
+    backend, so that a refit or a restart does not ask the embedding service again."""
+
+    async def get_many(self, model: str, texts: Sequence[str]) -> list[bytes | None]:
+        """The stored vector of each text under `model` (None where none), in order."""
+
+    async def put_many(self, model: str, vectors: Sequence[tuple[str, bytes]]) -> None:
+        """Store each `(text, vector)` under `model`; an entry lives `EMBEDDING_TTL_S`
+        after its last put (memory: until the store's byte bound evicts it, oldest first).
+        One pipelined round trip, not atomic across texts."""

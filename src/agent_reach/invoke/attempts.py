@@ -38,7 +38,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_reach.clock import Clock
-from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, HopLimit, NoInstance
+from agent_reach.errors import (
+    AgentFailed,
+    AgentTimeout,
+    AgentUnreachable,
+    HopLimit,
+    NoInstance,
+    OutcomeUnknown,
+)
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.plan import DeliveryPlan
@@ -122,6 +129,8 @@ class AttemptLoop:
             order=_same_capability(decision, owned.sent_to if owned is not None else ()),
             generic=[] if decision.rule == "generic" else self._generic_ids(),
         )
+        if owned is not None and owned.inherited:
+            self._idempotent_only(chain, owned.inherited)
         deadline, policy, retries = plan.deadline, plan.policy, plan.timeout_class.retries
         last_error: AgentFailed | None = None
         while True:
@@ -162,6 +171,25 @@ class AttemptLoop:
                 left_s = deadline - self.clock.monotonic()
                 await asyncio.sleep(backoff_pause(policy, chain.resends, left_s))
 
+    def _idempotent_only(self, chain: _Chain, reached: Sequence[str]) -> None:
+        """An earlier delivery may have acted (its owner died, or gave the id back with an
+        unknown outcome): re-sent only to instances that declared `idempotent`, else not
+        at all (`outcome_unknown`)."""
+
+        def declared(agent_id: str) -> bool:
+            instance = self.index.by_id.get(agent_id)
+            return instance is not None and instance.spec.idempotent
+
+        chain.order = [i for i in chain.order if declared(i)]
+        chain.generic = [i for i in chain.generic if declared(i)]
+        if not chain.order and not chain.generic:
+            raise OutcomeUnknown(
+                "an earlier delivery of this request id may have acted and no instance "
+                "declared it idempotent: it is not sent again",
+                outcome_unknown=True,
+                sent_to=list(reached),
+            )
+
     def _next(self, chain: _Chain, last_error: AgentFailed | None) -> Instance | None:
         """The next live untried instance; the same one again only for a re-send with no other."""
         now = self.clock.monotonic()
@@ -184,9 +212,7 @@ class AttemptLoop:
     ) -> Delivered:
         spec, delivery, trace = instance.spec, plan.delivery, plan.trace
         if plan.delegation_of is not None:
-            delivery = dataclasses.replace(
-                delivery, delegation=await plan.delegation_of(instance)
-            )
+            delivery = dataclasses.replace(delivery, delegation=await plan.delegation_of(instance))
         if plan.context_of is not None:
             delivery = dataclasses.replace(delivery, context=await plan.context_of(instance))
         if plan.owned is not None:

@@ -17,7 +17,7 @@ from agent_reach.errors import ReachError
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import Delivered
-from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final
+from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final, may_have_acted
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskEntry
@@ -167,11 +167,12 @@ class Finisher:
     ) -> None:
         """The caller's request id is done: its answer is kept for replays (or given up)."""
         await self.guard.finish(
-            task.key,
+            owned.key,
             owned.fence,
             answer,
             keep=is_final(error) or answer.status == 202,
             ttl_s=policy.delivery.idempotency_ttl_s,
+            forget=not owned.inherited and not may_have_acted(error),
         )
 
     def recorded(

@@ -16,8 +16,16 @@ import structlog
 
 from agent_reach.backends.protocols import Claim, IdempotencyStore
 from agent_reach.clock import Clock
-from agent_reach.errors import AgentFailed, InProgress, KeyReused, ReachError, StoreUnavailable
+from agent_reach.errors import (
+    AgentFailed,
+    AgentUnreachable,
+    InProgress,
+    KeyReused,
+    ReachError,
+    StoreUnavailable,
+)
 from agent_reach.invoke.answer import Answer
+from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.model.invocations import InvokeRequest
 
 log = structlog.get_logger("agent_reach.idempotency")
@@ -44,14 +52,16 @@ class Owned:
     """A caller's request id this coordinator now executes, and where it has been sent.
 
     `sent_to` starts with the instances an earlier owner noted (it died, or gave the id
-    back after an attempt of unknown outcome): they are tried first, so the agent that
-    may already have acted is the one whose own guard sees the id again.
+    back after an attempt of unknown outcome): `inherited`. Such a request may already
+    have been acted on, so it is re-sent only to instances that declared `idempotent`
+    (those it was sent to first, whose own guard sees the id again), else not at all.
     """
 
     guard: IdempotencyGuard
     key: str
     fence: int
     sent_to: list[str] = field(default_factory=list)
+    inherited: tuple[str, ...] = ()
 
     async def note_sent(self, agent_id: str) -> None:
         """Record, before the delivery goes out, that `agent_id` is about to get it."""
@@ -67,9 +77,12 @@ class Owned:
 class IdempotencyGuard:
     """Decides, per caller-chosen request_id, whether this coordinator executes it."""
 
-    def __init__(self, store: IdempotencyStore, clock: Clock) -> None:
+    def __init__(
+        self, store: IdempotencyStore, clock: Clock, liveness: CoordinatorLiveness | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.liveness = liveness
 
     async def claim(
         self, request: InvokeRequest, key: str, *, lease_s: float, deadline: float, wait: bool
@@ -78,27 +91,53 @@ class IdempotencyGuard:
 
         A completed id replays its stored answer byte for byte; an id in progress is
         waited for until `deadline` (or refused with 409 `in_progress` when `wait` is
-        False); an id whose owner died is taken over.
+        False); an id whose owner died (its lease, or its coordinator's liveness, ran
+        out) is taken over.
         """
-        mark = fingerprint(request)
+        return await self.claim_key(
+            key, fingerprint(request), lease_s=lease_s, deadline=deadline, wait=wait
+        )
+
+    async def claim_key(
+        self, key: str, mark: str, *, lease_s: float, deadline: float, wait: bool
+    ) -> Owned | Answer:
+        """`claim` of any key, given the fingerprint `mark` of what it executes."""
+        node = self.liveness.node_id if self.liveness is not None else ""
         pause = POLL_FIRST_S
+        dead: str | None = None
         while True:
-            claim = await self.store.claim(key, mark, lease_s + LEASE_GRACE_S)
+            claim = await self.store.claim(
+                key, mark, lease_s + LEASE_GRACE_S, node=node, takeover_from=dead
+            )
             if claim.state == "claimed":
-                return Owned(self, key, claim.fence, list(claim.sent_to))
+                if dead is not None:
+                    log.info("idempotency_taken_over", request_id=key, dead_node=dead)
+                sent = tuple(claim.sent_to)
+                return Owned(self, key, claim.fence, list(sent), sent)
             if claim.state == "mismatch":
                 raise KeyReused("this request_id was used with a different request", request_id=key)
             if claim.state == "completed":
                 return _replay(claim)
+            if self.liveness is not None and self.liveness.is_dead(claim.node):
+                dead = claim.node  # its coordinator stopped beating: taken over at once
+                continue
             if not wait or self.clock.monotonic() + pause > deadline:
                 raise InProgress("a request with this request_id is in progress", request_id=key)
             await asyncio.sleep(pause)
             pause = min(POLL_MAX_S, pause * 2)
 
     async def finish(
-        self, key: str, fence: int, answer: Answer, *, keep: bool, ttl_s: float
+        self,
+        key: str,
+        fence: int,
+        answer: Answer,
+        *,
+        keep: bool,
+        ttl_s: float,
+        forget: bool = False,
     ) -> None:
-        """Store the answer for replays (`keep`), or give the id back (nothing executed).
+        """Store the answer for replays (`keep`), or give the id back (`forget`: no agent
+        can have acted on it, so the instances it was sent to need not be remembered).
 
         A store outage here is logged, not raised: the caller still gets the answer the
         agent gave; a repeat of the id may then run again once the claim's lease ends.
@@ -107,9 +146,18 @@ class IdempotencyGuard:
             if keep:
                 await self.store.complete(key, fence, answer.status, answer.body, ttl_s)
             else:
-                await self.store.release(key, fence)
+                await self.store.release(key, fence, forget=forget)
         except StoreUnavailable:
             log.error("idempotency_record_lost", request_id=key, kept=keep)
+
+
+def may_have_acted(error: ReachError | None) -> bool:
+    """Whether an agent may have acted on a request that ended with `error`: a timeout
+    or a failure after it was sent (not one that never reached an agent, nor a refusal
+    before any delivery)."""
+    if not isinstance(error, AgentFailed) or isinstance(error, AgentUnreachable):
+        return False
+    return bool(error.details.get("outcome_unknown", True))
 
 
 def _replay(claim: Claim) -> Answer:

@@ -30,7 +30,7 @@ from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.dispatch import Dispatcher
 from agent_reach.invoke.finish import UNROUTED, Finisher, ended_answer, error_answer
-from agent_reach.invoke.idempotency import IdempotencyGuard, Owned
+from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, fingerprint
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.schemas import PayloadSchemas
 from agent_reach.invoke.similar_answers import SimilarAnswers
@@ -299,14 +299,37 @@ class InvokeService:
             "task", trace, capability, task.task_id, principal=task.principal.name
         )
         policy = self.routing.policy()
+        owned: Owned | None = None
         try:
-            answer, _ = await self._answer(
-                task, trace.under(span.span_id), policy, span.started, span, queued=True
+            # Claimed under its own key (the request id's record holds the 202): a task
+            # taken over from a dead coordinator is re-sent only to an idempotent instance.
+            claimed = await self.guard.claim_key(
+                f"task-run:{task.key}",
+                fingerprint(task.request),
+                lease_s=policy.longest_deadline_s,
+                deadline=self.clock.monotonic() + policy.longest_deadline_s,
+                wait=True,
+            )
+            if isinstance(claimed, Answer):
+                self.tracer.end(span, "replayed")
+                return claimed
+            owned = claimed
+            answer, error = await self._answer(
+                task,
+                trace.under(span.span_id),
+                policy,
+                span.started,
+                span,
+                queued=True,
+                owned=owned,
             )
         except ReachError as exc:
             self.tracer.end(span, exc.code)
-            return error_answer(exc, task.task_id, trace)
-        self.tracer.end(span)
+            answer, error = error_answer(exc, task.task_id, trace), exc
+        else:
+            self.tracer.end(span)
+        if owned is not None:
+            await self.finish.release(answer, error, task, policy, owned)
         return answer
 
     async def expire_task(self, task: TaskEntry) -> Answer:

@@ -4,8 +4,10 @@
 `suspended` holds requests no instance could take: a coordinator parks them and
 replays them when an instance of their capability is available again, until their
 time runs out (then a remembered `degraded` answer, or an error). Both are durable
-queues: a coordinator that dies leaves its entries pending, and after `stale_s`
-another coordinator takes them over.
+queues: a coordinator that dies leaves its entries pending, and once its liveness runs
+out (or after `stale_s` untouched) another coordinator takes them over. A task run again
+that way is re-sent only to an instance that declared `idempotent` (its own claim,
+`InvokeService.run_task`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agent_reach.backends.protocols import QueueStore, TaskStore
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownTask
 from agent_reach.invoke.answer import Answer
+from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.model.invocations import InvokeRequest, Status
 from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
 from agent_reach.observability.metrics import Metrics
@@ -88,6 +91,7 @@ class TaskBoard:
     node_id: str
     ttl_s: float
     stale_s: float = DEFAULT_STALE_S
+    liveness: CoordinatorLiveness | None = None  # entries of dead coordinators: taken at once
     _parked: dict[str, _Parked] = field(default_factory=dict)
     _replays: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_REPLAYS))
     _held: set[tuple[str, str]] = field(default_factory=set)  # (queue, entry id) being worked
@@ -243,7 +247,12 @@ class TaskBoard:
     ) -> list[tuple[str, TaskEntry]]:
         try:
             raw = await self.queues.pull(
-                queue, self.node_id, count=count, block_s=block_s, stale_s=self.stale_s
+                queue,
+                self.node_id,
+                count=count,
+                block_s=block_s,
+                stale_s=self.stale_s,
+                dead=self.liveness.dead if self.liveness is not None else (),
             )
         except StoreUnavailable:
             await asyncio.sleep(PULL_BLOCK_S)

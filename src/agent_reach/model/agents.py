@@ -156,6 +156,9 @@ class AgentSpec(BaseModel):
     delegation: bool = False
     # Asked for an offer before a delivery (docs/mesh.md, "Negotiation").
     negotiate: NegotiateSpec | None = None
+    # "I execute a request id at most once; send it again if unsure" (docs/delivery.md):
+    # only such an instance is sent a request whose earlier delivery's outcome is unknown.
+    idempotent: bool = False
 
     @field_validator("capabilities")
     @classmethod
@@ -218,6 +221,7 @@ class InstanceView(BaseModel):
     capabilities: list[str]
     domain: str
     generic: bool
+    idempotent: bool  # re-sent after an unknown outcome (docs/delivery.md)
     weight: float
     timeout_class: str
     # None for a caller or agent key that does not own the instance (security/visibility.py)

@@ -3,8 +3,9 @@
 A run is a record in the run store plus an entry in the durable `runs` queue, pushed
 at most once per run (a resend re-queues a run whose queuing failed). Some
 coordinator pulls the entry and advances the run; while it holds the entry it
-touches it, and when it dies the entry goes stale and another coordinator takes it
-over (the task queues' rules, `invoke/tasks.py`), continuing from the stored record.
+touches it, and when it dies (its liveness runs out, or the entry goes stale) another
+coordinator takes it over (the task queues' rules, `invoke/tasks.py`), continuing from
+the stored record.
 A parked run stays held by its coordinator and is resumed when an instance of a
 capability it waits for is live again, at most `MAX_RESUMES` at once, until its
 parking runs out (then it ends as `error` with its steps' outcomes) or it is
@@ -26,6 +27,7 @@ from agent_reach.backends.protocols import QueueStore, RunStore
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
 from agent_reach.invoke.tasks import PULL_BLOCK_S, TOUCHES_PER_STALE
+from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.model.workflows import FINAL_RUNS, RunRecord
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
@@ -70,6 +72,7 @@ class RunBoard:
     node_id: str
     ttl_s: float
     stale_s: float
+    liveness: CoordinatorLiveness | None = None  # runs of dead coordinators: taken at once
     _held: set[str] = field(default_factory=set)
     _parked: dict[str, str] = field(default_factory=dict)  # entry id -> run key
     _waiters: dict[str, set[asyncio.Event]] = field(default_factory=dict)
@@ -146,7 +149,12 @@ class RunBoard:
             await slots.acquire()
             try:
                 entries = await self.queues.pull(
-                    RUNS, self.node_id, count=1, block_s=PULL_BLOCK_S, stale_s=self.stale_s
+                    RUNS,
+                    self.node_id,
+                    count=1,
+                    block_s=PULL_BLOCK_S,
+                    stale_s=self.stale_s,
+                    dead=self.liveness.dead if self.liveness is not None else (),
                 )
             except StoreUnavailable:
                 slots.release()

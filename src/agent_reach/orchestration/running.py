@@ -4,7 +4,9 @@
 taken over from a dead coordinator), runs what can run, saves the record after every
 change, and returns once the run is final or parked. Steps already finished are
 never run again; a step that was running when its coordinator died is run again
-with the same request id, which the invoke path answers from its idempotency record.
+with the same request id, which the invoke path answers from its idempotency record,
+or takes over from the dead coordinator: re-sent only to an instance that declared
+`idempotent`, else failed `outcome_unknown` (its fallbacks still tried).
 Before it starts steps it asks whether the run was cancelled (a mark in the run
 store, `RunStore.cancel`): once it was, no step starts, the ones in flight finish,
 and the run ends `cancelled`.

@@ -232,6 +232,7 @@ def view_of(instance: Instance, now: float) -> InstanceView:
         capabilities=spec.capabilities,
         domain=spec.domain,
         generic=spec.generic,
+        idempotent=spec.idempotent,
         weight=spec.weight,
         timeout_class=spec.timeout_class,
         transport=spec.transport,

@@ -274,6 +274,7 @@ class Agent:
         cost: float = 0.0,
         delegation: bool = False,
         negotiate: bool | dict[str, Any] = False,
+        idempotent: bool = True,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
         `health_check`, when given, decides what `GET /health` answers (200 or 503);
@@ -293,7 +294,12 @@ class Agent:
         verify it) even when no delegate rule lets this agent hand work on.
         `negotiate` (True, or `{"timeout_ms"?, "endpoint"?}`) has the coordinator ask
         for an offer before each delivery; `@agent.offer` answers it (it turns
-        negotiation on by itself), else every offer is accepted."""
+        negotiation on by itself), else every offer is accepted.
+
+        `idempotent` (declared by default, since a repeated `request_id` never runs a
+        handler again while it is remembered) lets the coordinator re-send a request
+        whose earlier delivery's outcome is unknown; pass False for a handler whose
+        failures may have acted (a failed run is forgotten and runs again)."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -316,6 +322,7 @@ class Agent:
         self.cost = cost
         self.delegation = delegation
         self.negotiate = negotiate
+        self.idempotent = idempotent
         self._offer: OfferFn | None = None
         self.ssl_context = _serving_context(tls_cert, tls_key, tls_client_ca)
         self._coordinator_tls = coordinator_tls(coordinator_ca_file, client_cert, client_key)
@@ -402,6 +409,7 @@ class Agent:
             cost=self.cost,
             delegation=self.delegation,
             negotiate=self._negotiate_spec(),
+            idempotent=self.idempotent,
         )
 
     def _negotiate_spec(self) -> NegotiateSpec | None:

@@ -1,7 +1,8 @@
 """Real agent and coordinator processes for fault tests: kill, freeze and restart them.
 
     python -m agent_reach.testing.agent_process --port P --id ID --capability CAP \
-        --coordinator URL [--ttl S] [--latency-ms A-B] [--ledger PATH] [--forward-to CAP]
+        --coordinator URL [--ttl S] [--latency-ms A-B] [--ledger PATH] [--forward-to CAP] \
+        [--not-idempotent]
 
 runs an SDK `Agent` (so it registers, heartbeats and guards its handler by
 request_id) whose handler writes one row per side effect to a SQLite ledger before
@@ -164,6 +165,7 @@ def build_agent(options: argparse.Namespace) -> Agent:
         ttl=options.ttl,
         timeout_class=options.timeout_class,
         min_instances=options.min_instances,
+        idempotent=not options.not_idempotent,
     )
     ledger = Ledger(options.ledger, options.id)
 
@@ -209,6 +211,9 @@ def parse_options(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--endpoint", help="URL to register instead of our own (a proxy)")
     parser.add_argument("--timeout-class", default="query")
     parser.add_argument("--min-instances", type=int, default=0, help="healthy instances wanted")
+    parser.add_argument(
+        "--not-idempotent", action="store_true", help="register without declaring idempotent"
+    )
     options = parser.parse_args(argv)
     if options.ledger is None:
         options.ledger = Path(f"{options.id}.ledger.db")
@@ -309,6 +314,7 @@ class AgentProcess(ManagedProcess):
         endpoint: str | None = None,
         timeout_class: str = "query",
         min_instances: int = 0,
+        idempotent: bool = True,
     ) -> None:
         self.agent_id = agent_id
         self.ledger_path = directory / f"{agent_id}.ledger.db"
@@ -329,6 +335,8 @@ class AgentProcess(ManagedProcess):
             command += ["--forward-to", forward_to]
         if endpoint:
             command += ["--endpoint", endpoint]
+        if not idempotent:
+            command.append("--not-idempotent")
         super().__init__(
             agent_id,
             command,

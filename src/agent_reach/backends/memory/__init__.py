@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from agent_reach.backends.bundle import Backends
+from agent_reach.backends.memory.a2a import MemoryA2AStore
 from agent_reach.backends.memory.contexts import MemoryContextStore
+from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
 from agent_reach.backends.memory.fleet_load import MemoryFleetLoadStore
 from agent_reach.backends.memory.idempotency import MemoryIdempotencyStore
 from agent_reach.backends.memory.journal import MemoryJournalStore
 from agent_reach.backends.memory.keys import MemoryKeyStore
 from agent_reach.backends.memory.learning import MemoryLearningStore
+from agent_reach.backends.memory.liveness import MemoryLivenessStore
 from agent_reach.backends.memory.mesh import MemoryMeshStore
 from agent_reach.backends.memory.policy import MemoryPolicyStore
 from agent_reach.backends.memory.quality import MemoryQualityStore
@@ -46,4 +49,7 @@ async def open_memory(settings: Settings, clock: Clock) -> Backends:
         policy=MemoryPolicyStore(),
         mesh=MemoryMeshStore(clock),
         quality=MemoryQualityStore(clock),
+        embeddings=MemoryEmbeddingStore(),
+        a2a=MemoryA2AStore(clock),
+        liveness=MemoryLivenessStore(clock),
     )

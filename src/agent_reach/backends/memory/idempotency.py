@@ -33,6 +33,7 @@ class _Record:
     status: int = 0
     body: bytes | None = None
     sent_to: list[str] = field(default_factory=list)
+    node: str = ""
 
 
 class MemoryIdempotencyStore:
@@ -47,7 +48,15 @@ class MemoryIdempotencyStore:
         self._bytes = 0
         self.forgotten = 0  # completed records dropped for the byte budget
 
-    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
+    async def claim(
+        self,
+        key: str,
+        fingerprint: str,
+        lease_s: float,
+        *,
+        node: str = "",
+        takeover_from: str | None = None,
+    ) -> Claim:
         now = self._clock.monotonic()
         record = self._records.get(key)
         if record is not None:
@@ -55,11 +64,14 @@ class MemoryIdempotencyStore:
                 return Claim("mismatch")
             if record.body is not None:
                 return Claim("completed", record.fence, record.status, record.body)
-            if record.lease_until > now:
-                return Claim("in_progress", record.fence)
+            held = record.lease_until > now
+            if held and not (takeover_from is not None and record.node == takeover_from):
+                return Claim("in_progress", record.fence, node=record.node)
         self._fences += 1
         sent_to = record.sent_to if record is not None else []
-        claimed = _Record(fingerprint, self._fences, now + lease_s, sent_to=list(sent_to))
+        claimed = _Record(
+            fingerprint, self._fences, now + lease_s, sent_to=list(sent_to), node=node
+        )
         self._records.set(key, claimed, TAKEOVER_GRACE_S)
         return Claim("claimed", self._fences, sent_to=tuple(sent_to))
 
@@ -96,10 +108,10 @@ class MemoryIdempotencyStore:
                     log.warning("idempotency_memory_full", max_bytes=self._max_bytes)
                 self.forgotten += 1
 
-    async def release(self, key: str, fence: int) -> None:
+    async def release(self, key: str, fence: int, *, forget: bool = False) -> None:
         record = self._records.get(key)
         if record is not None and record.fence == fence and record.body is None:
-            if record.sent_to:
+            if record.sent_to and not forget:
                 record.lease_until = float("-inf")  # ended: the next claim takes it over
             else:
                 self._records.pop(key)
@@ -111,5 +123,5 @@ class MemoryIdempotencyStore:
         if record.body is not None:
             return Claim("completed", record.fence, record.status, record.body)
         if record.lease_until > self._clock.monotonic():
-            return Claim("in_progress", record.fence)
+            return Claim("in_progress", record.fence, node=record.node)
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from agent_reach.backends.memory.expiring import ExpiringDict
@@ -55,28 +56,36 @@ class MemoryQueueStore:
         return True
 
     async def pull(
-        self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float
+        self,
+        queue: str,
+        consumer: str,
+        *,
+        count: int,
+        block_s: float,
+        stale_s: float,
+        dead: Collection[str] = (),
     ) -> list[tuple[str, bytes]]:
         q = self._queue(queue)
         q.arrived.clear()
-        taken = self._take(q, consumer, count, stale_s)
+        taken = self._take(q, consumer, count, stale_s, dead)
         if not taken and block_s > 0:
             try:
                 await asyncio.wait_for(q.arrived.wait(), block_s)
             except TimeoutError:
                 return []
-            taken = self._take(q, consumer, count, stale_s)
+            taken = self._take(q, consumer, count, stale_s, dead)
         return taken
 
     def _take(
-        self, q: _Queue, consumer: str, count: int, stale_s: float
+        self, q: _Queue, consumer: str, count: int, stale_s: float, dead: Collection[str]
     ) -> list[tuple[str, bytes]]:
         now = self._clock.monotonic()
         taken: list[tuple[str, bytes]] = []
         for entry_id, entry in q.pending.items():
             if len(taken) >= count:
                 return taken
-            if now - entry.touched_at >= stale_s:  # XAUTOCLAIM: idle entries, whoever held them
+            # XAUTOCLAIM: idle entries, whoever held them; and every entry of a dead holder
+            if now - entry.touched_at >= stale_s or entry.consumer in dead:
                 entry.consumer, entry.touched_at = consumer, now
                 taken.append((entry_id, entry.payload))
         for entry_id in list(q.new)[: count - len(taken)]:

@@ -15,6 +15,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent_reach.backends.bundle import Backends
+from agent_reach.backends.redis.a2a import RedisA2AStore
 from agent_reach.backends.redis.apikeys import RedisKeyStore
 from agent_reach.backends.redis.cluster import (
     CLIENT_NAME,
@@ -22,11 +23,13 @@ from agent_reach.backends.redis.cluster import (
     connect_cluster,
 )
 from agent_reach.backends.redis.contexts import RedisContextStore
+from agent_reach.backends.redis.embeddings import RedisEmbeddingStore
 from agent_reach.backends.redis.errors import DriverError, store_unavailable
 from agent_reach.backends.redis.fleet_load import RedisFleetLoadStore
 from agent_reach.backends.redis.idempotency import RedisIdempotencyStore
 from agent_reach.backends.redis.journal import RedisJournalStore
 from agent_reach.backends.redis.learning import RedisLearningStore
+from agent_reach.backends.redis.liveness import RedisLivenessStore
 from agent_reach.backends.redis.mesh import RedisMeshStore
 from agent_reach.backends.redis.policy import RedisPolicyStore
 from agent_reach.backends.redis.quality import RedisQualityStore
@@ -126,8 +129,11 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
         policy=RedisPolicyStore(client, prefix),
         mesh=RedisMeshStore(client, prefix),
         quality=RedisQualityStore(client, prefix),
+        liveness=RedisLivenessStore(client, prefix),
+        a2a=RedisA2AStore(client, prefix),
         is_shared=True,
         why=RedisWhyStore(client, prefix),
+        embeddings=RedisEmbeddingStore(client, prefix),
         closers=[client.aclose, blocking.aclose, *([wait.aclose] if wait else [])],
     )
 

@@ -54,11 +54,24 @@ class RedisIdempotencyStore:
         self._unanswered: dict[str, str] = {}  # request key -> token of a claim call that failed
 
     @translate_errors
-    async def claim(self, key: str, fingerprint: str, lease_s: float) -> Claim:
-        return await self.claim_call(key, fingerprint, lease_s)()
+    async def claim(
+        self,
+        key: str,
+        fingerprint: str,
+        lease_s: float,
+        *,
+        node: str = "",
+        takeover_from: str | None = None,
+    ) -> Claim:
+        return await self.claim_call(key, fingerprint, lease_s, node, takeover_from)()
 
     def claim_call(
-        self, key: str, fingerprint: str, lease_s: float
+        self,
+        key: str,
+        fingerprint: str,
+        lease_s: float,
+        node: str = "",
+        takeover_from: str | None = None,
     ) -> Callable[[], Awaitable[Claim]]:
         """One claim as a call that can be sent again, as the client re-sends a script
         whose answer a dropped connection lost: its token lets the script know its own
@@ -77,6 +90,8 @@ class RedisIdempotencyStore:
             IDEMPOTENCY_SHARDS,
             idempotency_shard(key),
             token,
+            node,
+            takeover_from or "",
         ]
 
         async def call() -> Claim:
@@ -108,8 +123,8 @@ class RedisIdempotencyStore:
         await self._write(self._sent, [self._record(key)], [fence, agent_id])
 
     @translate_errors
-    async def release(self, key: str, fence: int) -> None:
-        await self._release(keys=[self._record(key)], args=[fence])
+    async def release(self, key: str, fence: int, *, forget: bool = False) -> None:
+        await self._release(keys=[self._record(key)], args=[fence, int(forget)])
 
     @translate_errors
     async def peek(self, key: str) -> Claim | None:
@@ -126,11 +141,14 @@ class RedisIdempotencyStore:
 
 
 def decode_claim(reply: list[bytes | int]) -> Claim:
-    """A script's ``{state, fence[, status, body]}`` or ``{claimed, fence, sent_to}``."""
+    """A script's ``{state, fence[, status, body]}``, ``{claimed, fence, sent_to}`` or
+    ``{in_progress, fence, node}``."""
     state = cast(ClaimState, cast(bytes, reply[0]).decode())
     if state == "claimed" and len(reply) > 2:
         sent_to = cast(bytes, reply[2]).decode().split("\n")
         return Claim(state, int(reply[1]), sent_to=tuple(s for s in sent_to if s))
+    if state == "in_progress" and len(reply) > 2:
+        return Claim(state, int(reply[1]), node=cast(bytes, reply[2]).decode())
     if state != "completed":
         return Claim(state, int(reply[1]))
     return Claim(state, int(reply[1]), int(reply[2]), cast(bytes, reply[3]))

@@ -14,6 +14,7 @@ A blocking read runs on its own client, whose socket timeout exceeds the longest
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import cast
 
 from redis.asyncio import Redis, RedisCluster
@@ -69,12 +70,20 @@ class RedisQueueStore:
 
     @translate_errors
     async def pull(
-        self, queue: str, consumer: str, *, count: int, block_s: float, stale_s: float
+        self,
+        queue: str,
+        consumer: str,
+        *,
+        count: int,
+        block_s: float,
+        stale_s: float,
+        dead: Collection[str] = (),
     ) -> list[tuple[str, bytes]]:
         if count <= 0:
             return []
         stream = self._stream(queue)
-        flat = await self._pull(keys=[stream], args=[GROUP, consumer, count, to_ms(stale_s)])
+        args: list[str | int] = [GROUP, consumer, count, to_ms(stale_s), *dead]
+        flat = await self._pull(keys=[stream], args=args)
         if flat or block_s <= 0:
             return [
                 (entry_id.decode(), payload)
