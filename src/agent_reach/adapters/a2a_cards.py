@@ -1,8 +1,10 @@
-"""A2A agent cards (v1.0 and v0.3): where the JSON-RPC endpoint is, what the skills are.
+"""A2A agent cards (v1.0 and v0.3): which interface to deliver to, what the skills are.
 
-v1.0 cards list `supportedInterfaces` ({url, protocolBinding, protocolVersion}); v0.3
-cards name `url` with `preferredTransport` and `additionalInterfaces`. The endpoint
-is always the one the card names, never assumed from the card's own address.
+v1.0 cards list `supportedInterfaces` ({url, protocolBinding, protocolVersion}), the
+agent's preferred first; v0.3 cards name `url` with `preferredTransport` and
+`additionalInterfaces`. The interface taken is the first the card lists that we speak:
+JSON-RPC (v1.0 or v0.3) or HTTP+JSON (v1.0; a v0.3 REST interface is passed over). The
+endpoint is always the one the card names, never assumed from the card's own address.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from agent_reach.errors import ValidationFailed
 from agent_reach.model.agents import CAPABILITY_PATTERN, normalize_capability
 
 A2AVersion = Literal["1.0", "0.3"]
+Binding = Literal["JSONRPC", "HTTP+JSON"]
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")  # new, then older
 MAX_CARD_BYTES = 256 * 1024  # a card with hundreds of skills is ~100 KiB; more is not a card
 MAX_SKILLS = 256  # AgentSpec's own capability limit
@@ -39,6 +42,7 @@ class AgentCard:
     rpc_url: str
     skills: list[CardSkill]
     streaming: bool = False  # `capabilities.streaming`: it answers message streams
+    binding: Binding = "JSONRPC"
 
 
 def card_urls(endpoint: str) -> list[str]:
@@ -54,25 +58,26 @@ def _refuse(message: str) -> ValidationFailed:
     return ValidationFailed(message, code="invalid_agent_card", field="transport.endpoint")
 
 
-def _jsonrpc_interface(card: dict[str, Any]) -> tuple[str, A2AVersion]:
+def _interface(card: dict[str, Any]) -> tuple[str, A2AVersion, Binding]:
     interfaces = card.get("supportedInterfaces")
     if isinstance(interfaces, list):
         for item in interfaces:
-            if not isinstance(item, dict) or str(item.get("protocolBinding", "")).upper() != (
-                "JSONRPC"
-            ):
+            if not isinstance(item, dict) or not isinstance(item.get("url"), str):
                 continue
-            version = str(item.get("protocolVersion", "1.0"))
-            if isinstance(item.get("url"), str):
-                return item["url"], "0.3" if version.startswith("0.") else "1.0"
-        raise _refuse("the agent card offers no JSONRPC interface")
+            binding = str(item.get("protocolBinding", "")).upper()
+            version: A2AVersion = (
+                "0.3" if str(item.get("protocolVersion", "1.0")).startswith("0.") else "1.0"
+            )
+            if binding == "JSONRPC" or (binding == "HTTP+JSON" and version == "1.0"):
+                return item["url"], version, "JSONRPC" if binding == "JSONRPC" else "HTTP+JSON"
+        raise _refuse("the agent card offers no JSONRPC interface and no HTTP+JSON one")
     if isinstance(card.get("url"), str):
         preferred = str(card.get("preferredTransport") or "JSONRPC").upper()
         if preferred == "JSONRPC":
-            return card["url"], "0.3"
+            return card["url"], "0.3", "JSONRPC"
         for item in card.get("additionalInterfaces") or []:
             if isinstance(item, dict) and str(item.get("transport", "")).upper() == "JSONRPC":
-                return str(item.get("url")), "0.3"
+                return str(item.get("url")), "0.3", "JSONRPC"
         raise _refuse("the agent card offers no JSONRPC interface")
     raise _refuse("the agent card names no interface (neither supportedInterfaces nor url)")
 
@@ -93,10 +98,10 @@ def _skill(raw: Any) -> CardSkill | None:
 
 
 def parse_card(card: Any) -> AgentCard:
-    """The card's name, version, JSON-RPC endpoint and skills; 422 when it is not a card."""
+    """The card's name, version, interface and skills; 422 when it is not a card."""
     if not isinstance(card, dict) or not isinstance(card.get("name"), str):
         raise _refuse("the answer is not an A2A agent card (no name)")
-    rpc_url, version = _jsonrpc_interface(card)
+    rpc_url, version, binding = _interface(card)
     skills = [s for s in (_skill(raw) for raw in card.get("skills") or []) if s is not None]
     if not skills:
         raise _refuse("the agent card lists no skills: nothing to route to")
@@ -110,4 +115,5 @@ def parse_card(card: Any) -> AgentCard:
         skills=skills,
         streaming=isinstance(card.get("capabilities"), dict)
         and card["capabilities"].get("streaming") is True,
+        binding=binding,
     )

@@ -1,7 +1,8 @@
 """A2A message streams (`SendStreamingMessage`, v0.3 `message/stream`) read as events.
 
-Each server-sent event of an A2A stream is a JSON-RPC response whose result is a Task,
-a Message, a status update or an artifact update (v1.0 `{"task"}`, `{"message"}`,
+Each server-sent event of an A2A stream is a JSON-RPC response (on the HTTP+JSON binding:
+the bare StreamResponse) whose result is a Task, a Message, a status update or an
+artifact update (v1.0 `{"task"}`, `{"message"}`,
 `{"statusUpdate"}`, `{"artifactUpdate"}`; v0.3 the object with `kind`). `A2AEvents`
 makes each one the event a streaming caller receives: a message's or an artifact
 chunk's text (its data as JSON when it has no text) as `message` / `artifact`, a status
@@ -33,8 +34,9 @@ class A2AEvents:
     """The events of one A2A stream, one at a time (stateful: a last Task snapshot is
     forwarded only when nothing came before it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, rest: bool = False) -> None:
         self.forwarded = False
+        self.rest = rest  # HTTP+JSON: each event is the result itself
 
     def translate(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """Our event for one A2A event; None when it carries nothing to forward."""
@@ -42,7 +44,7 @@ class A2AEvents:
             answer = orjson.loads(event["data"])
         except orjson.JSONDecodeError:
             raise _final("an event of the A2A stream is not JSON", "agent_bad_answer") from None
-        kind, body = _split(answer)
+        kind, body = _split(as_rpc(answer) if self.rest else answer)
         if kind == "task":
             _check_state(body)
             if self.forwarded or msgs.task_state(body) not in msgs.COMPLETED:
@@ -72,6 +74,13 @@ def whole_answer(answer: Any) -> dict[str, Any]:
         _check_state(body)
         return msgs.task_result(body)
     raise _final("the A2A agent's answer is neither a Message nor a Task", "agent_bad_answer")
+
+
+def as_rpc(answer: Any) -> Any:
+    """An HTTP+JSON answer (a result, or a `google.rpc.Status` error) in the JSON-RPC form."""
+    if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+        return {"error": answer["error"]}
+    return {"result": answer}
 
 
 def refusal(error: dict[str, Any], **details: Any) -> AgentFailed:

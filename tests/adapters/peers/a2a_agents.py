@@ -17,7 +17,7 @@ from a2a.helpers.proto_helpers import (
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
@@ -28,6 +28,7 @@ from starlette.routing import Route
 from agent_reach.testing.servers import ServerThread
 
 RPC_PATH = "/rpc"  # not the base URL: the card must be what tells where to send
+REST_PATH = "/rest"  # the HTTP+JSON binding's base, for the "rest" agent
 
 
 @dataclass
@@ -114,7 +115,8 @@ def _v03_card(base: str) -> dict[str, Any]:
 
 def start_travel_agent(version: str) -> tuple[ServerThread, Ledger]:
     """The agent on 127.0.0.1 (started); v1.0 serves its card at the new well-known path,
-    v0.3 at the older `/.well-known/agent.json`, answering `message/send`."""
+    v0.3 at the older `/.well-known/agent.json`, answering `message/send`; "rest" is v1.0
+    whose card prefers HTTP+JSON (listed first, JSON-RPC second) and serves only that."""
     ledger = Ledger()
     app = _Late()
     server = ServerThread(app)  # binds now: the card must name the address
@@ -123,9 +125,20 @@ def start_travel_agent(version: str) -> tuple[ServerThread, Ledger]:
         description="travel desk: weather and flights",
         version="1.0.0",
         supported_interfaces=[
+            *(
+                [
+                    AgentInterface(
+                        url=f"{server.url}{REST_PATH}",
+                        protocol_binding="HTTP+JSON",
+                        protocol_version="1.0",
+                    )
+                ]
+                if version == "rest"
+                else []
+            ),
             AgentInterface(
                 url=f"{server.url}{RPC_PATH}", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
+            ),
         ],
         capabilities=AgentCapabilities(streaming=False),
         default_input_modes=["text/plain"],
@@ -136,6 +149,11 @@ def start_travel_agent(version: str) -> tuple[ServerThread, Ledger]:
         agent_executor=TravelExecutor(ledger), task_store=InMemoryTaskStore(), agent_card=card
     )
     routes: list[Any] = []
+    if version == "rest":
+        routes += create_agent_card_routes(card)
+        routes += create_rest_routes(handler, path_prefix=REST_PATH)
+        app.app = Starlette(routes=routes)
+        return server.start(), ledger
     if version == "1.0":
         routes += create_agent_card_routes(card)
     else:
@@ -222,9 +240,20 @@ def start_story_agent(version: str) -> tuple[ServerThread, StoryLedger]:
         description="streams stories",
         version="1.0.0",
         supported_interfaces=[
+            *(
+                [
+                    AgentInterface(
+                        url=f"{server.url}{REST_PATH}",
+                        protocol_binding="HTTP+JSON",
+                        protocol_version="1.0",
+                    )
+                ]
+                if version == "rest"
+                else []
+            ),
             AgentInterface(
                 url=f"{server.url}{RPC_PATH}", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
+            ),
         ],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
@@ -235,6 +264,11 @@ def start_story_agent(version: str) -> tuple[ServerThread, StoryLedger]:
         agent_executor=StoryExecutor(ledger), task_store=InMemoryTaskStore(), agent_card=card
     )
     routes: list[Any] = []
+    if version == "rest":
+        routes += create_agent_card_routes(card)
+        routes += create_rest_routes(handler, path_prefix=REST_PATH)
+        app.app = Starlette(routes=routes)
+        return server.start(), ledger
     if version == "1.0":
         routes += create_agent_card_routes(card)
     else:

@@ -1,11 +1,13 @@
 """The `a2a` transport: an Agent2Agent agent (v1.0 or v0.3) as the instance of its skills.
 
-At registration the card is read (size-limited, through the endpoint guard) and its
-JSON-RPC endpoint and version are stored with the registration; a delivery is one
-message send (`SendMessage` with `A2A-Version: 1.0`, or v0.3 `message/send`), and a
-returned Task is polled until it ends or the attempt's time runs out. A caller who asks
-for a stream, delivered to an agent whose card says `capabilities.streaming`, gets the
-agent's `SendStreamingMessage` / `message/stream` events as they come.
+At registration the card is read (size-limited, through the endpoint guard) and the
+interface it prefers among those we speak is stored with the registration: its URL,
+version and binding (`adapters/a2a_cards.py`). A delivery is one message send —
+JSON-RPC `SendMessage` with `A2A-Version: 1.0` (v0.3 `message/send`), or on the HTTP+JSON
+binding `POST <url>/message:send` — and a returned Task is polled (`GetTask`, `GET
+<url>/tasks/<id>`) until it ends or the attempt's time runs out. A caller who asks for a
+stream, delivered to an agent whose card says `capabilities.streaming`, gets the agent's
+`SendStreamingMessage` / `message/stream` (`<url>/message:stream`) events as they come.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 
 from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.adapters.a2a_cards import MAX_CARD_BYTES, AgentCard, card_urls, parse_card
-from agent_reach.adapters.a2a_stream import A2AEvents, refusal, whole_answer
+from agent_reach.adapters.a2a_stream import A2AEvents, as_rpc, refusal, whole_answer
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
@@ -71,6 +74,7 @@ class A2ATransport:
             "rpc_url": card.rpc_url,
             "a2a_version": card.version,
             "a2a_streaming": card.streaming,
+            "a2a_binding": card.binding,
         }
         body = {
             **spec.model_dump(),
@@ -118,6 +122,7 @@ class A2ATransport:
     ) -> Any:
         extra = spec.model_extra or {}
         version, rpc_url = extra["a2a_version"], str(extra["rpc_url"])
+        rest = extra.get("a2a_binding") == "HTTP+JSON"
         deadline = asyncio.get_running_loop().time() + timeout_s
         metadata = {"capability": delivery.capability, "request_id": delivery.request_id}
         message = msgs.message(
@@ -130,16 +135,16 @@ class A2ATransport:
         if version == "1.0":
             headers.append((VERSION_HEADER, "1.0"))
         if delivery.stream and extra.get("a2a_streaming") is True:
-            return await self._stream(rpc_url, version, params, headers, timeout_s)
+            return await self._stream(rpc_url, version, params, headers, timeout_s, rest=rest)
         result = await self._call(
-            rpc_url, msgs.SEND[version], params, headers, deadline, sent_before=False
+            rpc_url, msgs.SEND[version], params, headers, deadline, sent_before=False, rest=rest
         )
         kind, answer = msgs.split_answer(result)
         if kind == "message":
             return msgs.parts_of(answer.get("parts"))
         if kind != "task":
             raise _bad_answer("the agent's answer is neither a Message nor a Task")
-        return await self._finish(rpc_url, version, answer, headers, deadline)
+        return await self._finish(rpc_url, version, answer, headers, deadline, rest=rest)
 
     async def _stream(
         self,
@@ -148,17 +153,25 @@ class A2ATransport:
         params: dict[str, Any],
         headers: list[tuple[str, str]],
         timeout_s: float,
+        *,
+        rest: bool,
     ) -> Any:
         """`SendStreamingMessage` / `message/stream`: the agent's events, translated
         (`adapters/a2a_stream.py`), as they come; `timeout_s` covers the whole stream."""
-        body = orjson.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": msgs.STREAM[version], "params": params}
-        )
+        if rest:
+            url, body = rpc_url.rstrip("/") + "/message:stream", orjson.dumps(params)
+        else:
+            url, body = (
+                rpc_url,
+                orjson.dumps(
+                    {"jsonrpc": "2.0", "id": 1, "method": msgs.STREAM[version], "params": params}
+                ),
+            )
         try:
             streamed = await open_stream(
                 self.client,
                 "POST",
-                rpc_url,
+                url,
                 headers=[
                     ("content-type", "application/json"),
                     ("accept", "text/event-stream"),
@@ -169,7 +182,7 @@ class A2ATransport:
             )
             content_type = streamed.header(b"content-type")
             if 200 <= streamed.status < 300 and is_event_stream(content_type):
-                return EventStream(streamed, timeout_s, translate=A2AEvents().translate)
+                return EventStream(streamed, timeout_s, translate=A2AEvents(rest=rest).translate)
             raw = await streamed.read_all()
         except pool.ConnectFailed as exc:
             raise AgentUnreachable(f"could not connect to the A2A agent: {exc}") from None
@@ -179,6 +192,8 @@ class A2ATransport:
             raise AgentFailed(
                 f"the A2A agent's stream failed: {exc}", outcome_unknown=True
             ) from None
+        if rest:
+            _refuse_rest(streamed.status, raw)
         if not 200 <= streamed.status < 300:
             failure = AgentFailed(
                 f"the A2A agent answered HTTP {streamed.status}",
@@ -192,7 +207,7 @@ class A2ATransport:
             answer = orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise _bad_answer("the A2A agent's answer is not JSON") from None
-        return whole_answer(answer)
+        return whole_answer(as_rpc(answer) if rest else answer)
 
     async def _finish(
         self,
@@ -201,6 +216,8 @@ class A2ATransport:
         task: dict[str, Any],
         headers: list[tuple[str, str]],
         deadline: float,
+        *,
+        rest: bool,
     ) -> Any:
         """Poll the task until it ends; its artifacts are the result."""
         wait_s = POLL_FIRST_S
@@ -234,6 +251,7 @@ class A2ATransport:
                 headers,
                 deadline,
                 sent_before=True,
+                rest=rest,
             )
             task = result if isinstance(result, dict) else {}
 
@@ -246,13 +264,19 @@ class A2ATransport:
         deadline: float,
         *,
         sent_before: bool,
+        rest: bool,
     ) -> Any:
-        """One JSON-RPC call; after the send (`sent_before`) every failure may have acted."""
-        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        """One JSON-RPC call, or its HTTP+JSON request (`rest`); after the send
+        (`sent_before`) every failure may have acted."""
+        if rest:
+            http_method, url, body = _rest_request(url, method, params)
+        else:
+            http_method = "POST"
+            body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
         timeout_s = max(0.001, deadline - asyncio.get_running_loop().time())
         try:
             response = await self.client.request(
-                "POST",
+                http_method,
                 url,
                 headers=[("content-type", "application/json"), *headers],
                 body=body,
@@ -274,6 +298,8 @@ class A2ATransport:
             ) from None
         except pool.PoolError as exc:
             raise AgentFailed(f"the A2A agent's answer is unreadable: {exc}") from None
+        if rest:
+            _refuse_rest(response.status, response.body)
         if not 200 <= response.status < 300:
             failure = AgentFailed(
                 f"the A2A agent answered HTTP {response.status}",
@@ -288,6 +314,8 @@ class A2ATransport:
             answer = orjson.loads(response.body)
         except orjson.JSONDecodeError:
             raise _bad_answer("the A2A agent's answer is not JSON") from None
+        if rest:
+            return answer
         if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
             raise refusal(answer["error"])
         return answer.get("result") if isinstance(answer, dict) else None
@@ -302,6 +330,36 @@ class A2ATransport:
 
     async def aclose(self) -> None:
         """Nothing of its own: the pooled client belongs to the `http` transport."""
+
+
+def _rest_request(base: str, method: str, params: dict[str, Any]) -> tuple[str, str, bytes]:
+    """(HTTP method, URL, body) of a v1.0 call on the HTTP+JSON binding."""
+    base = base.rstrip("/")
+    if method == msgs.GET_TASK["1.0"]:
+        return "GET", f"{base}/tasks/{quote(str(params.get('id')), safe='')}", b""
+    return "POST", f"{base}/message:send", orjson.dumps(params)
+
+
+def _refuse_rest(status: int, raw: bytes) -> None:
+    """An HTTP+JSON error answer with a `google.rpc.Status` body is the agent's own answer,
+    as a JSON-RPC error is: a refusal, never retried (its A2A reason, e.g. `TASK_NOT_FOUND`,
+    as the error's code; a 5xx may have acted). 429 and 503 (busy: it did nothing) and
+    any other answer are left to the ordinary HTTP handling."""
+    if status < 400 or status in (429, 503):
+        return
+    try:
+        error = orjson.loads(raw).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return
+    if not isinstance(error, dict):
+        return
+    details: list[Any] = error.get("details") or []
+    reason = next(
+        (d.get("reason") for d in list(details) if isinstance(d, dict) and d.get("reason")),
+        None,
+    )
+    error = {"code": reason or error.get("code"), "message": error.get("message", "")}
+    raise refusal(error, outcome_unknown=status >= 500)
 
 
 def _bad_answer(message: str) -> AgentFailed:
