@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/routing.py --data DIR [--corpus clinc150|smp2017|all]
         [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
-        [--scale 1000] [--refits 3] [--encoder URL --model NAME] [--json out.json]
+        [--scale 1000] [--refits 3] [--encoder URL --model NAME [--encoder-timeout S]]
+        [--json out.json]
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -359,11 +360,14 @@ def percentiles_ms(latencies: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2] * 1e3, ordered[int(len(ordered) * 0.99)] * 1e3
 
 
-def encoder_env(url: str | None, model: str | None) -> dict[str, str] | None:
+def encoder_env(
+    url: str | None, model: str | None, timeout_s: float | None = None
+) -> dict[str, str] | None:
     """The coordinator's settings for `--encoder URL --model NAME` (None: packaged)."""
     if not url:
         return None
-    return {"AR_EMBEDDING_URL": url} | ({"AR_EMBEDDING_MODEL": model} if model else {})
+    env = {"AR_EMBEDDING_URL": url} | ({"AR_EMBEDDING_MODEL": model} if model else {})
+    return env | ({"AR_EMBEDDING_TIMEOUT_S": str(timeout_s)} if timeout_s else {})
 
 
 def encoder_label(encoder: dict[str, str] | None) -> str:
@@ -643,6 +647,9 @@ async def main() -> None:
     parser.add_argument("--refits", type=int, default=3, help="corrections timed per k; 0: skip")
     parser.add_argument("--encoder", help="base URL of an OpenAI-compatible embeddings service")
     parser.add_argument("--model", help="the model to ask it for (with --encoder)")
+    parser.add_argument(
+        "--encoder-timeout", type=float, help="AR_EMBEDDING_TIMEOUT_S (default: the setting's)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     console = Console(width=200)
@@ -650,7 +657,7 @@ async def main() -> None:
     names = list(loaders) if args.corpus == "all" else [args.corpus]
     corpora = {name: loaders[name](args.data, args.split) for name in names}
     ks = [int(k) for k in args.k.split(",") if int(k) > 0]  # --k 0: the corrections only
-    encoder = encoder_env(args.encoder, args.model)
+    encoder = encoder_env(args.encoder, args.model, args.encoder_timeout)
     results = [
         await run(corpus, k, args.policy, console, encoder)
         for corpus in corpora.values()
