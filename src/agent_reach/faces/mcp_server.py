@@ -2,9 +2,8 @@
 
 One endpoint for every agent and federated MCP server: each caller sees one tool per
 live capability it may invoke and may call exactly those (`faces/mcp_tools.py`, which
-answers both without this module's sessions). The SDK negotiates the protocol: every
-handshake-era version in `initialize` (a served version is echoed, any other gets the
-latest) and the 2026-07-28 per-request envelope. Agents coming and going send
+answers both without this module's sessions). Every protocol version the official
+SDKs speak is served (`faces/mcp_versions.py`). Agents coming and going send
 `notifications/tools/list_changed`: on handshake-era sessions as a notification, on
 2026-07-28 connections to `subscriptions/listen` streams.
 """
@@ -28,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agent_reach.errors import ReachError
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool, list_tools
+from agent_reach.faces.mcp_versions import serve_aliases
 from agent_reach.identity.certificates import peer_of
 from agent_reach.model.keys import Principal
 from agent_reach.server.fastpath import read_body
@@ -113,6 +113,13 @@ class McpFace:
                     body = await read_body(receive, runtime.settings.max_body_bytes, None)
             answer = refusal(runtime.settings, scope, exc, request_id_of(body))
             await answer(scope, receive, send)
+            return
+        try:
+            scope, receive, send = await serve_aliases(
+                scope, receive, send, runtime.settings.max_body_bytes
+            )
+        except ReachError as exc:  # a body too large, or the client gone before sending it
+            await refusal(runtime.settings, scope, exc, None)(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
 
