@@ -17,18 +17,16 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import numpy as np
 import orjson
 import structlog
 
+from agent_reach.backends.protocols import EmbeddingStore
 from agent_reach.errors import ReachError
 from agent_reach.routing.encoders.spec import EncoderSpec
-
-if TYPE_CHECKING:  # a type only: the protocol is read by mypy, not at run time
-    from agent_reach.backends.protocols import EmbeddingStore
 
 log = structlog.get_logger("agent_reach.routing")
 

@@ -24,11 +24,12 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
+from agent_reach.backends.protocols import EmbeddingStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
@@ -52,9 +53,6 @@ from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import Matcher, normalize_text
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import LEARNED, CapabilityMatch
-
-if TYPE_CHECKING:  # a type only: the protocol is read by mypy, not at run time
-    from agent_reach.backends.protocols import EmbeddingStore
 
 log = structlog.get_logger("agent_reach.routing")
 
