@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -36,19 +37,17 @@ TYPESCRIPT_VERSIONS = (
 
 
 @pytest.fixture
-def served(http: httpx.Client, coordinator: str) -> tuple[str, FakeAgent]:
+def served(http: httpx.Client, coordinator: str) -> Iterator[tuple[str, FakeAgent]]:
     """The coordinator (memory or Redis, keys off) with one live tool `echo.say`."""
     agent = FakeAgent(answer={"text": "hi"})
-    server = ServerThread(agent)
-    server.start()
-    body = {
-        "id": "echo-1",
-        "capabilities": ["echo.say"],
-        "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
-    }
-    assert http.post("/v1/agents", json=body).status_code == 201
-    yield coordinator, agent  # type: ignore[misc]
-    server.stop()
+    with ServerThread(agent) as server:
+        body = {
+            "id": "echo-1",
+            "capabilities": ["echo.say"],
+            "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
+        }
+        assert http.post("/v1/agents", json=body).status_code == 201
+        yield coordinator, agent
 
 
 def _rpc(url: str, message: dict[str, Any], **headers: str) -> tuple[httpx.Response, Any]:
