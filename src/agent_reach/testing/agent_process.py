@@ -40,7 +40,7 @@ from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.observability.logging import configure_logging
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.testing.processes import ChildProcess
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.redis_server import PORT_RETRIES, free_port, port_was_taken
 from agent_reach.testing.waiting import wait_until
 
 START_TIMEOUT_S = 20.0  # a cold interpreter importing the stack takes ~1 s; CI may be 10x slower
@@ -228,11 +228,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     build_agent(options).serve(host="127.0.0.1", port=options.port, log_level="warning")
 
 
+class PortTaken(RuntimeError):
+    """The process could not bind its port: another process took it since it was picked."""
+
+
 class ManagedProcess(ChildProcess):
     """One child process serving HTTP on a fixed 127.0.0.1 port, driven by signals.
 
     `start` returns once `ready_path` answers 2xx; `restart` brings it back on the
-    same port. Output goes to `log_path` (appended across restarts).
+    same port. Output goes to `log_path` (appended across restarts). A port picked
+    for it (`port_chosen`) that another process took before it bound it is replaced
+    by a new one at its first start (its `--port` argument); a restart keeps its port.
     """
 
     def __init__(
@@ -244,11 +250,14 @@ class ManagedProcess(ChildProcess):
         ready_path: str,
         log_path: Path,
         env: dict[str, str] | None = None,
+        port_chosen: bool = False,
     ) -> None:
         super().__init__()
         self.name = name
         self.command = command
         self.port = port
+        self._port_chosen = port_chosen
+        self._log_start = 0  # where this launch's output begins in the log
         self.ready_path = ready_path
         self.log_path = log_path
         self.env = env
@@ -261,13 +270,25 @@ class ManagedProcess(ChildProcess):
         """Spawn the process without waiting for it (start several, then `wait_ready`)."""
         if not self.is_running:
             with self.log_path.open("ab") as log:
+                self._log_start = log.tell()
                 self.spawn(self.command, output=log, env=self.env)
         return self
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Self:
         """Block until the ready path answers 2xx; fails with the log's tail if it exits."""
-        wait_until(self._answers, f"{self.name} on port {self.port} to be ready", timeout_s)
-        return self
+        retries = PORT_RETRIES
+        while True:
+            try:
+                wait_until(self._answers, f"{self.name} on port {self.port} to be ready", timeout_s)
+            except PortTaken:
+                if retries == 0:
+                    raise
+                retries -= 1
+                self._move_to(free_port())
+                self.launch()
+                continue
+            self._port_chosen = False  # up: from now on its port is its address
+            return self
 
     def start(self) -> Self:
         return self.launch().wait_ready()
@@ -282,8 +303,18 @@ class ManagedProcess(ChildProcess):
             return ""
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
 
+    def _move_to(self, port: int) -> None:
+        self.command[self.command.index("--port") + 1] = str(port)
+        self.name = self.name.replace(f":{self.port}", f":{port}")
+        self.port = port
+
     def _answers(self) -> bool:
         if self._process is None or self._process.poll() is not None:
+            with self.log_path.open("rb") as log:
+                log.seek(self._log_start)
+                output = log.read().decode(errors="replace")
+            if self._port_chosen and port_was_taken(output):
+                raise PortTaken(f"{self.name}: port {self.port} taken:\n{output[-500:]}")
             raise RuntimeError(f"{self.name} exited during startup:\n{self.log_tail()}")
         connection = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=READY_PROBE_TIMEOUT_S
@@ -318,7 +349,7 @@ class AgentProcess(ManagedProcess):
     ) -> None:
         self.agent_id = agent_id
         self.ledger_path = directory / f"{agent_id}.ledger.db"
-        port = port or free_port()
+        port_chosen, port = port is None, port or free_port()
         command = [
             sys.executable, "-m", "agent_reach.testing.agent_process",
             "--port", str(port),
@@ -343,6 +374,7 @@ class AgentProcess(ManagedProcess):
             port=port,
             ready_path="/health",
             log_path=directory / f"{agent_id}.log",
+            port_chosen=port_chosen,
         )
 
     def ledger(self) -> list[LedgerRow]:
@@ -376,7 +408,7 @@ class CoordinatorProcess(ManagedProcess):
         probe_interval_s: float | None = None,
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        port = port or free_port()
+        port_chosen, port = port is None, port or free_port()
         settings = {"AR_REGISTRY_BACKEND": backend, "AR_DECISION_LOG": "off", "AR_LOG_JSON": "1"}
         optional = {
             "AR_REDIS_URL": redis_url,
@@ -395,6 +427,7 @@ class CoordinatorProcess(ManagedProcess):
             ready_path="/healthz",
             log_path=directory / f"coordinator-{port}.log",
             env={**os.environ, **settings},  # inherited AR_* (AR_AUTH of tests...) under ours
+            port_chosen=port_chosen,
         )
 
     def events(self, *names: str) -> list[dict[str, Any]]:
