@@ -30,6 +30,12 @@ STATES = {
 TERMINAL = frozenset(
     {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 )
+KNOWN_STATES = TERMINAL | {
+    "TASK_STATE_SUBMITTED",
+    "TASK_STATE_WORKING",
+    "TASK_STATE_INPUT_REQUIRED",
+    "TASK_STATE_AUTH_REQUIRED",
+}
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 50, 100  # the A2A spec's ListTasks bounds
 _V03_ROLES = {"ROLE_USER": "user", "ROLE_AGENT": "agent"}
 
@@ -101,13 +107,13 @@ def page(
     size = params.get("pageSize") or DEFAULT_PAGE_SIZE
     if not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
         raise ValueError(f"pageSize must be 1 to {MAX_PAGE_SIZE}")
-    context, state = params.get("contextId"), params.get("status")
+    context, state = params.get("contextId"), _state_filter(params.get("status"))
     after = params.get("statusTimestampAfter")
     matching = [
         t
         for t in tasks
         if (not context or t.get("contextId") == context)
-        and (not state or state == "TASK_STATE_UNSPECIFIED" or t["status"]["state"] == state)
+        and (not state or t["status"]["state"] == state)
         and (not after or str(t["status"].get("timestamp", "")) > str(after))
     ]
     matching.sort(key=_cursor, reverse=True)
@@ -119,6 +125,19 @@ def page(
     more = start + size < len(matching)
     token = _token(chunk[-1]) if more and chunk else ""
     return chunk, token, len(matching)
+
+
+def _state_filter(value: Any) -> str | None:
+    """The v1.0 state a list is filtered by: none for an unset enum (`UNSPECIFIED`, and the
+    `UNRECOGNIZED` the JavaScript SDK sends for it), a v0.3 name (`input-required`) mapped."""
+    if value in (None, "", "TASK_STATE_UNSPECIFIED", "UNRECOGNIZED"):
+        return None
+    state = str(value)
+    if not state.startswith("TASK_STATE_"):
+        state = "TASK_STATE_" + state.upper().replace("-", "_")
+    if state not in KNOWN_STATES:
+        raise ValueError(f"status {value!r} is not a task state")
+    return state
 
 
 def _cursor(task: dict[str, Any]) -> tuple[float, str]:
