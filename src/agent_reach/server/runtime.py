@@ -17,6 +17,8 @@ from agent_reach.backends.selection import open_backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.service import ContextService
+from agent_reach.errors import StoreUnavailable
+from agent_reach.faces.a2a_push import PushNotifier
 from agent_reach.identity.tls import delivery_context
 from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
@@ -30,6 +32,7 @@ from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
+from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.mesh.negotiation import open_negotiation
 from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.service import Mesh, open_mesh
@@ -135,7 +138,14 @@ async def open_runtime(
         policy,
         clock,
         AffinityTable(),
-        MatchingPipeline(registry.index, clock, settings, learning.snapshot),
+        MatchingPipeline(
+            registry.index,
+            clock,
+            settings,
+            learning.snapshot,
+            embeddings=backends.embeddings,
+            metrics=metrics,
+        ),
         decision_log,
         tracer=tracer,
         metrics=metrics,
@@ -143,6 +153,9 @@ async def open_runtime(
         catch_up=registry.catch_up if registry.shared else None,
     )
     budget = RetryBudget()
+    liveness = CoordinatorLiveness(backends.liveness, node_id, settings.liveness_ttl_s, clock)
+    with contextlib.suppress(StoreUnavailable):  # the beat loop tries again
+        await liveness.beat()
     tasks = TaskBoard(
         backends.tasks,
         backends.queues,
@@ -152,6 +165,7 @@ async def open_runtime(
         node_id,
         settings.task_ttl_s,
         settings.task_stale_s,
+        liveness=liveness,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
@@ -164,7 +178,7 @@ async def open_runtime(
     invoke = InvokeService(
         routing=routing,
         attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
-        guard=IdempotencyGuard(backends.idempotency, clock),
+        guard=IdempotencyGuard(backends.idempotency, clock, liveness),
         tasks=tasks,
         dead_letters=dead_letters,
         answers=answers,
@@ -245,6 +259,8 @@ async def open_runtime(
         asyncio.create_task(learning.run(), name="learned-examples"),
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
+        asyncio.create_task(PushNotifier(runtime).run(), name="a2a-push"),
+        asyncio.create_task(liveness.run(), name="coordinator-liveness"),
     ]
     if shared is not None:
         loops.append(asyncio.create_task(shared.run(), name="shared-journal"))
@@ -308,6 +324,7 @@ def _orchestration(
         node_id,
         settings.task_ttl_s,
         settings.task_stale_s,
+        liveness=invoke.guard.liveness,
     )
     orchestrator = Orchestrator(
         board, backends.workflows, invoke.contexts, policy, clock, invoke.security.authorize_invoke
