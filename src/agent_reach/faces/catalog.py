@@ -26,9 +26,13 @@ class LiveCapability:
 
 def offers(runtime: Runtime, principal: Principal, tag: str) -> bool:
     """Whether `tag` has a live instance now and `principal` may invoke it."""
-    return bool(runtime.registry.capabilities().get(tag)) and runtime.security.may_invoke(
-        principal, tag
-    )
+    return is_live(runtime, tag) and runtime.security.may_invoke(principal, tag)
+
+
+def is_live(runtime: Runtime, tag: str) -> bool:
+    """Whether the capability has a live instance now (the registry's own rule)."""
+    now = runtime.registry.clock.monotonic()
+    return any(i.is_live(now) for i in runtime.registry.index.instances_of(tag))
 
 
 def input_schema(runtime: Runtime, tag: str) -> dict[str, Any] | None:
@@ -45,12 +49,11 @@ def input_schema(runtime: Runtime, tag: str) -> dict[str, Any] | None:
 
 def live_capabilities(runtime: Runtime, principal: Principal) -> list[LiveCapability]:
     """Capabilities with a live instance now that `principal` may invoke, sorted by tag."""
-    live = [tag for tag, ids in runtime.registry.capabilities().items() if ids]
     cards = build_catalog(runtime.registry.index)
     out = []
-    for tag in sorted(live):
+    for tag in sorted(runtime.registry.index.by_capability):
         # the access decision itself: listing is not an attempt, so nothing is logged as denied
-        if not runtime.security.may_invoke(principal, tag):
+        if not offers(runtime, principal, tag):
             continue
         card = cards.get(tag)
         out.append(
