@@ -311,6 +311,7 @@ _BY_CODE: dict[str, type[ReachError]] = {
         AgentFailed,
         AgentUnreachable,
         AgentTimeout,
+        OutcomeUnknown,
         HopLimit,
         StoreUnavailable,
         StoreFull,
