@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from agent_reach.adapters.mcp_bridge import McpSidecarConfig, serve_bridge
 from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
 from agent_reach.cli.common import (
     reporting_errors,
@@ -21,6 +22,11 @@ def sidecar(
         typer.Option(metavar="FILE", exists=True, dir_okay=False, help="The sidecar's YAML file."),
     ],
 ) -> None:
-    """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it."""
+    """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it,
+    or for a stdio MCP server (`mcp_stdio` in the file)."""
     configure_logging("info", json=True)
-    Sidecar(SidecarConfig.load(config)).serve()
+    stdio = McpSidecarConfig.load(config)
+    if stdio is not None:
+        serve_bridge(stdio)
+    else:
+        Sidecar(SidecarConfig.load(config)).serve()
