@@ -9,8 +9,10 @@ counts only the calls that were allowed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
@@ -136,3 +138,36 @@ def test_v1_invoke_agrees_with_the_list(world: tuple[str, dict[str, str], FakeAg
                 == 200
             }
         assert invocable == expected, name
+
+
+async def test_a_policy_change_reaches_the_session_and_changes_its_list(
+    world: tuple[str, dict[str, str], FakeAgent],
+) -> None:
+    url, keys, _ = world
+    changes: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", "")
+        if method == "notifications/tools/list_changed":
+            changes.put_nowait(method)
+
+    async with (
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {keys['nobody']}"}) as http,
+        Client(
+            streamable_http_client(f"{url}/mcp", http_client=http),
+            mode="legacy",
+            message_handler=on_message,
+        ) as client,
+    ):
+        assert (await client.list_tools()).tools == []
+        rule = {"principals": ["domain:elsewhere"], "capabilities": ["echo.say"]}
+        admin = httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"})
+        with admin:
+            put = await asyncio.to_thread(
+                admin.put, "/v1/policy", json={"access": {"invoke": [rule]}}
+            )
+        assert put.status_code == 200, put.text
+        await asyncio.wait_for(changes.get(), timeout=10)
+        listed = await client.list_tools(cache_mode="bypass")
+        assert [t.name for t in listed.tools] == ["echo.say"]
+        assert not (await client.call_tool("echo.say", {"payload": {"tag": "echo.say"}})).is_error

@@ -29,6 +29,7 @@ from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool, list_tools
 from agent_reach.faces.mcp_versions import serve_aliases
 from agent_reach.identity.certificates import peer_of
+from agent_reach.model.access import AccessPolicy
 from agent_reach.model.keys import Principal
 from agent_reach.server.fastpath import read_body
 from agent_reach.server.responses import json_response
@@ -166,11 +167,12 @@ class McpFace:
         return runtime
 
     async def _watch(self, runtime: Runtime) -> None:
-        """Tell clients when the set of live tools changes."""
-        seen = _live_tags(runtime)
+        """Tell clients when what they may be listed changes: the live capabilities, or
+        the access rules of the policy in force."""
+        seen = _offered(runtime)
         while True:
             await asyncio.sleep(WATCH_S)
-            live = _live_tags(runtime)
+            live = _offered(runtime)
             if live != seen:
                 await self.bus.publish(ToolsListChanged())
                 for session_id, session in list(self.sessions.items()):
@@ -182,8 +184,10 @@ class McpFace:
             seen = live
 
 
-def _live_tags(runtime: Runtime) -> frozenset[str]:
-    return frozenset(t for t, ids in runtime.registry.capabilities().items() if ids)
+def _offered(runtime: Runtime) -> tuple[frozenset[str], AccessPolicy]:
+    """The live capabilities and the access rules: what every caller's list depends on."""
+    live = frozenset(t for t, ids in runtime.registry.capabilities().items() if ids)
+    return live, runtime.security.policy().access
 
 
 def _text(value: bytes | None) -> str | None:
