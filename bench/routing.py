@@ -256,9 +256,13 @@ class Coordinator:
         decision: dict[str, Any] = orjson.loads(response.body)
         return decision
 
-    async def expected(self) -> dict[str, Any]:
+    async def expected(self, remote: bool = False) -> dict[str, Any]:
+        """What the calibration in force expects; `remote`: the remote encoder's."""
         view = (await self.http.get("/v1/routing/calibration")).json()
-        fits = [c for c in view["calibrations"] if c["matchers"] == view["matching"]["ready"]]
+        ready = view["matching"]["ready"]
+        if remote:
+            ready = ["embedding:remote" if m == "embedding" else m for m in ready]
+        fits = [c for c in view["calibrations"] if c["matchers"] == ready]
         return fits[0]["expected"] or {} if fits else {}
 
     def cpu_s(self) -> float:
@@ -398,7 +402,7 @@ async def run(
             uncached = await rate(coordinator, corpus.unseen)
             per_cpu_s = len(corpus.unseen) / max(coordinator.cpu_s() - cpu, 1e-9)
             cached = await rate(coordinator, corpus.unseen)
-            expected = await coordinator.expected()
+            expected = await coordinator.expected(remote=encoder is not None)
             rss = coordinator.rss_mb()
         finally:
             await coordinator.aclose()
