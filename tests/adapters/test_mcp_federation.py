@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from peers.mcp_servers import McpServer
+from pydantic import SecretStr
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
@@ -174,3 +175,39 @@ def test_registrations_that_cannot_work_are_refused(http: httpx.Client, server: 
     named = register(http, server, capabilities=["shop.echo"])
     assert named.status_code == 422, named.text
     assert named.json()["error"]["field"] == "capabilities"
+
+
+def test_with_keys_on_the_tools_are_the_capabilities_a_key_must_grant(
+    settings: Settings, tmp_path: Path
+) -> None:
+    admin = "mcp-federation-admin-key-0123456789"
+    secured = settings.model_copy(update={"auth": "on", "admin_key": SecretStr(admin)})
+    server = McpServer("python", tmp_path / "ledger.txt").start()
+    try:
+        with run_coordinator(secured) as (url, _), httpx.Client(base_url=url, timeout=10) as http:
+
+            def key(principal: str, role: str, capabilities: list[str]) -> dict[str, str]:
+                body = {"principal": principal, "role": role, "capabilities": capabilities}
+                made = http.post(
+                    "/v1/keys", json=body, headers={"authorization": f"Bearer {admin}"}
+                )
+                assert made.status_code == 201, made.text
+                return {"authorization": f"Bearer {made.json()['key']}"}
+
+            body = {"id": "shop", "transport": {"type": "mcp", "endpoint": server.url}}
+            narrow = key("narrow", "agent", ["shop.echo"])
+            assert http.post("/v1/agents", json=body, headers=narrow).status_code == 403
+            caller = key("caller", "caller", ["shop.*"])
+            assert http.post("/v1/agents", json=body, headers=caller).status_code == 403
+            owner = key("owner", "agent", ["shop.*"])
+            registered = http.post("/v1/agents", json=body, headers=owner)
+            assert registered.status_code == 201, registered.text
+            called = http.post(
+                "/v1/invoke",
+                json={"capability": "shop.echo", "payload": {"sentence": "hi"}},
+                headers=caller,
+            )
+            assert called.status_code == 200, called.text
+            assert server.executions() == [{"tool": "echo", "sentence": "hi"}]
+    finally:
+        server.kill()

@@ -31,6 +31,7 @@ class ToolListFollower:
         self._reading: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         sessions.tools_changed = self.changed
+        sessions.is_registered = lambda instance: instance in registry.index.by_id
 
     def changed(self, instance: str) -> None:
         if instance in self._reading:

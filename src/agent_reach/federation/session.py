@@ -38,6 +38,7 @@ CLIENT_INFO = {"name": "agent-reach", "version": "1"}
 LISTEN_S = 60.0
 LISTEN_RETRY_S = 1.0  # after a failed listen, before the next try
 NO_SESSION = 404  # "the session is gone": the request was not processed
+GONE = "gone"  # told when the session ends because its instance is no longer registered
 
 ServerSaid = Callable[[str], None]  # told each notification method the server sent
 
@@ -45,10 +46,17 @@ ServerSaid = Callable[[str], None]  # told each notification method the server s
 class McpSession:
     """The session of one instance on this coordinator (see the module docstring)."""
 
-    def __init__(self, client: pool.HttpPool, endpoint: str, server_said: ServerSaid) -> None:
+    def __init__(
+        self,
+        client: pool.HttpPool,
+        endpoint: str,
+        server_said: ServerSaid,
+        is_wanted: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.client = client
         self.endpoint = endpoint
         self.server_said = server_said
+        self.is_wanted = is_wanted  # False once its instance is gone: stop listening
         self.session_id: str | None = None
         self.version = LATEST_HANDSHAKE_VERSION
         self.server: dict[str, Any] = {}  # the initialize result: serverInfo, instructions
@@ -244,8 +252,16 @@ class McpSession:
             )
 
     async def _listen_forever(self) -> None:
-        """Keep the GET stream open while the session is; tell what comes on it."""
+        """Keep the GET stream open while the session is; tell what comes on it. The
+        first stream opens while the instance is still being registered; before each
+        later one, an instance no longer registered ends the session."""
+        first = True
         while not self._closed:
+            if not first and not self.is_wanted():
+                self._closed, self._ready = True, False
+                self.server_said(GONE)
+                return
+            first = False
             if not self._ready:
                 await asyncio.sleep(LISTEN_RETRY_S)
                 continue

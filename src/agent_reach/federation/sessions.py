@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_reach.errors import AgentFailed
-from agent_reach.federation.session import McpSession
+from agent_reach.federation.session import GONE, McpSession
 from agent_reach.federation.tools import INSTANCE_FIELD, MAX_TOOLS
 from agent_reach.invoke import pool
 from agent_reach.model.agents import TransportSpec
@@ -28,6 +28,7 @@ class McpSessions:
     def __init__(self, client: pool.HttpPool) -> None:
         self.client = client
         self.tools_changed: Callable[[str], None] | None = None
+        self.is_registered: Callable[[str], bool] = lambda instance: True
         self._sessions: dict[str, McpSession] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -41,7 +42,15 @@ class McpSessions:
             return session
         if session is not None:
             self._close_later(session)
-        session = McpSession(self.client, transport.endpoint, lambda said: self._said(key, said))
+
+        def said(what: str) -> None:
+            if what == GONE:
+                if self._sessions.get(key) is session:
+                    del self._sessions[key]
+            elif what in (LIST_CHANGED, INITIALIZED) and self.tools_changed is not None:
+                self.tools_changed(key)
+
+        session = McpSession(self.client, transport.endpoint, said, lambda: self.is_registered(key))
         self._sessions[key] = session
         return session
 
@@ -56,10 +65,6 @@ class McpSessions:
         self._sessions.clear()
         for task in list(self._closing):
             await task
-
-    def _said(self, instance: str, what: str) -> None:
-        if what in (LIST_CHANGED, INITIALIZED) and self.tools_changed is not None:
-            self.tools_changed(instance)
 
     def _close_later(self, session: McpSession) -> None:
         task = asyncio.get_running_loop().create_task(session.close())
