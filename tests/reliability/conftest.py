@@ -4,7 +4,7 @@ Every process a test starts is SIGKILLed and reaped at teardown, whatever the te
 outcome. Each scenario writes `test-artifacts/reliability/<scenario>.json` and its
 one-line summary is printed at the end of the run.
 
-    .venv/bin/pytest tests/reliability                          # CI sizes, ~2 minutes
+    .venv/bin/pytest tests/reliability                          # CI sizes (`small` on the Cluster)
     AR_RELIABILITY_FULL=1 .venv/bin/pytest tests/reliability    # full sizes and `slow` ones
 """
 
@@ -40,17 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     here = Path(__file__).parent
     skip = pytest.mark.skip(reason="long fault scenario: set AR_RELIABILITY_FULL=1 to run it")
-    # CI sizes run on the cluster only the scenarios marked cluster_smoke (kill churn, two
-    # coordinators with one killed; the failover, balancer scenarios are cluster-only):
-    # the rest repeat standalone Redis.
-    on_cluster = pytest.mark.skip(reason="on the Redis Cluster with AR_RELIABILITY_FULL=1")
     for item in items:
-        if here not in item.path.parents:
-            continue
-        if item.get_closest_marker("slow"):
+        if here in item.path.parents and item.get_closest_marker("slow"):
             item.add_marker(skip)
-        elif "[redis-cluster]" in item.name and not item.get_closest_marker("cluster_smoke"):
-            item.add_marker(on_cluster)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -141,9 +133,16 @@ class Rig:
 
 
 @pytest.fixture
-def tier() -> str:
-    """`full` with AR_RELIABILITY_FULL=1 (nightly sizes), else `smoke` (CI sizes)."""
-    return "full" if FULL else "smoke"
+def tier(request: pytest.FixtureRequest) -> str:
+    """`full` with AR_RELIABILITY_FULL=1 (nightly sizes), else `smoke` (CI sizes), or
+    `small` on the Redis Cluster: the same scenario and gates with fewer requests, so the
+    cluster paths run on every change (scenarios marked cluster_smoke keep CI sizes)."""
+    if FULL:
+        return "full"
+    on_cluster = "[redis-cluster" in request.node.name
+    if on_cluster and request.node.get_closest_marker("cluster_smoke") is None:
+        return "small"
+    return "smoke"
 
 
 @pytest.fixture

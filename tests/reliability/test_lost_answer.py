@@ -35,7 +35,7 @@ retry_budget_min = 10
 # with a fifth of the answers dropped, four drops in a row (req-19..22 with this seed)
 # were once re-sent at the same time, and the default minimum of 3 retries in flight
 # refused the fourth its re-send (a 502 with outcome unknown, counted as budget spent).
-SIZES = {"smoke": (50, 4.0), "full": (100, 60.0)}  # (req/s, seconds)
+SIZES = {"small": (50, 2.0), "smoke": (50, 4.0), "full": (100, 60.0)}  # (req/s, seconds)
 DROP_SHARE = 0.2  # 20 % of attempts
 DEADLINE_S = 2.0
 SEED = 7
