@@ -25,12 +25,14 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agent_reach.testing.servers import ServerThread
+from agent_reach.config import Settings
+from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
 
 V1 = {"A2A-Version": "1.0"}
@@ -284,13 +286,14 @@ def test_the_card_is_public_at_each_path_and_names_both_bindings(
     assert cards[0]["capabilities"]["pushNotifications"] is True
 
 
-# -- the official client on the HTTP+JSON binding ------------------------------------------
+# -- the official client on both bindings ------------------------------------------
 
 
-@pytest.fixture
-async def rest_client(coordinator: str) -> AsyncIterator[Any]:
+@pytest.fixture(params=["HTTP+JSON", "JSONRPC"])
+async def sdk_client(coordinator: str, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """The official client, made from the card, on one binding."""
     async with httpx.AsyncClient(timeout=10) as http:
-        config = ClientConfig(httpx_client=http, supported_protocol_bindings=["HTTP+JSON"])
+        config = ClientConfig(httpx_client=http, supported_protocol_bindings=[request.param])
         client = await create_client(coordinator, client_config=config)
         yield client
         await client.close()
@@ -326,46 +329,60 @@ def echo_agent(http: httpx.Client) -> Iterator[None]:
         yield
 
 
-async def test_the_official_client_over_http_json_sends_gets_lists_and_cancels(
-    rest_client: Any, echo_agent: None
+async def test_the_official_client_sends_gets_lists_and_cancels(
+    sdk_client: Any, echo_agent: None
 ) -> None:
     replies = [
         e
-        async for e in rest_client.send_message(
+        async for e in sdk_client.send_message(
             SendMessageRequest(message=_message("hi", capability="echo.say"))
         )
     ]
     assert get_text_parts(replies[0].message.parts) == ["echo: hi"]
     declined = _message("hi", capability="no.such.skill")
-    events = [e async for e in rest_client.send_message(SendMessageRequest(message=declined))]
+    events = [e async for e in sdk_client.send_message(SendMessageRequest(message=declined))]
     task = events[0].task
     assert task.status.state == TaskState.TASK_STATE_REJECTED
     assert get_data_parts(task.status.message.parts)[0]["code"] == "no_capability"
-    read = await rest_client.get_task(GetTaskRequest(id=task.id, history_length=1))
+    read = await sdk_client.get_task(GetTaskRequest(id=task.id, history_length=1))
     assert read.status.state == TaskState.TASK_STATE_REJECTED
     assert len(read.history) == 1
-    listed = await rest_client.list_tasks(ListTasksRequest(page_size=10))
+    listed = await sdk_client.list_tasks(ListTasksRequest(page_size=10))
     assert [t.id for t in listed.tasks] == [task.id]
     assert listed.total_size == 1
     with pytest.raises(TaskNotCancelableError):
-        await rest_client.cancel_task(CancelTaskRequest(id=task.id))
+        await sdk_client.cancel_task(CancelTaskRequest(id=task.id))
     with pytest.raises(TaskNotFoundError):
-        await rest_client.get_task(GetTaskRequest(id="never-made"))
+        await sdk_client.get_task(GetTaskRequest(id="never-made"))
     follow = _message("more")
     follow.task_id = task.id
     with pytest.raises(UnsupportedOperationError):
-        [e async for e in rest_client.send_message(SendMessageRequest(message=follow))]
+        [e async for e in sdk_client.send_message(SendMessageRequest(message=follow))]
 
 
-async def test_the_official_client_over_http_json_streams(
-    rest_client: Any, echo_agent: None
-) -> None:
+async def test_the_official_client_streams(sdk_client: Any, echo_agent: None) -> None:
     events = [
         e
-        async for e in rest_client.send_message(
+        async for e in sdk_client.send_message(
             SendMessageRequest(message=_message("streamed", capability="echo.say"))
         )
     ]
     assert events  # the client asks for a stream when the card offers it
     texts = [t for e in events if e.HasField("message") for t in get_text_parts(e.message.parts)]
     assert texts == ["echo: streamed"]
+
+
+def test_with_keys_on_the_card_is_public_everywhere_and_the_rest_binding_asks_for_a_key() -> None:
+    admin = secrets.token_urlsafe(24)
+    settings = Settings(auth="on", admin_key=SecretStr(admin), decision_log="off")
+    with run_coordinator(settings) as (url, _), httpx.Client(base_url=url, timeout=10) as http:
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a"):
+            card = http.get(path)
+            assert card.status_code == 200, (path, card.text)
+            assert "bearer" in card.json()["securitySchemes"]
+        anonymous = http.get("/a2a/tasks")
+        assert anonymous.status_code == 401
+        assert anonymous.json()["error"]["status"] == "UNAUTHENTICATED"
+        keyed = http.get("/a2a/tasks", headers={"authorization": f"Bearer {admin}"})
+        assert keyed.status_code == 200
+        assert keyed.json() == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
