@@ -4,12 +4,14 @@ each a child process on 127.0.0.1 counting its executions, behind a real coordin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
 from peers.mcp_servers import McpServer
 from pydantic import SecretStr
 
@@ -211,3 +213,29 @@ def test_with_keys_on_the_tools_are_the_capabilities_a_key_must_grant(
             assert server.executions() == [{"tool": "echo", "sentence": "hi"}]
     finally:
         server.kill()
+
+
+async def test_the_coordinators_own_mcp_endpoint_serves_every_federated_server(
+    coordinator: str, http: httpx.Client, tmp_path: Path
+) -> None:
+    servers = {
+        kind: McpServer(kind, tmp_path / f"{kind}.txt").start() for kind in ("python", "typescript")
+    }
+    try:
+        for kind, server in servers.items():
+            body = {"id": kind[:2], "transport": {"type": "mcp", "endpoint": server.url}}
+            assert (await asyncio.to_thread(http.post, "/v1/agents", json=body)).status_code == 201
+        async with Client(f"{coordinator}/mcp", mode="legacy") as client:  # type: ignore[arg-type]
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert {f"{prefix}.{tool}" for prefix in ("py", "ty") for tool in TOOLS} <= set(tools)
+            assert tools["ty.order_status"].input_schema["properties"]["order_id"]["pattern"]
+            called = await client.call_tool("ty.order_status", {"order_id": "ORD-4242"})
+            assert not called.is_error
+            assert called.structured_content == {"order_id": "ORD-4242", "status": "shipped"}
+        assert servers["typescript"].executions() == [
+            {"tool": "order_status", "order_id": "ORD-4242"}
+        ]
+        assert servers["python"].executions() == []
+    finally:
+        for server in servers.values():
+            server.kill()
