@@ -108,7 +108,12 @@ def receiver_box() -> Iterator[dict[str, Any]]:
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize("declared_by", ["registration", "policy"])
+@pytest.mark.parametrize(
+    "declared_by",
+    # the policy's minimum raises the same event (tests/unit/test_fleet_watcher.py): the
+    # whole scenario again for it runs with AR_RELIABILITY_FULL=1
+    ["registration", pytest.param("policy", marks=pytest.mark.slow)],
+)
 def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webhook(
     rig, redis_url, redis_prefix, report, receiver_box, declared_by
 ):
