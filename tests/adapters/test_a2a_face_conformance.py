@@ -215,6 +215,9 @@ def test_list_tasks_filters_and_pages_with_tokens_and_a_total(http: httpx.Client
     assert "history" not in only_b["tasks"][0]
     with_history = _rpc(http, "ListTasks", {"contextId": "ctx-b", "historyLength": 1})["result"]
     assert len(with_history["tasks"][0]["history"]) == 1
+    past, future = "2000-01-01T00:00:00Z", "2999-01-01T00:00:00+00:00"
+    assert _rpc(http, "ListTasks", {"statusTimestampAfter": past})["result"]["totalSize"] == 5
+    assert _rpc(http, "ListTasks", {"statusTimestampAfter": future})["result"]["totalSize"] == 0
     assert _rpc(http, "ListTasks", {"pageSize": 101})["error"]["code"] == -32602
     assert _rpc(http, "ListTasks", {"pageToken": "not-ours"})["error"]["code"] == -32602
 

@@ -108,13 +108,13 @@ def page(
     if not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
         raise ValueError(f"pageSize must be 1 to {MAX_PAGE_SIZE}")
     context, state = params.get("contextId"), _state_filter(params.get("status"))
-    after = params.get("statusTimestampAfter")
+    after = _instant(params["statusTimestampAfter"]) if params.get("statusTimestampAfter") else None
     matching = [
         t
         for t in tasks
         if (not context or t.get("contextId") == context)
         and (not state or t["status"]["state"] == state)
-        and (not after or str(t["status"].get("timestamp", "")) > str(after))
+        and (after is None or _instant(t["status"].get("timestamp")) > after)
     ]
     matching.sort(key=_cursor, reverse=True)
     start = 0
@@ -125,6 +125,14 @@ def page(
     more = start + size < len(matching)
     token = _token(chunk[-1]) if more and chunk else ""
     return chunk, token, len(matching)
+
+
+def _instant(value: Any) -> float:
+    """An ISO 8601 timestamp as epoch seconds (0 when there is none); `ValueError` if odd."""
+    if not value:
+        return 0.0
+    moment = datetime.fromisoformat(str(value))
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _state_filter(value: Any) -> str | None:
