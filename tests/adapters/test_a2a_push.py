@@ -127,16 +127,22 @@ def test_each_state_of_a_task_is_pushed_once_with_the_clients_token(
     with _serve(webhook) as hook:
         task = _send(http, "push-1", f"{hook.url}/hook")
         wait_until(lambda: webhook.states(task["id"])["TASK_STATE_WORKING"], "the working push")
+        # A task made now is first pushed by a later look, which sees the first one still
+        # working: had it pushed that state again, the webhook would have it twice.
+        second = _send(http, "push-2", f"{hook.url}/hook")
+        wait_until(lambda: webhook.states(second["id"])["TASK_STATE_WORKING"], "a later look")
         gated.gate.set()
         wait_until(lambda: webhook.states(task["id"])["TASK_STATE_COMPLETED"], "the final push")
-        # A later task's final push proves the notifier looked again after the first ended.
-        later = _send(http, "push-2", f"{hook.url}/hook")
-        wait_until(lambda: webhook.states(later["id"])["TASK_STATE_COMPLETED"], "a later push")
-    counts = webhook.states(task["id"])
-    assert set(counts) <= {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"}
-    assert all(n == 1 for n in counts.values()), counts
+        # A task made after the first ended: its final push proves looks went on after.
+        third = _send(http, "push-3", f"{hook.url}/hook")
+        wait_until(lambda: webhook.states(third["id"])["TASK_STATE_COMPLETED"], "a later push")
+    for made in (task, second):
+        counts = webhook.states(made["id"])
+        assert {"TASK_STATE_WORKING", "TASK_STATE_COMPLETED"} <= set(counts)
+        assert set(counts) <= {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"}
+        assert all(n == 1 for n in counts.values()), counts
     assert {token for _, _, token in webhook.pushes} == {TOKEN}
-    assert gated.calls == 2
+    assert gated.calls == 3
 
 
 def test_a_refused_push_is_retried_and_delivered_once(
@@ -232,9 +238,14 @@ def test_two_coordinators_on_redis_push_each_state_once(redis_url: str, redis_pr
         made = second.post("/a2a", json=body).json()  # set at the other coordinator
         assert made["result"]["url"] == config["url"], made
         wait_until(lambda: webhook.states(task["id"])["TASK_STATE_WORKING"], "the working push")
+        both = _send(second, "push-two-both", f"{hook.url}/hook")  # see the first test
+        wait_until(lambda: webhook.states(both["id"])["TASK_STATE_WORKING"], "a later look")
         agent.gate.set()
         wait_until(lambda: webhook.states(task["id"])["TASK_STATE_COMPLETED"], "the final push")
         later = _send(second, "push-two-later", f"{hook.url}/hook")
         wait_until(lambda: webhook.states(later["id"])["TASK_STATE_COMPLETED"], "a later push")
-    assert all(n == 1 for n in webhook.states(task["id"]).values()), webhook.pushes
-    assert agent.calls == 2
+    for made in (task, both):
+        counts = webhook.states(made["id"])
+        assert {"TASK_STATE_WORKING", "TASK_STATE_COMPLETED"} <= set(counts)
+        assert all(n == 1 for n in counts.values()), webhook.pushes
+    assert agent.calls == 3
