@@ -187,8 +187,11 @@ class McpSession:
                 http_status=response.status,
                 agent_answer=response.body[:512].decode("utf-8", "replace"),
             )
-            # 429 and 503 say it did not take the request; any other answer may follow work.
+            # 429 and 503 say it did not take the request; any other answer may follow work
+            # (a 5xx: it may have acted; a 4xx: the request's own fault). Final either way.
             failure.retryable = response.status in (429, 503)  # type: ignore[misc]
+            if response.status >= 500 and not failure.retryable:
+                failure.details["outcome_unknown"] = True
             raise failure
         if initializing:
             header = _header(response.headers, wire.SESSION_HEADER.encode())
