@@ -391,11 +391,11 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
     """A fit is not current before its calibration is: a text sent between the two is
     answered by the new fit once calibrated, not refused for want of a usable matcher."""
     fit_calibration = pipeline_module.fit_calibration
-    calibrating = threading.Event()
+    calibrating, release = threading.Event(), threading.Event()
 
     def slow(names, trials):
         calibrating.set()
-        time.sleep(0.5)  # in the worker thread
+        assert release.wait(10), "the test never let the calibration finish"  # worker thread
         return fit_calibration(names, trials)
 
     monkeypatch.setattr(pipeline_module, "fit_calibration", slow)
@@ -408,7 +408,12 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         pipeline.prepare(policy)
         assert await asyncio.to_thread(calibrating.wait, 5)
 
-        matched = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 10)
+        matching = asyncio.ensure_future(pipeline.match("我的快递到哪了", policy))
+        for _ in range(10):  # the text is in, the calibration held: it waits for it
+            await asyncio.sleep(0)
+        assert not matching.done()
+        release.set()
+        matched = await asyncio.wait_for(matching, 10)
 
         assert matched.matches[0].capability == "logistics.track"
         assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
