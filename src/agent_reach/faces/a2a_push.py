@@ -18,7 +18,6 @@ watched set once its final state went out.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -148,8 +147,12 @@ class PushNotifier:
         """Look and push until cancelled."""
         try:
             while True:
-                with contextlib.suppress(ReachError):
+                try:
                     await self.look()
+                except ReachError:
+                    pass  # the store is away: the next look tries again
+                except Exception:  # a bad record must not end pushes for every task
+                    log.exception("a2a_push_look_failed")
                 await asyncio.sleep(LOOK_EVERY_S)
         finally:
             for sending in list(self._sending):
