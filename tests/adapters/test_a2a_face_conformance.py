@@ -16,6 +16,7 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -25,6 +26,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+from google.protobuf.json_format import ParseDict
 from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -389,3 +391,27 @@ def test_with_keys_on_the_card_is_public_everywhere_and_the_rest_binding_asks_fo
         keyed = http.get("/a2a/tasks", headers={"authorization": f"Bearer {admin}"})
         assert keyed.status_code == 200
         assert keyed.json() == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
+
+
+async def test_the_official_clients_v03_transport_reaches_the_v03_interface(
+    coordinator: str,
+) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        raw = (await http.get(f"{coordinator}/.well-known/agent-card.json")).json()
+        card = ParseDict(raw, AgentCard(), ignore_unknown_fields=True)
+        v03 = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(v03)  # the client then speaks message/send, tasks/get
+        client = await create_client(card, client_config=ClientConfig(httpx_client=http))
+        sent = [
+            e
+            async for e in client.send_message(
+                SendMessageRequest(message=_message("hi", capability="no.such.skill"))
+            )
+        ]
+        assert sent[0].task.status.state == TaskState.TASK_STATE_REJECTED
+        read = await client.get_task(GetTaskRequest(id=sent[0].task.id))
+        assert read.status.state == TaskState.TASK_STATE_REJECTED
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=read.id))
+        await client.close()
