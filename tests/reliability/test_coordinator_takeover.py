@@ -45,6 +45,7 @@ KILL_AFTER_S = 0.7  # after the round's requests were sent to A
 ANSWER_WITHIN_S = 5.0  # the promise: p99 of kill -> survivor's answer
 GIVE_UP_S = 30.0  # a request unanswered this long after the kill counts as lost
 POLL_S = 0.05
+PROBE_INTERVAL_S = 0.5  # the rig's
 
 
 @dataclass(slots=True)
@@ -121,9 +122,25 @@ def _poll_run(b: str, outcome: Outcome, at: list[float]) -> None:
             time.sleep(POLL_S)  # a poll's pace, not a wait for a state
 
 
+def _coordinator(rig: Any, store: dict[str, str]) -> CoordinatorProcess:
+    """`rig.coordinator`, given the rig's long readiness wait: 20 rounds start 21 of them on
+    a machine other tests load too."""
+    policy_file = rig.directory / f"policy-{len(rig.processes)}.toml"
+    policy_file.write_text(POLICY, encoding="utf-8")
+    process = CoordinatorProcess(
+        directory=rig.directory,
+        policy_file=policy_file,
+        probe_interval_s=PROBE_INTERVAL_S,
+        **store,  # type: ignore[arg-type]
+    )
+    rig.processes.append(process)
+    rig.start(process)
+    return process
+
+
 def _round(rig: Any, n: int, b: CoordinatorProcess, store: dict[str, str]) -> list[Outcome]:
     """Start A, put the round's requests in flight on it, SIGKILL it, collect B's answers."""
-    a = rig.coordinator(policy=POLICY, **store)
+    a = _coordinator(rig, store)
     rig.wait_healthy(a.url, [agent.agent_id for agent in rig.agents])
     outcomes: list[Outcome] = []
     killed, at = threading.Event(), [0.0]
@@ -170,7 +187,7 @@ def _round(rig: Any, n: int, b: CoordinatorProcess, store: dict[str, str]) -> li
 def test_a_killed_coordinators_requests_and_steps_are_answered_within_seconds(
     rig, store, report, tier
 ):
-    b = rig.coordinator(policy=POLICY, **store)
+    b = _coordinator(rig, store)
     guarded = rig.agent("guarded-1", "take.guarded", b.url, latency_ms=AGENT_LATENCY_MS)
     plain = rig.agent("plain-1", "take.plain", b.url, latency_ms=AGENT_LATENCY_MS, idempotent=False)
     rig.start(guarded, plain)
