@@ -151,11 +151,16 @@ class IdempotencyGuard:
             log.error("idempotency_record_lost", request_id=key, kept=keep)
 
 
+NOT_TAKEN_STATUSES = frozenset({421, 429, 503})  # the agent answered that it did not take it
+
+
 def may_have_acted(error: ReachError | None) -> bool:
     """Whether an agent may have acted on a request that ended with `error`: a timeout
-    or a failure after it was sent (not one that never reached an agent, nor a refusal
-    before any delivery)."""
+    or a failure after it was sent (not one that never reached an agent, one it
+    declined, nor a refusal before any delivery)."""
     if not isinstance(error, AgentFailed) or isinstance(error, AgentUnreachable):
+        return False
+    if int(error.details.get("http_status") or 0) in NOT_TAKEN_STATUSES:
         return False
     return bool(error.details.get("outcome_unknown", True))
 
