@@ -4,10 +4,11 @@ On a standalone Redis and on the 6-node Cluster (both in the default suite).
 
 Agents register and heartbeat with the survivor (B). Clients call A; a request that
 gets no answer from A (or 409 `in_progress` while A's claim lives) is sent again with
-the same request_id, to B. Synchronous requests: B waits out A's idempotency lease,
-then runs each once; an agent that had already acted answers from its guard.
+the same request_id, to B. Synchronous requests: B takes A's claims over once A's
+liveness record runs out (`AR_LIVENESS_TTL_S`, 2 s) and sends each again to the SDK agent
+(it declares `idempotent`), which answers from its guard when it had already acted.
 Tasks (asynchronous, `long` and suspended) accepted by A are taken over by B from the
-durable queues once A's entries are stale (`AR_TASK_STALE_S`, 30 s by default; 3 s here).
+durable queues once A's liveness ran out (or its entries are stale, `AR_TASK_STALE_S`).
 """
 
 from __future__ import annotations
