@@ -12,6 +12,7 @@ maps each back to its A2A error. An `A2A-Version` other than 1.0 is 400
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -28,10 +29,10 @@ from agent_reach.faces.a2a_service import (
     error_of,
 )
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
-from agent_reach.identity.certificates import peer_of
+from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.runtime import runtime_of
+from agent_reach.server.runtime import Runtime, runtime_of
 
 router = APIRouter(tags=["a2a"])
 # JSON-RPC code -> (HTTP status, google.rpc status, A2A reason): the A2A spec's table
@@ -73,23 +74,34 @@ def status_body(exc: A2AError) -> Response:
 
 
 async def _principal(request: Request) -> Principal:
-    runtime = runtime_of(request)
-    version = request.headers.get("a2a-version")
+    return await _authenticated(
+        runtime_of(request),
+        request.headers.get("a2a-version"),
+        request.headers.get("authorization"),
+        peer_of(request.scope),
+    )
+
+
+async def _authenticated(
+    runtime: Runtime, version: str | None, authorization: str | None, peer: PeerCertificate | None
+) -> Principal:
     if version not in (None, "", "1.0", "1"):
         raise A2AError(
             VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not served on this binding: use 1.0"
         )
     try:
-        return await runtime.security.authenticate(
-            request.headers.get("authorization"), peer_of(request.scope)
-        )
+        return await runtime.security.authenticate(authorization, peer)
     except ReachError as exc:
         raise error_of(exc) from None
 
 
 async def _body(request: Request) -> dict[str, Any]:
+    return _parsed(await request.body())
+
+
+def _parsed(raw: bytes) -> dict[str, Any]:
     try:
-        body = orjson.loads(await request.body())
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise A2AError(-32700, "the body is not JSON") from None
     if not isinstance(body, dict):
@@ -117,13 +129,36 @@ def _json(value: Any) -> Response:
 @router.post("/a2a/message:send")
 async def send(request: Request) -> Response:
     """`SendMessage`: a SendMessageResponse (`{"message"}` or `{"task"}`)."""
+    headers = request.headers
+    status, body = await send_answer(
+        runtime_of(request),
+        request.body,
+        headers.get("a2a-version"),
+        headers.get("authorization"),
+        peer_of(request.scope),
+        headers.get("traceparent"),
+    )
+    return Response(body, status, media_type="application/json")
+
+
+async def send_answer(
+    runtime: Runtime,
+    body: Callable[[], Awaitable[bytes]],
+    version: str | None,
+    authorization: str | None,
+    peer: PeerCertificate | None,
+    traceparent: str | None,
+) -> tuple[int, bytes]:
+    """`POST /a2a/message:send` without ASGI (the edge's fast path calls it too): the
+    status and JSON body; `body` reads the request body, after authentication."""
     try:
-        principal = await _principal(request)
-        face = A2AFace(runtime_of(request))
-        trace = continue_trace(request.headers.get("traceparent"))
-        return _json(await face.send(await _body(request), principal, trace))
+        principal = await _authenticated(runtime, version, authorization, peer)
+        face = A2AFace(runtime)
+        trace = continue_trace(traceparent)
+        return 200, orjson.dumps(await face.send(_parsed(await body()), principal, trace))
     except A2AError as exc:
-        return status_body(exc)
+        response = status_body(exc)
+        return response.status_code, bytes(response.body)
 
 
 @router.post("/a2a/message:stream")
