@@ -49,7 +49,7 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.server.allocator import fix_mmap_threshold
 from agent_reach.server.app import CoordinatorApp
 from agent_reach.server.edge_asgi import ASGIApp, Lifespan, StartupFailed
-from agent_reach.server.edge_connection import HttpConnection
+from agent_reach.server.edge_connection import Faces, HttpConnection
 
 log = structlog.get_logger("agent_reach.server")
 
@@ -76,6 +76,9 @@ class EdgeConfig:
     header_timeout_s: float = HEADER_TIMEOUT_S
     grace_s: float = GRACE_S
     backlog: int = BACKLOG
+    # The A2A and MCP faces' common posts answered without the framework (edge_faces);
+    # off, every one of them goes through the ASGI app (the tests compare the two).
+    fast_faces: bool = True
 
 
 class EdgeServer:
@@ -106,6 +109,7 @@ class EdgeServer:
         self.tasks: set[asyncio.Task[None]] = set()
         self.lifespan = Lifespan(app)
         self.invoke: InvokeService | None = None  # the coordinator's, once it has started
+        self.faces: Faces | None = None  # its faces' fast path, likewise
         self.body_limit = 0
         self.node_header = b""
 
@@ -124,6 +128,10 @@ class EdgeServer:
             if isinstance(app, CoordinatorApp) and app.runtime is not None:
                 self.invoke, self.body_limit = app.runtime.invoke, app.settings.max_body_bytes
                 self.node_header = b"x-reach-node: %s\r\n" % app.runtime.node_id.encode()
+                if self.config.fast_faces:
+                    from agent_reach.server.edge_faces import faces_of  # imports the MCP SDK
+
+                    self.faces = faces_of(app)
             try:
                 tls: dict[str, Any] = {}
                 if self.ssl_context is not None:

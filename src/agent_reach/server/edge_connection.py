@@ -2,11 +2,13 @@
 arrive, answered in order, one at a time.
 
 `POST /v1/invoke` (exact path, any query) is collected here and answered with
-`fastpath.answer_invoke` in one `transport.write`; every other request becomes an
-`AsgiExchange`. A request that cannot be parsed, or outgrows what any allowed head
-needs, is refused with its JSON error after the answers already due, and the
-connection closes. Reading pauses while a pipelined request waits its turn, while an
-app leaves a large body unread, and while the client does not read its answers.
+`fastpath.answer_invoke` in one `transport.write`; the A2A and MCP faces' posts are
+collected by an exchange of `edge_faces`, answered on their fast path or handed to the
+app; every other request becomes an `AsgiExchange`. A request that cannot be parsed, or
+outgrows what any allowed head needs, is refused with its JSON error after the answers
+already due, and the connection closes. Reading pauses while a pipelined request waits
+its turn, while an app leaves a large body unread, and while the client does not read
+its answers.
 """
 
 from __future__ import annotations
@@ -83,11 +85,26 @@ class Exchange(Protocol):
     def disconnect(self) -> None: ...
 
 
+class Faces(Protocol):
+    """The A2A and MCP faces' fast path (`edge_faces.EdgeFaces`)."""
+
+    paths: frozenset[bytes]
+
+    def exchange(
+        self,
+        connection: HttpConnection,
+        url: bytes,
+        head: tuple[bytes, str, list[tuple[bytes, bytes]]],
+        keep_alive: bool,
+    ) -> Exchange: ...
+
+
 class Host(Protocol):
     """What a connection needs from the server that accepted it (`EdgeServer`)."""
 
     app: ASGIApp
     invoke: InvokeService | None  # the coordinator's invoke service, once it has started
+    faces: Faces | None  # the faces' fast path, once the coordinator has started
     body_limit: int
     node_header: bytes  # ``x-reach-node: <id>`` and CRLF on every invoke answer
     draining: bool
@@ -341,6 +358,20 @@ class HttpConnection(asyncio.Protocol):
                 self._enqueue(exchange)
                 raise body_too_large(server.body_limit)
             exchange.wants_continue = self.expect_continue
+            self._enqueue(exchange)
+        elif (
+            server.faces is not None
+            and method == b"POST"
+            and url in server.faces.paths
+            and 0 < self.declared <= server.body_limit
+            and not self.chunked_head
+            and not self.upgrade_body
+        ):
+            exchange = server.faces.exchange(
+                self, url, (method, http_version, self.headers), keep_alive
+            )
+            exchange.wants_continue = self.expect_continue
+            self.current = exchange
             self._enqueue(exchange)
         else:
             state = server.lifespan.state

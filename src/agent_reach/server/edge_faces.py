@@ -1,0 +1,232 @@
+"""The A2A and MCP faces' requests on the edge server: `face_fastpath` answers them
+without the framework, or the ASGI app does, unchanged.
+
+A `POST` to one of `FACE_PATHS` (exact target, no query) with a Content-Length body
+within the body limit becomes a `FaceExchange`: its body is collected as it arrives,
+then `FaceRoutes.answer` either answers it (one write; an MCP call that outlasts the
+SDK's 15 s turns into an event stream with pings, as the SDK's does) or returns None
+before anything is invoked, and the exchange hands the request, body included, to an
+`AsgiExchange` of the app. A client that leaves does not stop an answer being made: as
+on `/v1/invoke`, the agent may already be called, and it runs to its end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import structlog
+
+from agent_reach.errors import ReachError
+from agent_reach.server.edge_asgi import (
+    INTERNAL_ERROR,
+    AsgiExchange,
+    connection_header,
+    http_scope,
+    status_line,
+)
+from agent_reach.server.face_fastpath import (
+    A2A_RPC,
+    A2A_SEND,
+    MCP,
+    SSE_AFTER_S,
+    SSE_HEADERS,
+    SSE_PING,
+    FaceAnswer,
+    FaceRoutes,
+)
+
+if TYPE_CHECKING:
+    from agent_reach.server.app import CoordinatorApp
+    from agent_reach.server.edge_connection import HttpConnection
+
+log = structlog.get_logger("agent_reach.server")
+
+_CHUNKED = b"transfer-encoding: chunked\r\n"
+
+
+class EdgeFaces:
+    """What a connection asks of the faces: which targets are theirs, and an exchange
+    for one."""
+
+    paths = frozenset({A2A_RPC, A2A_SEND, MCP})
+
+    def __init__(self, routes: FaceRoutes) -> None:
+        self.routes = routes
+
+    def exchange(
+        self,
+        connection: HttpConnection,
+        url: bytes,
+        head: tuple[bytes, str, list[tuple[bytes, bytes]]],
+        keep_alive: bool,
+    ) -> FaceExchange:
+        return FaceExchange(connection, self.routes, url, head, keep_alive)
+
+
+class FaceExchange:
+    """A face request: answered on the fast path once its body is whole, or handed on."""
+
+    __slots__ = (
+        "chunks",
+        "connection",
+        "faces",
+        "gone",
+        "head",
+        "http10",
+        "inner",
+        "keep_alive",
+        "ready",
+        "started",
+        "streaming",
+        "url",
+        "wants_continue",
+    )
+
+    def __init__(
+        self,
+        connection: HttpConnection,
+        faces: FaceRoutes,
+        url: bytes,
+        head: tuple[bytes, str, list[tuple[bytes, bytes]]],  # method, HTTP version, headers
+        keep_alive: bool,
+    ) -> None:
+        self.connection = connection
+        self.faces = faces
+        self.url = url
+        self.head = head
+        self.keep_alive = keep_alive
+        self.http10 = head[1] == "1.0"
+        self.chunks: list[bytes] = []
+        self.inner: AsgiExchange | None = None  # the app's exchange, once handed on
+        self.ready = self.started = self.wants_continue = False
+        self.gone = self.streaming = False
+
+    @property
+    def ends_on_eof(self) -> bool:
+        return self.streaming if self.inner is None else self.inner.ends_on_eof
+
+    def start(self) -> None:
+        self.started = True
+        self.connection.spawn(self._answer())
+
+    def feed(self, body: bytes) -> None:
+        self.chunks.append(body)  # within the limit: its Content-Length was checked
+
+    def end(self) -> None:
+        self.ready = True
+
+    def absorb(self, error: ReachError) -> bool:
+        return False  # a broken request is not the faces' to answer
+
+    def disconnect(self) -> None:
+        self.gone = True
+        if self.inner is not None:
+            self.inner.disconnect()
+
+    async def _answer(self) -> None:
+        connection = self.connection
+        body = b"".join(self.chunks)
+        self.chunks = []
+        try:
+            answer = await self.faces.answer(
+                self.url,
+                self.head[2],
+                body,
+                connection.peer,
+                connection.tls is not None,
+                connection.local,
+            )
+        except Exception:
+            log.exception("request_failed", path=self.url.decode())
+            connection.answer_error(ReachError(INTERNAL_ERROR))
+            return
+        if answer is None:
+            self._hand_on(body)
+            return
+        if self.gone or connection.transport.is_closing():
+            return
+        if isinstance(answer, FaceAnswer):
+            keep_alive = self.keep_alive and not connection.draining
+            lines = b"".join(b"%s: %s\r\n" % pair for pair in answer.headers)
+            connection.write(
+                status_line(answer.status)
+                + lines
+                + connection.server.node_header
+                + connection_header(keep_alive, self.http10)
+                + b"\r\n"
+                + answer.body
+            )
+            connection.finish(keep_alive)
+            return
+        await self._stream(answer.pending)
+
+    def _hand_on(self, body: bytes) -> None:
+        """The request to the ASGI app, as if it had gone there from the start."""
+        connection = self.connection
+        method, version, headers = self.head
+        scope = http_scope(
+            method,
+            self.url,
+            version,
+            headers,
+            connection.client,
+            connection.local,
+            connection.server.lifespan.state,
+            connection.tls,
+        )
+        inner = AsgiExchange(
+            connection,
+            connection.server.app,
+            scope,
+            keep_alive=self.keep_alive,
+            http10=self.http10,
+            expect_continue=False,
+        )
+        self.inner = inner
+        if body:
+            inner.feed(body)
+        inner.end()
+        if self.gone:
+            inner.disconnect()
+        inner.start()
+
+    async def _stream(self, pending: asyncio.Future[bytes]) -> None:
+        """An event stream as the SDK's modern entry sends one: pings until the answer."""
+        connection = self.connection
+        self.streaming = True
+        keep_alive = self.keep_alive and not connection.draining and not self.http10
+        lines = b"".join(b"%s: %s\r\n" % pair for pair in SSE_HEADERS)
+        framing = b"" if self.http10 else _CHUNKED
+        head = (
+            status_line(200)
+            + lines
+            + connection.server.node_header
+            + framing
+            + connection_header(keep_alive, self.http10)
+            + b"\r\n"
+        )
+        data = SSE_PING
+        while True:
+            await connection.drain()
+            connection.write(head + self._chunk(data))
+            head = b""
+            try:
+                event = await asyncio.wait_for(asyncio.shield(pending), SSE_AFTER_S)
+            except TimeoutError:
+                data = SSE_PING
+                continue
+            break
+        await connection.drain()
+        connection.write(self._chunk(event) + (b"" if self.http10 else b"0\r\n\r\n"))
+        connection.finish(keep_alive)
+
+    def _chunk(self, data: bytes) -> bytes:
+        return data if self.http10 else b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def faces_of(app: CoordinatorApp) -> EdgeFaces | None:
+    """The fast path for a started coordinator's faces."""
+    if app.runtime is None:
+        return None
+    return EdgeFaces(FaceRoutes(app.runtime, app.mcp))

@@ -1,0 +1,394 @@
+"""The A2A and MCP faces' common requests without the framework, for the edge server.
+
+Measured (bench/faces.py): through FastAPI, and for `/mcp` through the MCP SDK's
+streamable-HTTP layer, an A2A message send cost 2-3x `/v1/invoke`'s CPU per request
+and an MCP tool call 4-6x, for the same delivery. The edge server hands three requests
+here with the body it has read: `POST /a2a` (JSON-RPC, every method but the streaming
+ones), `POST /a2a/message:send`, and `POST /mcp` carrying a 2026-07-28 `tools/call`
+(the per-request envelope: no session). `answer_face` answers them with the faces' own
+functions (`a2a_rpc.answer_rpc`, `a2a_rest.send_answer`, `mcp_tools.call_tool`) and the
+SDK's own validation and result shaping, so the answer is the one the full stack gives,
+byte for byte; or returns None before anything is invoked, and the request goes to the
+ASGI app as it is. It returns None for whatever it does not answer exactly as the full
+stack would: a foreign Origin, oversized headers, streaming methods, an MCP request of
+a handshake-era session, a tool the caller is not offered, a header or envelope the
+SDK would refuse, `Mcp-Param-*` headers, another Accept or Content-Type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import orjson
+from mcp.server.runner import modern_error_data
+from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    X_MCP_HEADER_KEY,
+    InboundModernRoute,
+    classify_inbound_request,
+)
+from mcp_types import INTERNAL_ERROR
+from mcp_types import methods as mcp_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ValidationError
+
+from agent_reach.errors import ReachError
+from agent_reach.faces.a2a_rest import send_answer
+from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
+from agent_reach.faces.a2a_service import error_of
+from agent_reach.faces.catalog import input_schema, offers
+from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
+from agent_reach.faces.mcp_tools import call_tool
+from agent_reach.identity.certificates import PeerCertificate
+from agent_reach.model.keys import Principal
+from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.server.limits import check_headers
+
+if TYPE_CHECKING:
+    from agent_reach.faces.mcp_server import McpFace
+    from agent_reach.server.runtime import Runtime
+
+Headers = list[tuple[bytes, bytes]]
+RawHeaders = list[tuple[bytes, bytes]]
+A2A_RPC, A2A_SEND, MCP = b"/a2a", b"/a2a/message:send", b"/mcp"
+PATHS = frozenset({A2A_RPC, A2A_SEND, MCP})
+_STREAMING = frozenset({"SendStreamingMessage", "message/stream"})
+_JSON = b"application/json"
+# The SDK's modern entry commits to an event stream when a handler runs this long
+# (`_streamable_http_modern._SSE_PING_INTERVAL`), with a ping comment as often.
+SSE_AFTER_S = 15.0
+SSE_HEADERS: RawHeaders = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+SSE_PING = b": ping\r\n\r\n"
+_ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+_CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+@dataclass(frozen=True, slots=True)
+class FaceAnswer:
+    """A whole answer: status, headers as the ASGI app would send them (the edge adds
+    `x-reach-node` and framing), body."""
+
+    status: int
+    headers: RawHeaders
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SlowAnswer:
+    """An MCP answer still being made after `SSE_AFTER_S`: the edge commits to an event
+    stream, pings while `pending` runs, then sends `pending`'s event."""
+
+    pending: asyncio.Future[bytes]
+
+
+Answer = FaceAnswer | SlowAnswer
+
+
+@dataclass(slots=True)
+class Request:
+    """What the faces read of a request's head: the first value of each header."""
+
+    headers: Headers
+    peer: PeerCertificate | None
+    tls: bool
+    local: tuple[str, int]
+    host: bytes | None = None
+    origin: bytes | None = None
+    authorization: str | None = None
+    authorizations: int = 0
+    content_type: bytes | None = None
+    accept: bytes | None = None
+    traceparent: str | None = None
+    a2a_version: str | None = None
+    mcp: dict[bytes, str] | None = None  # routing headers; None when one is repeated
+    mcp_other: bool = False  # Mcp-Session-Id or an Mcp-Param-* header
+
+    def scope(self) -> dict[str, Any]:
+        """The little of an ASGI scope `faces/mcp_auth` reads."""
+        return {
+            "scheme": "https" if self.tls else "http",
+            "headers": self.headers,
+            "server": self.local,
+        }
+
+
+def read_head(
+    headers: Headers, peer: PeerCertificate | None, tls: bool, local: tuple[str, int]
+) -> Request:
+    """One pass over the head."""
+    request = Request(headers, peer, tls, local)
+    mcp: dict[bytes, str] | None = {}
+    for name, value in headers:
+        if name == b"authorization":
+            request.authorizations += 1
+            if request.authorization is None:
+                request.authorization = value.decode("latin-1")
+        elif name == b"host":
+            request.host = request.host or value
+        elif name == b"origin":
+            request.origin = request.origin or value
+        elif name == b"content-type":
+            request.content_type = request.content_type or value
+        elif name == b"accept":
+            request.accept = value if request.accept is None else request.accept
+        elif name == b"traceparent":
+            request.traceparent = request.traceparent or value.decode("latin-1")
+        elif name == b"a2a-version":
+            if request.a2a_version is None:
+                request.a2a_version = value.decode("latin-1")
+        elif name.startswith(b"mcp-"):
+            if name in _ROUTING:
+                if mcp is not None and name in mcp:
+                    mcp = None
+                elif mcp is not None:
+                    mcp[name] = value.decode("latin-1")
+            else:
+                request.mcp_other = True
+    request.mcp = mcp
+    return request
+
+
+@dataclass(frozen=True, slots=True)
+class FaceRoutes:
+    """The faces of one running coordinator, as the edge server calls them."""
+
+    runtime: Runtime
+    mcp: McpFace
+
+    async def answer(
+        self,
+        path: bytes,
+        headers: Headers,
+        body: bytes,
+        peer: PeerCertificate | None,
+        tls: bool,
+        local: tuple[str, int],
+    ) -> Answer | None:
+        """`answer_face` for a request's head and body."""
+        request = read_head(headers, peer, tls, local)
+        return await answer_face(self.runtime, self.mcp, path, request, body)
+
+
+async def answer_face(
+    runtime: Runtime, mcp: McpFace, path: bytes, request: Request, body: bytes
+) -> Answer | None:
+    """The answer to a request for `path` (one of `PATHS`), or None: the full stack's."""
+    try:
+        check_headers(len(request.headers), sum(len(n) + len(v) for n, v in request.headers))
+        runtime.security.origins.check(path.decode(), request.host, request.origin)
+    except ReachError:
+        return None
+    if request.authorizations > 1:
+        return None
+    if path == MCP:
+        return await _mcp_call(runtime, mcp, request, body)
+    if path == A2A_SEND:
+        status, answer = await send_answer(
+            runtime,
+            _given(body),
+            request.a2a_version,
+            request.authorization,
+            request.peer,
+            request.traceparent,
+        )
+        return _json(status, answer)
+    return await _a2a_rpc(runtime, request, body)
+
+
+async def _a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer | None:
+    """`POST /a2a` as `faces/a2a_routes.rpc` answers it, but for streams."""
+    try:
+        call = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        call = None
+    if isinstance(call, dict) and call.get("method") in _STREAMING:
+        return None
+    try:
+        principal = await runtime.security.authenticate(request.authorization, request.peer)
+    except ReachError as exc:
+        answer = error_answer(error_of(exc), None)
+    else:
+        trace = continue_trace(request.traceparent)
+        answer = await answer_rpc(runtime, body, principal, trace, request.a2a_version)
+    if answer.stream is not None:  # the method was checked above; never reached
+        raise RuntimeError("a streamed A2A answer on the fast path")
+    return _json(answer.status, answer.body)
+
+
+async def _mcp_call(
+    runtime: Runtime, face: McpFace, request: Request, body: bytes
+) -> Answer | None:
+    """A 2026-07-28 `tools/call` the way `faces/mcp_server.McpFace` and the SDK's
+    modern entry answer it; None for anything else."""
+    call = _modern_call(face, request, body)
+    if call is None:
+        return None
+    call_id, params, route = call
+    scope = request.scope()
+    try:
+        principal = await runtime.security.authenticate(
+            request.authorization, request.peer, resource=resource_audience(runtime.settings, scope)
+        )
+    except ReachError as exc:
+        refused = refusal(runtime.settings, scope, exc, request_id_of(body))
+        return FaceAnswer(refused.status_code, refused.raw_headers, bytes(refused.body))
+    version = route.protocol_version
+    try:
+        mcp_methods.validate_client_request("tools/call", version, params)
+        typed = types.CallToolRequestParams.model_validate(params, by_name=False)
+    except Exception:  # the SDK's INVALID_PARAMS or METHOD_NOT_FOUND: its own answer
+        return None
+    if not _callable(runtime, principal, typed):
+        return None
+    task = asyncio.ensure_future(_called(runtime, face, principal, typed, call_id, version))
+    try:
+        done = await asyncio.wait_for(asyncio.shield(task), SSE_AFTER_S)
+    except TimeoutError:
+        return SlowAnswer(asyncio.ensure_future(_event(task)))
+    return done
+
+
+def _modern_call(
+    face: McpFace, request: Request, body: bytes
+) -> tuple[Any, dict[str, Any], InboundModernRoute] | None:
+    """(id, params, envelope) of a body the SDK's modern entry would dispatch as a
+    `tools/call`, reading the headers as it does; None otherwise."""
+    mcp = request.mcp
+    if (
+        mcp is None
+        or request.mcp_other
+        or mcp.get(b"mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
+        or len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE
+        or not _is_json_post(request.content_type)
+        or not _accepts_json_and_events(request.accept)
+        or face.server.cache_hints.get("tools/call") is not None
+    ):
+        return None
+    try:
+        call = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(call, dict) or call.keys() != _CALL_KEYS:
+        return None
+    call_id, params = call["id"], call["params"]
+    if (
+        call["jsonrpc"] != "2.0"
+        or call["method"] != "tools/call"
+        or isinstance(call_id, bool)
+        or not isinstance(call_id, str | int)
+        or not isinstance(params, dict)
+    ):
+        return None
+    headers = {name.decode(): value for name, value in mcp.items()}
+    route = classify_inbound_request(call, headers=headers)
+    if not isinstance(route, InboundModernRoute):
+        return None
+    return call_id, params, route
+
+
+def _callable(runtime: Runtime, principal: Principal, params: types.CallToolRequestParams) -> bool:
+    """Whether the tool is offered to `principal`, and its arguments pass the
+    `Mcp-Param-*` check the SDK runs against the listed schema (none were sent)."""
+    if not offers(runtime, principal, params.name):
+        return False
+    if not params.arguments:
+        return True
+    # Without annotations no header can be missing; with any, the full stack decides.
+    schema = input_schema(runtime, params.name)
+    return schema is None or X_MCP_HEADER_KEY.encode() not in orjson.dumps(schema)
+
+
+async def _called(
+    runtime: Runtime,
+    face: McpFace,
+    principal: Principal,
+    params: types.CallToolRequestParams,
+    call_id: Any,
+    version: str,
+) -> FaceAnswer:
+    """The tool called, and its JSON-RPC answer as the SDK's modern entry writes it."""
+    message: types.JSONRPCResponse | types.JSONRPCError
+    try:
+        result = await call_tool(runtime, principal, params.name, params.arguments)
+        message = types.JSONRPCResponse(
+            jsonrpc="2.0", id=call_id, result=_shaped(face, result, version)
+        )
+    except Exception as exc:
+        message = types.JSONRPCError(jsonrpc="2.0", id=call_id, error=modern_error_data(exc))
+    status = 200
+    if isinstance(message, types.JSONRPCError):
+        status = ERROR_CODE_HTTP_STATUS.get(message.error.code, 200)
+    body = json.dumps(_dumped(message), separators=(",", ":")).encode()
+    return FaceAnswer(status, _json_headers(body), body)
+
+
+async def _event(task: asyncio.Future[FaceAnswer]) -> bytes:
+    """The answer of a call that outlasted `SSE_AFTER_S`, as one SSE message event."""
+    answer = await task
+    return b"event: message\r\ndata: %s\r\n\r\n" % answer.body
+
+
+def _shaped(face: McpFace, result: types.CallToolResult, version: str) -> dict[str, Any]:
+    """`ServerRunner._serialize` of a `tools/call` result: the per-version sieve and, on
+    2026-era requests, the serverInfo stamp."""
+    try:
+        dumped = mcp_methods.serialize_server_result("tools/call", version, _dumped(result))
+    except ValidationError:
+        raise MCPError(INTERNAL_ERROR, "Handler returned an invalid result") from None
+    if version in MODERN_PROTOCOL_VERSIONS:
+        if dumped.get("resultType") is None:
+            dumped["resultType"] = "complete"
+        meta = dumped.get("_meta")
+        stamp = face.server.server_info_stamp
+        if meta is None:
+            dumped["_meta"] = {types.SERVER_INFO_META_KEY: stamp}
+        elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
+            dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: stamp}
+    return dumped
+
+
+def _dumped(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _is_json_post(content_type: bytes | None) -> bool:
+    """The SDK's POST check: a Content-Type that starts with application/json."""
+    return content_type is not None and content_type.lower().startswith(_JSON)
+
+
+def _accepts_json_and_events(accept: bytes | None) -> bool:
+    """`streamable_http.check_accept_headers` granting both JSON and an event stream."""
+    if accept is None:
+        return False
+    kinds = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
+    if b"*/*" in kinds:
+        return True
+    has_json = _JSON in kinds or b"application/*" in kinds
+    return has_json and (b"text/event-stream" in kinds or b"text/*" in kinds)
+
+
+def _json(status: int, body: bytes) -> FaceAnswer:
+    return FaceAnswer(status, _json_headers(body), body)
+
+
+def _json_headers(body: bytes) -> RawHeaders:
+    """Starlette's for a JSON `Response`: its length, then its type."""
+    return [(b"content-length", b"%d" % len(body)), (b"content-type", _JSON)]
+
+
+def _given(body: bytes) -> Callable[[], Awaitable[bytes]]:
+    async def read() -> bytes:
+        return body
+
+    return read
