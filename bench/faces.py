@@ -37,6 +37,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+from rich.table import Table
+
 from overhead import (
     AGENT_ID,
     BENCH_POLICY,
@@ -51,8 +54,6 @@ from overhead import (
     run_wrk,
     wait_healthy,
 )
-from rich.console import Console
-from rich.table import Table
 
 GOAL_CPU_RATIO = 1.5  # issue 30: a face costs at most 1.5x /v1/invoke's CPU per request
 PAYLOAD = json.loads(BODY)["payload"]
@@ -199,7 +200,9 @@ def open_session(port: int, key: str) -> str:
 def check(port: int, face: Face) -> None:
     """One request of `face`: it must answer 200 with the echo's answer."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", face.path, face.numbered(f"check-{secrets.token_hex(4)}-", 0), face.headers)
+    conn.request(
+        "POST", face.path, face.numbered(f"check-{secrets.token_hex(4)}-", 0), face.headers
+    )
     response = conn.getresponse()
     body = response.read()
     conn.close()
@@ -210,8 +213,14 @@ def check(port: int, face: Face) -> None:
 def script(tmp: Path, face: Face, run: str) -> Path:
     """The wrk script of one run of `face` (its numbers unique to the run)."""
     pre, counted, post_ = face.numbered(f"{run}-", COUNTER).partition(COUNTER)
-    headers = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in face.headers.items())
-    body = NUMBERED % (json.dumps(pre), json.dumps(post_)) if counted else f"wrk.body = {json.dumps(pre)}"
+    headers = "\n".join(
+        f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in face.headers.items()
+    )
+    body = (
+        NUMBERED % (json.dumps(pre), json.dumps(post_))
+        if counted
+        else f"wrk.body = {json.dumps(pre)}"
+    )
     path = tmp / f"{run}.lua"
     path.write_text(WRK_SCRIPT % {"headers": headers, "body": body})
     return path
@@ -233,7 +242,12 @@ def coordinator(tmp: Path) -> Iterator[tuple[int, int, str]]:
 
     try:
         agent_port, port = free_ports(2)
-        agent_cmd = [sys.executable, str(REPO / "bench" / "echo_agent.py"), "--port", str(agent_port)]
+        agent_cmd = [
+            sys.executable,
+            str(REPO / "bench" / "echo_agent.py"),
+            "--port",
+            str(agent_port),
+        ]
         agent = start("agent", agent_cmd)
         wait_healthy("echo agent", agent, agent_port, "/health", tmp / "agent.log")
         admin_key = secrets.token_urlsafe(32)
@@ -246,9 +260,20 @@ def coordinator(tmp: Path) -> Iterator[tuple[int, int, str]]:
             AR_ADMIN_KEY=admin_key,
             AR_POLICY_FILE=str(policy),
             AR_DECISION_LOG=str(tmp / "decisions.jsonl"),
-            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+            PYTHONPATH=os.pathsep.join(
+                filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])
+            ),
         )
-        cmd = [sys.executable, "-m", "agent_reach", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "agent_reach",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
         coord = start("coordinator", cmd, env)
         wait_healthy("coordinator", coord, port, "/healthz", tmp / "coordinator.log", " ".join(cmd))
         yield port, coord.pid, register_agent(port, agent_port, admin_key)
@@ -270,12 +295,15 @@ def measure(args: argparse.Namespace, tmp: Path, console: Console) -> list[Face]
             for repeat in range(args.repeat):
                 for face in targets:  # in turn: each repeat's figures come seconds apart
                     target = Target(face.name, f"http://127.0.0.1:{port}{face.path}", pid)
-                    result = run_wrk(target, concurrency, args.duration, script(tmp, face, _run_id()))
+                    result = run_wrk(
+                        target, concurrency, args.duration, script(tmp, face, _run_id())
+                    )
                     result.repeat = repeat
                     face.runs.append(result)
+                    cpu_ms = result.cpu_us_per_req / 1000
                     console.print(
-                        f"c={concurrency:<3} #{repeat + 1} {face.name:<28} {result.rps:>8,.0f} req/s "
-                        f"{result.cpu_us_per_req / 1000:.3f} ms CPU/req"
+                        f"c={concurrency:<3} #{repeat + 1} {face.name:<28} "
+                        f"{result.rps:>8,.0f} req/s {cpu_ms:.3f} ms CPU/req"
                     )
     return targets
 
@@ -317,11 +345,24 @@ def summary(targets: list[Face], concurrency: list[int]) -> list[dict[str, objec
 
 def render(console: Console, rows: list[dict[str, object]]) -> None:
     table = Table(title="the same delivery through each face; wrk -t1 on CPU 0, servers on CPU 1")
-    for column in ("c", "face", "req/s", "p50 ms", "p99 ms", "CPU ms/req", "CPU / invoke", "errors"):
+    for column in (
+        "c",
+        "face",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU ms/req",
+        "CPU / invoke",
+        "errors",
+    ):
         table.add_column(column, justify="left" if column == "face" else "right")
     for row in rows:
         ratio = float(row["cpu_over_invoke"])  # type: ignore[arg-type]
-        verdict = "" if row["face"] == "/v1/invoke" else (" met" if ratio <= GOAL_CPU_RATIO else " MISSED")
+        verdict = (
+            ""
+            if row["face"] == "/v1/invoke"
+            else (" met" if ratio <= GOAL_CPU_RATIO else " MISSED")
+        )
         table.add_row(
             str(row["concurrency"]),
             str(row["face"]),
@@ -346,7 +387,9 @@ def main() -> None:
         help="comma-separated connection counts (default 1,64)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per point; medians are kept")
-    parser.add_argument("--warmup", type=int, default=2, help="whole seconds of load per target first")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="whole seconds of load per target first"
+    )
     parser.add_argument("--json", type=Path, help="write the results to this file")
     args = parser.parse_args()
     for tool in ("wrk", "taskset"):
