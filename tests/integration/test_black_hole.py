@@ -71,8 +71,8 @@ def test_a_fast_failing_instance_with_a_passing_health_check_is_ejected_for_long
                 break
         bursts.append(len(hole.received) - before)
         pause_s = EJECTION_BASE_S * 2**ejection  # 2 s, then 4 s
+        probes = passed_probes(http)  # before the move: the next probe may come at once
         clock.advance(pause_s - JUST_SHORT_S)
-        probes = passed_probes(http)
         # the good instance's next probe shows a look at what is due at the new time ...
         wait_until(lambda p=probes: passed_probes(http) > p, "a probe round at the new time")
         assert status(http, "hole-1") == "offline", f"readmitted before its {pause_s} s pause"
