@@ -276,6 +276,10 @@ def test_failed_deliveries_take_an_instance_offline_without_probes(
             body = {"id": agent_id, "capabilities": ["echo"], "weight": weight,
                     "transport": {"type": "http", "endpoint": endpoint}}  # fmt: skip
             assert http.post("/v1/agents", json=body).status_code == 201
+        wait_until(  # an instance no probe has answered yet is scored below one that has
+            lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
+            "the probes sent at registration to pass",
+        )
         for _ in range(4 * OFFLINE_AFTER):  # bounded by calls, not by the clock
             assert invoke(http).json()["agent_id"] == "good-1"
             if http.get("/v1/agents/bad-1").json()["status"] == "offline":
