@@ -173,7 +173,8 @@ def is_final(error: ReachError | None) -> bool:
     """Answers to replay: successes, and failures an agent made final by acting on them.
 
     Everything else (no route, timeouts with unknown outcome, 5xx, store outages) gives
-    the id back, so a retry by the caller can still execute it; the agent's own guard
-    by request_id stops it from acting twice when an earlier attempt did reach it.
+    the id back, so a retry by the caller can still execute it; when an earlier attempt
+    may have acted, only on an instance that declared `idempotent` (its own guard by
+    request_id stops it from acting twice), else the retry ends `outcome_unknown`.
     """
     return error is None or (isinstance(error, AgentFailed) and not error.retryable)
