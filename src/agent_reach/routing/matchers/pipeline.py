@@ -188,7 +188,7 @@ class MatchingPipeline:
         # (registry index version seen, cards version, the registered cards then)
         self._cards: tuple[int, int, dict[str, CapabilityCard]] | None = None
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
-        self._cache_key: tuple[int, int, str, bool] | None = None
+        self._cache_key: tuple[int, int, str] | None = None
 
     async def match(self, text: str, policy: RoutingPolicy) -> Matched:
         """The best capabilities for `text`; no matches when no matcher has an opinion."""
@@ -202,7 +202,7 @@ class MatchingPipeline:
             return Matched([match], info)
         await self._refresh(policy)
         now = self.clock.monotonic()
-        key = (self._generation, learned.version, policy.version, self._remote_up(policy))
+        key = (self._generation, learned.version, policy.version)
         if key != self._cache_key:
             self._cache.clear()
             self._cache_key = key
@@ -634,7 +634,9 @@ class MatchingPipeline:
         self._next_probe = now + ENCODER_PROBE_S
         for remote in down.values():
             if await asyncio.to_thread(remote.encoder.probe):
-                self._announce()
+                # no new generation: the matches cached meanwhile (by the packaged
+                # encoder, and saying so) stay right; a fit still to do starts in `watch`
+                self._progress.set()
 
     def _remote_usable(self, policy: RoutingPolicy, before: CalibrationKey) -> _Remote | None:
         """The remote fit that may answer a text now: asked for, fitted, calibrated, up."""
@@ -647,11 +649,6 @@ class MatchingPipeline:
         if found is None or not (found[1].fitted or found[0] == self._catalog_key()):
             return None
         return serving
-
-    def _remote_up(self, policy: RoutingPolicy) -> bool:
-        """Whether a remote fit answers texts now (a match cached under it keys on it)."""
-        serving = self._serving
-        return serving is not None and serving.encoder.health.healthy
 
     def _remote_ready(self, policy: RoutingPolicy) -> bool:
         """False while the remote encoder asked for is still to be fitted on this catalog
