@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from agent_reach.errors import ReachError
+from agent_reach.server import face_fastpath
 from agent_reach.server.edge_asgi import (
     INTERNAL_ERROR,
     AsgiExchange,
@@ -29,11 +30,10 @@ from agent_reach.server.face_fastpath import (
     A2A_RPC,
     A2A_SEND,
     MCP,
-    SSE_AFTER_S,
     SSE_HEADERS,
     SSE_PING,
-    FaceAnswer,
     FaceRoutes,
+    sse_event,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ class FaceExchange:
         "http10",
         "inner",
         "keep_alive",
+        "pinger",
         "ready",
         "started",
         "streaming",
@@ -101,6 +102,7 @@ class FaceExchange:
         self.inner: AsgiExchange | None = None  # the app's exchange, once handed on
         self.ready = self.started = self.wants_continue = False
         self.gone = self.streaming = False
+        self.pinger: asyncio.TimerHandle | None = None  # the next ping of an event stream
 
     @property
     def ends_on_eof(self) -> bool:
@@ -121,6 +123,7 @@ class FaceExchange:
 
     def disconnect(self) -> None:
         self.gone = True
+        self._end_stream()
         if self.inner is not None:
             self.inner.disconnect()
 
@@ -136,30 +139,38 @@ class FaceExchange:
                 connection.peer,
                 connection.tls is not None,
                 connection.local,
+                self._begin_stream,
             )
         except Exception:
             log.exception("request_failed", path=self.url.decode())
-            connection.answer_error(ReachError(INTERNAL_ERROR))
+            if self.streaming:
+                self._end_stream()
+                connection.transport.close()  # part of the answer is out: only closing ends it
+            else:
+                connection.answer_error(ReachError(INTERNAL_ERROR))
             return
         if answer is None:
             self._hand_on(body)
             return
-        if self.gone or connection.transport.is_closing():
-            return
-        if isinstance(answer, FaceAnswer):
-            keep_alive = self.keep_alive and not connection.draining
-            lines = b"".join(b"%s: %s\r\n" % pair for pair in answer.headers)
-            connection.write(
-                status_line(answer.status)
-                + lines
-                + connection.server.node_header
-                + connection_header(keep_alive, self.http10)
-                + b"\r\n"
-                + answer.body
-            )
+        if self.streaming:
+            self._end_stream()
+            keep_alive = self.keep_alive and not connection.draining and not self.http10
+            await connection.drain()
+            end = b"" if self.http10 else b"0\r\n\r\n"
+            connection.write(self._chunk(sse_event(answer.body)) + end)
             connection.finish(keep_alive)
             return
-        await self._stream(answer.pending)
+        keep_alive = self.keep_alive and not connection.draining
+        lines = b"".join(b"%s: %s\r\n" % pair for pair in answer.headers)
+        connection.write(
+            status_line(answer.status)
+            + lines
+            + connection.server.node_header
+            + connection_header(keep_alive, self.http10)
+            + b"\r\n"
+            + answer.body
+        )
+        connection.finish(keep_alive)
 
     def _hand_on(self, body: bytes) -> None:
         """The request to the ASGI app, as if it had gone there from the start."""
@@ -191,35 +202,32 @@ class FaceExchange:
             inner.disconnect()
         inner.start()
 
-    async def _stream(self, pending: asyncio.Future[bytes]) -> None:
-        """An event stream as the SDK's modern entry sends one: pings until the answer."""
+    def _begin_stream(self) -> None:
+        """The call has run `SSE_AFTER_S`: an event stream's head and a ping now, a ping
+        every `SSE_AFTER_S` after, the answer as its event (the SDK's modern entry)."""
         connection = self.connection
         self.streaming = True
         keep_alive = self.keep_alive and not connection.draining and not self.http10
         lines = b"".join(b"%s: %s\r\n" % pair for pair in SSE_HEADERS)
-        framing = b"" if self.http10 else _CHUNKED
-        head = (
+        connection.write(
             status_line(200)
             + lines
             + connection.server.node_header
-            + framing
+            + (b"" if self.http10 else _CHUNKED)
             + connection_header(keep_alive, self.http10)
             + b"\r\n"
+            + self._chunk(SSE_PING)
         )
-        data = SSE_PING
-        while True:
-            await connection.drain()
-            connection.write(head + self._chunk(data))
-            head = b""
-            try:
-                event = await asyncio.wait_for(asyncio.shield(pending), SSE_AFTER_S)
-            except TimeoutError:
-                data = SSE_PING
-                continue
-            break
-        await connection.drain()
-        connection.write(self._chunk(event) + (b"" if self.http10 else b"0\r\n\r\n"))
-        connection.finish(keep_alive)
+        self.pinger = connection.loop.call_later(face_fastpath.SSE_AFTER_S, self._ping)
+
+    def _ping(self) -> None:
+        self.connection.write(self._chunk(SSE_PING))
+        self.pinger = self.connection.loop.call_later(face_fastpath.SSE_AFTER_S, self._ping)
+
+    def _end_stream(self) -> None:
+        if self.pinger is not None:
+            self.pinger.cancel()
+            self.pinger = None
 
     def _chunk(self, data: bytes) -> bytes:
         return data if self.http10 else b"%x\r\n%s\r\n" % (len(data), data)

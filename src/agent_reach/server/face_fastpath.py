@@ -18,6 +18,7 @@ SDK would refuse, `Mcp-Param-*` headers, another Accept or Content-Type.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from agent_reach.errors import ReachError
 from agent_reach.faces.a2a_rest import send_answer
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
 from agent_reach.faces.a2a_service import error_of
-from agent_reach.faces.catalog import input_schema, offers
+from agent_reach.faces.catalog import input_schema
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool
 from agent_reach.identity.certificates import PeerCertificate
@@ -72,6 +73,7 @@ SSE_HEADERS: RawHeaders = [
 SSE_PING = b": ping\r\n\r\n"
 _ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +86,9 @@ class FaceAnswer:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class SlowAnswer:
-    """An MCP answer still being made after `SSE_AFTER_S`: the edge commits to an event
-    stream, pings while `pending` runs, then sends `pending`'s event."""
-
-    pending: asyncio.Future[bytes]
-
-
-Answer = FaceAnswer | SlowAnswer
+# Called when an MCP call has run `SSE_AFTER_S`: the edge commits to an event stream
+# (`edge_faces`), and sends the answer as its one event once it is made.
+OnSlow = Callable[[], None]
 
 
 @dataclass(slots=True)
@@ -174,15 +170,16 @@ class FaceRoutes:
         peer: PeerCertificate | None,
         tls: bool,
         local: tuple[str, int],
-    ) -> Answer | None:
+        on_slow: OnSlow,
+    ) -> FaceAnswer | None:
         """`answer_face` for a request's head and body."""
         request = read_head(headers, peer, tls, local)
-        return await answer_face(self.runtime, self.mcp, path, request, body)
+        return await answer_face(self.runtime, self.mcp, path, request, body, on_slow)
 
 
 async def answer_face(
-    runtime: Runtime, mcp: McpFace, path: bytes, request: Request, body: bytes
-) -> Answer | None:
+    runtime: Runtime, mcp: McpFace, path: bytes, request: Request, body: bytes, on_slow: OnSlow
+) -> FaceAnswer | None:
     """The answer to a request for `path` (one of `PATHS`), or None: the full stack's."""
     try:
         check_headers(len(request.headers), sum(len(n) + len(v) for n, v in request.headers))
@@ -192,7 +189,7 @@ async def answer_face(
     if request.authorizations > 1:
         return None
     if path == MCP:
-        return await _mcp_call(runtime, mcp, request, body)
+        return await _mcp_call(runtime, mcp, request, body, on_slow)
     if path == A2A_SEND:
         status, answer = await send_answer(
             runtime,
@@ -227,8 +224,8 @@ async def _a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswe
 
 
 async def _mcp_call(
-    runtime: Runtime, face: McpFace, request: Request, body: bytes
-) -> Answer | None:
+    runtime: Runtime, face: McpFace, request: Request, body: bytes, on_slow: OnSlow
+) -> FaceAnswer | None:
     """A 2026-07-28 `tools/call` the way `faces/mcp_server.McpFace` and the SDK's
     modern entry answer it; None for anything else."""
     call = _modern_call(face, request, body)
@@ -244,19 +241,21 @@ async def _mcp_call(
         refused = refusal(runtime.settings, scope, exc, request_id_of(body))
         return FaceAnswer(refused.status_code, refused.raw_headers, bytes(refused.body))
     version = route.protocol_version
-    try:
-        mcp_methods.validate_client_request("tools/call", version, params)
-        typed = types.CallToolRequestParams.model_validate(params, by_name=False)
-    except Exception:  # the SDK's INVALID_PARAMS or METHOD_NOT_FOUND: its own answer
+    name, arguments = params.get("name"), params.get("arguments")
+    if not (
+        params.keys() <= _PARAM_KEYS
+        and isinstance(name, str)
+        and (arguments is None or isinstance(arguments, dict))
+        and _envelope_valid(version, orjson.dumps(params["_meta"]))
+    ):
+        return None  # the SDK's own answer: INVALID_PARAMS, or fields it reads otherwise
+    if not _callable(runtime, name, arguments):
         return None
-    if not _callable(runtime, principal, typed):
-        return None
-    task = asyncio.ensure_future(_called(runtime, face, principal, typed, call_id, version))
+    timer = asyncio.get_running_loop().call_later(SSE_AFTER_S, on_slow)
     try:
-        done = await asyncio.wait_for(asyncio.shield(task), SSE_AFTER_S)
-    except TimeoutError:
-        return SlowAnswer(asyncio.ensure_future(_event(task)))
-    return done
+        return await _called(runtime, face, principal, (name, arguments), call_id, version)
+    finally:
+        timer.cancel()
 
 
 def _modern_call(
@@ -297,15 +296,26 @@ def _modern_call(
     return call_id, params, route
 
 
-def _callable(runtime: Runtime, principal: Principal, params: types.CallToolRequestParams) -> bool:
-    """Whether the tool is offered to `principal`, and its arguments pass the
-    `Mcp-Param-*` check the SDK runs against the listed schema (none were sent)."""
-    if not offers(runtime, principal, params.name):
+@functools.lru_cache(maxsize=256)
+def _envelope_valid(version: str, meta: bytes) -> bool:
+    """Whether a `tools/call` whose params are a name, an arguments object and this
+    `_meta` passes the SDK's validation of the request: only `_meta` can fail it (clients
+    send the same one every time, so the answer is kept)."""
+    params = {"name": "", "arguments": {}, "_meta": orjson.loads(meta)}
+    try:
+        mcp_methods.validate_client_request("tools/call", version, params)
+    except (KeyError, ValueError):  # pydantic's ValidationError is a ValueError
         return False
-    if not params.arguments:
+    return True
+
+
+def _callable(runtime: Runtime, name: str, arguments: dict[str, Any] | None) -> bool:
+    """Whether the SDK's `Mcp-Param-*` check (against the tool's listed schema; no such
+    header was sent) passes for sure: no arguments, or a schema without annotations. A
+    tool the caller is not offered is refused by `call_tool`, as on the full stack."""
+    if not arguments:
         return True
-    # Without annotations no header can be missing; with any, the full stack decides.
-    schema = input_schema(runtime, params.name)
+    schema = input_schema(runtime, name)
     return schema is None or X_MCP_HEADER_KEY.encode() not in orjson.dumps(schema)
 
 
@@ -313,30 +323,22 @@ async def _called(
     runtime: Runtime,
     face: McpFace,
     principal: Principal,
-    params: types.CallToolRequestParams,
+    call: tuple[str, dict[str, Any] | None],
     call_id: Any,
     version: str,
 ) -> FaceAnswer:
     """The tool called, and its JSON-RPC answer as the SDK's modern entry writes it."""
-    message: types.JSONRPCResponse | types.JSONRPCError
+    status, message = 200, {"jsonrpc": "2.0", "id": call_id}
     try:
-        result = await call_tool(runtime, principal, params.name, params.arguments)
-        message = types.JSONRPCResponse(
-            jsonrpc="2.0", id=call_id, result=_shaped(face, result, version)
-        )
+        result = await call_tool(runtime, principal, *call)
+        # JSONRPCResponse's dump: these keys in this order (exclude_none keeps inner None)
+        message["result"] = _shaped(face, result, version)
     except Exception as exc:
-        message = types.JSONRPCError(jsonrpc="2.0", id=call_id, error=modern_error_data(exc))
-    status = 200
-    if isinstance(message, types.JSONRPCError):
-        status = ERROR_CODE_HTTP_STATUS.get(message.error.code, 200)
-    body = json.dumps(_dumped(message), separators=(",", ":")).encode()
+        error = types.JSONRPCError(jsonrpc="2.0", id=call_id, error=modern_error_data(exc))
+        status = ERROR_CODE_HTTP_STATUS.get(error.error.code, 200)
+        message = _dumped(error)
+    body = json.dumps(message, separators=(",", ":")).encode()
     return FaceAnswer(status, _json_headers(body), body)
-
-
-async def _event(task: asyncio.Future[FaceAnswer]) -> bytes:
-    """The answer of a call that outlasted `SSE_AFTER_S`, as one SSE message event."""
-    answer = await task
-    return b"event: message\r\ndata: %s\r\n\r\n" % answer.body
 
 
 def _shaped(face: McpFace, result: types.CallToolResult, version: str) -> dict[str, Any]:
@@ -376,6 +378,11 @@ def _accepts_json_and_events(accept: bytes | None) -> bool:
         return True
     has_json = _JSON in kinds or b"application/*" in kinds
     return has_json and (b"text/event-stream" in kinds or b"text/*" in kinds)
+
+
+def sse_event(body: bytes) -> bytes:
+    """A JSON-RPC message as the SDK's one SSE `message` event."""
+    return b"event: message\r\ndata: %s\r\n\r\n" % body
 
 
 def _json(status: int, body: bytes) -> FaceAnswer:
