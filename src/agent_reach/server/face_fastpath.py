@@ -356,12 +356,20 @@ def _shaped(face: McpFace, result: types.CallToolResult, version: str) -> dict[s
         if dumped.get("resultType") is None:
             dumped["resultType"] = "complete"
         meta = dumped.get("_meta")
-        stamp = face.server.server_info_stamp
+        stamp = _server_info(face.server)
         if meta is None:
             dumped["_meta"] = {types.SERVER_INFO_META_KEY: stamp}
         elif isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None:
             dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: stamp}
     return dumped
+
+
+@functools.lru_cache(maxsize=4)
+def _server_info(server: Any) -> dict[str, Any]:
+    """The serverInfo stamp, made once: the SDK deep-copies it for every response, so
+    that none aliases its state; here it is only serialized."""
+    stamp: dict[str, Any] = server.server_info_stamp
+    return stamp
 
 
 def plain_result(result: types.CallToolResult) -> dict[str, Any] | None:
