@@ -13,6 +13,7 @@ import pytest
 from remote_encoder_kit import TIMEOUT_S, FakeEmbeddings
 
 from agent_reach.config import Settings
+from agent_reach.routing.encoders.remote import FAILURES_TO_DOWN
 from agent_reach.testing.servers import run_coordinator
 from agent_reach.testing.waiting import wait_until
 
@@ -40,6 +41,9 @@ CARDS = {
         "get a car to the station",
     ],
 }
+# FAILURES_TO_DOWN distinct texts, each one call that fails
+FAILING_TEXTS = [f"please cancel the order {n}" for n in ("i made", "from monday", "of shoes")]
+assert len(FAILING_TEXTS) == FAILURES_TO_DOWN
 REASONS = {
     "slow": "timeout",
     "status_500": "status",
@@ -105,9 +109,12 @@ def test_a_failing_service_leaves_texts_to_the_packaged_encoder_until_it_answers
         assert route(http, "where is my parcel now")["text"]["encoder"] == REMOTE  # type: ignore[index]
 
         fake.set_mode(mode)
-        decision = route(http, "please cancel the order i made")
+        decision = route(http, FAILING_TEXTS[0])
 
         assert decision["text"]["encoder"] == "packaged"  # type: ignore[index]
+        assert encoder_of(http)["healthy"] is True  # one failure: that text's alone
+        for text in FAILING_TEXTS[1:]:
+            assert route(http, text)["text"]["encoder"] == "packaged"  # type: ignore[index]
         health = encoder_of(http)
         assert health["healthy"] is False and health["serving"] == "packaged"
         assert str(health["last_error"]).startswith(REASONS[mode])

