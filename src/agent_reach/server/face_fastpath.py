@@ -72,6 +72,7 @@ SSE_HEADERS: RawHeaders = [
 ]
 SSE_PING = b": ping\r\n\r\n"
 _ROUTING = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+_ROUTING_NAMES = tuple(name.decode() for name in _ROUTING)
 _CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 _PLAIN_FIELDS = frozenset({"content", "structured_content", "is_error"})
@@ -233,7 +234,7 @@ async def _mcp_call(
     call = _modern_call(face, request, body)
     if call is None:
         return None
-    call_id, params, route = call
+    call_id, name, arguments, version = call
     scope = request.scope()
     try:
         principal = await runtime.security.authenticate(
@@ -242,15 +243,6 @@ async def _mcp_call(
     except ReachError as exc:
         refused = refusal(runtime.settings, scope, exc, request_id_of(body))
         return FaceAnswer(refused.status_code, refused.raw_headers, bytes(refused.body))
-    version = route.protocol_version
-    name, arguments = params.get("name"), params.get("arguments")
-    if not (
-        params.keys() <= _PARAM_KEYS
-        and isinstance(name, str)
-        and (arguments is None or isinstance(arguments, dict))
-        and _envelope_valid(version, orjson.dumps(params["_meta"]))
-    ):
-        return None  # the SDK's own answer: INVALID_PARAMS, or fields it reads otherwise
     if not _callable(runtime, name, arguments):
         return None
     timer = asyncio.get_running_loop().call_later(SSE_AFTER_S, on_slow)
@@ -262,9 +254,9 @@ async def _mcp_call(
 
 def _modern_call(
     face: McpFace, request: Request, body: bytes
-) -> tuple[Any, dict[str, Any], InboundModernRoute] | None:
-    """(id, params, envelope) of a body the SDK's modern entry would dispatch as a
-    `tools/call`, reading the headers as it does; None otherwise."""
+) -> tuple[Any, str, dict[str, Any] | None, str] | None:
+    """(id, tool, arguments, protocol version) of a body the SDK's modern entry would
+    dispatch as a valid `tools/call`, reading the headers as it does; None otherwise."""
     mcp = request.mcp
     if (
         mcp is None
@@ -289,26 +281,46 @@ def _modern_call(
         or isinstance(call_id, bool)
         or not isinstance(call_id, str | int)
         or not isinstance(params, dict)
+        or not params.keys() <= _PARAM_KEYS
     ):
         return None
-    headers = {name.decode(): value for name, value in mcp.items()}
+    name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+    if (
+        not isinstance(name, str)
+        or not (arguments is None or isinstance(arguments, dict))
+        or not isinstance(meta, dict)
+    ):
+        return None  # the SDK's own answer: INVALID_PARAMS, or fields it reads otherwise
+    routing = (mcp.get(b"mcp-protocol-version"), mcp.get(b"mcp-method"), mcp.get(b"mcp-name"))
+    version = _envelope_version(orjson.dumps(meta), *routing, name)
+    return None if version is None else (call_id, name, arguments, version)
+
+
+@functools.lru_cache(maxsize=1024)
+def _envelope_version(
+    meta: bytes, version: str | None, method: str | None, tool_header: str | None, tool: str
+) -> str | None:
+    """The protocol version of a `tools/call` of `tool` whose params are a name, an
+    arguments object and this `_meta`, under these routing headers, when the SDK's ladder
+    (`classify_inbound_request`) and its validation of the request pass it; else None.
+    Nothing else of the request can fail them, and clients repeat all of it, so the
+    verdict is kept."""
+    envelope = orjson.loads(meta)
+    call = {"method": "tools/call", "params": {"name": tool, "_meta": envelope}}
+    headers = {
+        k: v
+        for k, v in zip(_ROUTING_NAMES, (version, method, tool_header), strict=True)
+        if v is not None
+    }
     route = classify_inbound_request(call, headers=headers)
     if not isinstance(route, InboundModernRoute):
         return None
-    return call_id, params, route
-
-
-@functools.lru_cache(maxsize=256)
-def _envelope_valid(version: str, meta: bytes) -> bool:
-    """Whether a `tools/call` whose params are a name, an arguments object and this
-    `_meta` passes the SDK's validation of the request: only `_meta` can fail it (clients
-    send the same one every time, so the answer is kept)."""
-    params = {"name": "", "arguments": {}, "_meta": orjson.loads(meta)}
+    params = {"name": tool, "arguments": {}, "_meta": envelope}
     try:
-        mcp_methods.validate_client_request("tools/call", version, params)
+        mcp_methods.validate_client_request("tools/call", route.protocol_version, params)
     except (KeyError, ValueError):  # pydantic's ValidationError is a ValueError
-        return False
-    return True
+        return None
+    return route.protocol_version
 
 
 def _callable(runtime: Runtime, name: str, arguments: dict[str, Any] | None) -> bool:
