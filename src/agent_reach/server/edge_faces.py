@@ -1,13 +1,14 @@
 """The A2A and MCP faces' requests on the edge server: `face_fastpath` answers them
 without the framework, or the ASGI app does, unchanged.
 
-A `POST` to one of `FACE_PATHS` (exact target, no query) with a Content-Length body
-within the body limit becomes a `FaceExchange`: its body is collected as it arrives,
-then `FaceRoutes.answer` either answers it (one write; an MCP call that outlasts the
-SDK's 15 s turns into an event stream with pings, as the SDK's does) or returns None
-before anything is invoked, and the exchange hands the request, body included, to an
-`AsgiExchange` of the app. A client that leaves does not stop an answer being made: as
-on `/v1/invoke`, the agent may already be called, and it runs to its end.
+A `POST` to one of `EdgeFaces.paths` (exact target, no query) with a Content-Length
+body within the body limit becomes a `FaceExchange`: its body is collected as it
+arrives, then `FaceRoutes.answer` either answers it (one write; an MCP call that
+outlasts the SDK's 15 s turns into an event stream with pings, as the SDK's does) or
+returns None before anything is invoked, and the exchange hands the request, body
+included, to an `AsgiExchange` of the app. A client that leaves does not stop an answer
+being made: as on `/v1/invoke`, the agent may already be called, and it runs to its end
+(the SDK's modern entry cancels the handler instead).
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ OnSlow = Callable[[], None]
 
 @dataclass(slots=True)
 class Request:
-    """What the faces read of a request's head: the first value of each header."""
+    """What the faces read of a request's head: the first value of each header (as
+    Starlette's `headers.get`), the last Host and Origin."""
 
     headers: Headers
     peer: PeerCertificate | None
@@ -133,10 +134,10 @@ def read_head(
             request.authorizations += 1
             if request.authorization is None:
                 request.authorization = value.decode("latin-1")
-        elif name == b"host":
-            request.host = request.host or value
+        elif name == b"host":  # the last, as `server/app._check_origin` reads them
+            request.host = value
         elif name == b"origin":
-            request.origin = request.origin or value
+            request.origin = value
         elif name == b"content-type":
             request.content_type = request.content_type or value
         elif name == b"accept":
@@ -260,6 +261,7 @@ def _modern_call(
     mcp = request.mcp
     if (
         mcp is None
+        or face.manager is None  # not serving sessions (yet, or any more): its 503
         or request.mcp_other
         or mcp.get(b"mcp-protocol-version") not in MODERN_PROTOCOL_VERSIONS
         or len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE
