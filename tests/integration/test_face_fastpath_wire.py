@@ -26,7 +26,8 @@ from pydantic import SecretStr
 
 from agent_reach.config import Settings
 from agent_reach.server.app import create_app
-from agent_reach.server.edge import EdgeConfig
+from agent_reach.server.edge import EdgeConfig, EdgeServer
+from agent_reach.server.edge_faces import EdgeFaces
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.raw_http import RawClient, Reply
 from agent_reach.testing.servers import ServerThread
@@ -63,7 +64,14 @@ class Side:
     key: str
     echo: FakeAgent
     broken: FakeAgent
+    edge: EdgeServer
     session: str = ""
+
+    def taken(self) -> tuple[int, int]:
+        """(answered on the fast path, handed to the app) so far."""
+        faces = self.edge.faces
+        assert isinstance(faces, EdgeFaces)
+        return faces.answered, faces.handed_on
 
 
 @pytest.fixture
@@ -81,9 +89,9 @@ def sides(settings: Settings) -> Iterator[tuple[Side, Side]]:
             echo, broken = FakeAgent(answer={"echo": "pong", "n": 1}), FakeAgent(status=500)
             echo_url = stack.enter_context(ServerThread(echo)).url
             broken_url = stack.enter_context(ServerThread(broken)).url
-            made.append(
-                Side(server.url, _setup(server.url, admin, echo_url, broken_url), echo, broken)
-            )
+            key = _setup(server.url, admin, echo_url, broken_url)
+            assert isinstance(server.server, EdgeServer)
+            made.append(Side(server.url, key, echo, broken, server.server))
         for side in made:
             side.session = _session(side)
         yield made[0], made[1]
@@ -271,6 +279,9 @@ def test_a2a_json_rpc_answers_agree(sides: tuple[Side, Side]) -> None:
     assert streamed.headers["content-type"].startswith("text/event-stream")
     # one execution per delivered message, on each side: 3 echoes, 1 broken attempt
     assert _counts(fast) == _counts(full) == (3, 1)
+    # the fast side answered all but the foreign Origin and the stream (and the session's
+    # three opening requests); the other has no fast path
+    assert fast.taken() == (12, 5) and full.edge.faces is None
 
 
 def test_a2a_rest_send_answers_agree(sides: tuple[Side, Side]) -> None:
@@ -287,6 +298,7 @@ def test_a2a_rest_send_answers_agree(sides: tuple[Side, Side]) -> None:
         == 403
     )
     assert _counts(fast) == _counts(full) == (1, 1)
+    assert fast.taken() == (6, 4) and full.edge.faces is None
 
 
 def test_mcp_tool_calls_answer_alike(sides: tuple[Side, Side]) -> None:
@@ -367,6 +379,9 @@ def test_mcp_tool_calls_answer_alike(sides: tuple[Side, Side]) -> None:
     assert _same(fast, full, "/mcp", old, stale).status == 404
     # delivered: 2 modern calls and 1 in the session to echo, 1 to broken; none refused
     assert _counts(fast) == _counts(full) == (3, 1)
+    # fast: the 2026-07-28 calls (delivered, failed, unknown, unauthenticated); the rest
+    # and the session's three opening requests went to the SDK
+    assert fast.taken() == (5, 14) and full.edge.faces is None
 
 
 def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
@@ -391,3 +406,4 @@ def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
     events = [_MINTED.sub(b"", a.body.replace(b": ping\r\n\r\n", b"")) for a in answers]
     assert events[0] == events[1] and events[0].startswith(b"event: message\r\ndata: {")
     assert _counts(fast) == _counts(full) == (1, 0)
+    assert fast.taken() == (1, 3)
