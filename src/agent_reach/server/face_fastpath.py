@@ -11,8 +11,9 @@ SDK's own validation and result shaping, so the answer is the one the full stack
 byte for byte; or returns None before anything is invoked, and the request goes to the
 ASGI app as it is. It returns None for whatever it does not answer exactly as the full
 stack would: a foreign Origin, oversized headers, streaming methods, an MCP request of
-a handshake-era session, a tool the caller is not offered, a header or envelope the
-SDK would refuse, `Mcp-Param-*` headers, another Accept or Content-Type.
+a handshake-era session or other than a `tools/call`, a header or envelope the SDK
+would refuse, `Mcp-Param-*` headers or a tool schema declaring them, another Accept or
+Content-Type.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 Headers = list[tuple[bytes, bytes]]
 RawHeaders = list[tuple[bytes, bytes]]
 A2A_RPC, A2A_SEND, MCP = b"/a2a", b"/a2a/message:send", b"/mcp"
-PATHS = frozenset({A2A_RPC, A2A_SEND, MCP})
 _STREAMING = frozenset({"SendStreamingMessage", "message/stream"})
 _JSON = b"application/json"
 # The SDK's modern entry commits to an event stream when a handler runs this long
@@ -184,7 +184,7 @@ class FaceRoutes:
 async def answer_face(
     runtime: Runtime, mcp: McpFace, path: bytes, request: Request, body: bytes, on_slow: OnSlow
 ) -> FaceAnswer | None:
-    """The answer to a request for `path` (one of `PATHS`), or None: the full stack's."""
+    """The answer to a request for `path` (one of the three), or None: the full stack's."""
     try:
         check_headers(len(request.headers), sum(len(n) + len(v) for n, v in request.headers))
         runtime.security.origins.check(path.decode(), request.host, request.origin)
