@@ -261,7 +261,9 @@ def test_a2a_json_rpc_answers_agree(sides: tuple[Side, Side]) -> None:
         fast,
         full,
         "/a2a",
-        _rpc("SendMessage", {"message": _message(None, parts=[{"text": "zebra quantum"}])}),
+        # no registered capability by that name: declined (text routing would depend on
+        # when each coordinator last calibrated)
+        _rpc("SendMessage", {"message": _message("echo.nothing")}),
         v1,
     )
     assert b"TASK_STATE_REJECTED" in rejected.body
