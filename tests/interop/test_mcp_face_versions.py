@@ -25,15 +25,24 @@ from mcp_types.version import (
     SUPPORTED_PROTOCOL_VERSIONS,
 )
 
+from agent_reach.config import Settings
 from agent_reach.faces.mcp_versions import ALIASES, SERVED_VERSIONS
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.servers import ServerThread, run_coordinator
 
 ACCEPT = "application/json, text/event-stream"
 TYPESCRIPT_VERSIONS = (
     "import('@modelcontextprotocol/sdk/types.js')"
     ".then(t => console.log(JSON.stringify(t.SUPPORTED_PROTOCOL_VERSIONS)))"
 )
+
+
+@pytest.fixture
+def coordinator(settings: Settings) -> Iterator[str]:
+    """A coordinator of this test's own (memory or Redis): the interop suite's shared
+    one holds every other test's capabilities, and these tests list the tools."""
+    with run_coordinator(settings) as (url, _):
+        yield url
 
 
 @pytest.fixture
