@@ -15,6 +15,7 @@ import contextlib
 import structlog
 
 from agent_reach.backends.protocols import LivenessStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
 
@@ -50,4 +51,5 @@ class CoordinatorLiveness:
             # A missed beat: the next one tries again; claims stay where they are meanwhile.
             with contextlib.suppress(StoreUnavailable):
                 await self.beat()
+            honour_cancel()
             await asyncio.sleep(self.ttl_s / BEATS_PER_TTL)

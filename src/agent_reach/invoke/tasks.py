@@ -24,6 +24,7 @@ import structlog
 from pydantic import TypeAdapter
 
 from agent_reach.backends.protocols import QueueStore, TaskStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownTask
 from agent_reach.invoke.answer import Answer
@@ -269,6 +270,7 @@ class TaskBoard:
                 if held:
                     with contextlib.suppress(StoreUnavailable):
                         await self.queues.touch(queue, self.node_id, held)
+                    honour_cancel()
 
 
 def _code(answer: Answer) -> str | None:

@@ -16,6 +16,7 @@ import orjson
 import structlog
 
 from agent_reach.backends.protocols import MeshStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
 from agent_reach.registry.index import RegistryIndex
@@ -72,6 +73,7 @@ class KillSwitch:
             try:
                 await self.refresh()
             except StoreUnavailable:
+                honour_cancel()
                 if not failing:
                     log.warning("kill_switch_refresh_failed", held=sorted(self.records))
                 failing = True

@@ -34,6 +34,7 @@ import orjson
 import structlog
 
 from agent_reach.backends.protocols import QualityStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import Conflict, NotFound, ReachError
 from agent_reach.model.keys import Principal
@@ -187,6 +188,7 @@ class QualityLedger:
                 await self.refresh()
             except ReachError as exc:
                 log.warning("quality_refresh_failed", error=exc.code)
+            honour_cancel()
             await asyncio.sleep(REFRESH_S)
 
 

@@ -24,6 +24,7 @@ import structlog
 from pydantic import TypeAdapter
 
 from agent_reach.backends.protocols import QueueStore, RunStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
 from agent_reach.invoke.tasks import PULL_BLOCK_S, TOUCHES_PER_STALE
@@ -311,3 +312,4 @@ class RunBoard:
             if self._held:
                 with contextlib.suppress(StoreUnavailable):
                     await self.queues.touch(RUNS, self.node_id, list(self._held))
+                honour_cancel()

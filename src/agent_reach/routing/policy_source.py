@@ -22,6 +22,7 @@ import structlog
 from pydantic import ValidationError
 
 from agent_reach.backends.protocols import PolicyChange, PolicyStore
+from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.config import load_mapping
 from agent_reach.errors import Conflict, InvalidRequest, ReachError
@@ -201,11 +202,7 @@ class PolicySource:
                 await self.sync()
             except ReachError as exc:  # the store is down: keep the policy, try again
                 log.warning("policy_sync_failed", error=exc.message, kept=self.current.version)
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                # a cancel that arrived inside a store call can come back from the driver
-                # as its own error, or as nothing at all: it is still a cancel
-                raise asyncio.CancelledError
+            honour_cancel()
 
     async def _offer(
         self,
