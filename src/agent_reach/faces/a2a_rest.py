@@ -20,14 +20,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
 from agent_reach.errors import ReachError
+from agent_reach.faces.a2a_errors import INVALID_PARAMS, VERSION_NOT_SUPPORTED, A2AError, error_of
 from agent_reach.faces.a2a_push import PushConfigs
-from agent_reach.faces.a2a_service import (
-    INVALID_PARAMS,
-    VERSION_NOT_SUPPORTED,
-    A2AError,
-    A2AFace,
-    error_of,
-)
+from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
 from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.model.keys import Principal

@@ -8,9 +8,9 @@ from starlette.responses import Response, StreamingResponse
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.a2a_card import CARD_PATHS, RPC_PATH, agent_card
+from agent_reach.faces.a2a_errors import error_of
 from agent_reach.faces.a2a_rest import router as rest_router
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
-from agent_reach.faces.a2a_service import error_of
 from agent_reach.faces.a2a_stream import sse_body
 from agent_reach.faces.catalog import live_capabilities
 from agent_reach.identity.certificates import peer_of

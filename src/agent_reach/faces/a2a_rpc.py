@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_reach.faces import a2a_tasks as views
-from agent_reach.faces.a2a_push import PushConfigs
-from agent_reach.faces.a2a_service import (
+from agent_reach.faces.a2a_errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -27,8 +26,9 @@ from agent_reach.faces.a2a_service import (
     UNSUPPORTED,
     VERSION_NOT_SUPPORTED,
     A2AError,
-    A2AFace,
 )
+from agent_reach.faces.a2a_push import PushConfigs
+from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_stream import StreamedReply
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import TraceContext

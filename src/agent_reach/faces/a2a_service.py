@@ -25,8 +25,10 @@ request; the coordinator's `/v1/invoke` with a full delivery 0.48 ms, this face'
 1.03 ms. A face on the SDK handler would start at 4.2x `/v1/invoke` before routing
 anything (its protobuf conversions, event queue and task-store round trips per send), so
 the goal is out of its reach; here a synchronous send is one invocation and no store
-write. The SDK stays the reference we test against (its Python and JavaScript clients,
-its server as the agent behind the `a2a` transport). Entry points for an edge without
+write. With the edge's fast path (`server/face_fastpath.py`) a send costs 1.35-1.47x
+`/v1/invoke`'s CPU (`bench/faces.py`, wrk, the same agent). The SDK stays the reference
+we test against (its Python and JavaScript clients, its server as the agent behind the
+`a2a` transport). Entry points for an edge without
 ASGI: `a2a_rpc.answer_rpc(runtime, body, principal, trace, version)` and `A2AFace`.
 """
 
@@ -42,72 +44,27 @@ from pydantic import ValidationError
 from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.errors import ReachError, UnknownTask
 from agent_reach.faces import a2a_tasks as views
+from agent_reach.faces.a2a_errors import (
+    INVALID_PARAMS,
+    NOT_CANCELABLE,
+    UNSUPPORTED,
+    A2AError,
+    error_of,
+)
+from agent_reach.faces.a2a_push import PushConfigs
 from agent_reach.faces.a2a_stream import StreamedReply
+from agent_reach.faces.a2a_tasks import owner_of
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
-from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
+from agent_reach.model.keys import Principal, owned_key
 from agent_reach.observability.tracecontext import TraceContext
 
 if TYPE_CHECKING:
     from agent_reach.server.runtime import Runtime
 
-# JSON-RPC 2.0 and A2A error codes (A2A spec, "Error Handling")
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
-)
-TASK_NOT_FOUND, NOT_CANCELABLE, PUSH_NOT_SUPPORTED, UNSUPPORTED = -32001, -32002, -32003, -32004
-NO_EXTENDED_CARD, VERSION_NOT_SUPPORTED = -32007, -32009
 REJECTING = frozenset({"no_match", "ambiguous", "no_capability"})  # "no skill fits": declined
 MAX_CANDIDATES = 5  # of the route, named in a rejection
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
-
-
-class A2AError(Exception):
-    """An A2A error answer: a JSON-RPC code (the REST binding maps it to HTTP); `http_status`
-    401 without a valid key, else the binding's own."""
-
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        data: dict[str, Any] | None = None,
-        http_status: int | None = None,
-        *,
-        call_id: Any = None,
-    ) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data, self.http_status = code, message, data, http_status
-        self.call_id = call_id  # the JSON-RPC request's id, when the error knows it
-
-
-def error_of(exc: ReachError) -> A2AError:
-    """An Agent-Reach error as the closest JSON-RPC/A2A error, its own code in `data`."""
-    data = {"code": exc.code, **{k: v for k, v in exc.details.items() if k != "route"}}
-    if exc.status == 401:
-        return A2AError(INVALID_REQUEST, exc.message, data, 401)
-    if exc.status == 403:  # authenticated, not allowed: a typed error the client can read
-        return A2AError(INVALID_REQUEST, exc.message, data)
-    if isinstance(exc, UnknownTask):
-        return A2AError(TASK_NOT_FOUND, exc.message, data)
-    if exc.status < 500 and exc.status != 429:
-        return A2AError(INVALID_PARAMS, exc.message, data)
-    return A2AError(INTERNAL, exc.message, data)
-
-
-def owner_of(principal: Principal) -> str:
-    """Whose tasks these are in the `A2AStore`: `""` for the anonymous caller (keys off)."""
-    return owned_key(principal, "")
-
-
-def principal_of(owner: str) -> Principal:
-    """A principal whose records `owner_of` names `owner` (the push notifier reads as it)."""
-    if not owner:
-        return ANONYMOUS
-    return Principal("a2a-push", owner.removesuffix("/"), None, "caller")
 
 
 class A2AFace:
@@ -255,9 +212,7 @@ class A2AFace:
         given = configuration.get("taskPushNotificationConfig") or configuration.get(
             "pushNotificationConfig"
         )
-        if isinstance(given, dict):  # imported here: a2a_push imports this module
-            from agent_reach.faces.a2a_push import PushConfigs
-
+        if isinstance(given, dict):
             await PushConfigs(self).create({**given, "taskId": task_id}, principal)
 
     # -- tasks ------------------------------------------------------------------------

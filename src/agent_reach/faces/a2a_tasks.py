@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
+
 # our task status -> A2A v1.0 state
 STATES = {
     "queued": "TASK_STATE_SUBMITTED",
@@ -201,3 +203,15 @@ def _artifact_v03(artifact: dict[str, Any]) -> dict[str, Any]:
 
 def _part_v03(part: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "text" if "text" in part else "data", **part}
+
+
+def owner_of(principal: Principal) -> str:
+    """Whose tasks these are in the `A2AStore`: `""` for the anonymous caller (keys off)."""
+    return owned_key(principal, "")
+
+
+def principal_of(owner: str) -> Principal:
+    """A principal whose records `owner_of` names `owner` (the push notifier reads as it)."""
+    if not owner:
+        return ANONYMOUS
+    return Principal("a2a-push", owner.removesuffix("/"), None, "caller")

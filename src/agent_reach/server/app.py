@@ -12,6 +12,7 @@ from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.errors import ReachError
 from agent_reach.faces import a2a_routes, mcp_auth
+from agent_reach.faces.a2a_notifier import notifying
 from agent_reach.identity.origins import OriginGuard
 from agent_reach.identity.tls import serving_context
 from agent_reach.routing.policy_source import PolicySource
@@ -71,7 +72,7 @@ class CoordinatorApp:
                     self.startup_error = exc
                     raise
                 api.state.runtime = self.runtime = runtime
-                async with self.mcp.running(runtime):
+                async with self.mcp.running(runtime), notifying(runtime):
                     yield
                 self.runtime = None
 

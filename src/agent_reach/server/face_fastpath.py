@@ -42,9 +42,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from agent_reach.errors import ReachError
+from agent_reach.faces.a2a_errors import error_of
 from agent_reach.faces.a2a_rest import send_answer
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
-from agent_reach.faces.a2a_service import error_of
 from agent_reach.faces.catalog import input_schema
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool

@@ -18,7 +18,6 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.context.service import ContextService
 from agent_reach.errors import StoreUnavailable
-from agent_reach.faces.a2a_push import PushNotifier
 from agent_reach.identity.tls import delivery_context
 from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
@@ -259,7 +258,6 @@ async def open_runtime(
         asyncio.create_task(learning.run(), name="learned-examples"),
         asyncio.create_task(routing.matching.watch(policy), name="matcher-refit"),
         asyncio.create_task(fleet.run(), name="fleet-watcher"),
-        asyncio.create_task(PushNotifier(runtime).run(), name="a2a-push"),
         asyncio.create_task(liveness.run(), name="coordinator-liveness"),
     ]
     if shared is not None:
