@@ -290,3 +290,19 @@ def test_an_invoke_naming_a_capability_with_text_gives_the_agent_the_text(
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["text"] == "sunny, you asked: rain in Hangzhou?"
     assert ledger.runs == [("weather.forecast", "rain in Hangzhou?", [])]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_card_declaring_the_idempotent_extension_registers_an_idempotent_agent(
+    http: httpx.Client, declared: bool
+) -> None:
+    server, _ = start_travel_agent("1.0", idempotent=declared)
+    try:
+        body = {"id": "travel", "transport": {"type": "a2a", "endpoint": server.url}}
+        registered = http.post("/v1/agents", json=body)
+        assert registered.status_code == 201, registered.text
+        assert registered.json()["idempotent"] is declared
+        listed = {a["id"]: a for a in http.get("/v1/agents").json()["agents"]}
+        assert listed["travel"]["idempotent"] is declared
+    finally:
+        server.stop()

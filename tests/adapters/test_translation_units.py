@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_reach.adapters.a2a_cards import card_urls, parse_card
+from agent_reach.adapters.a2a_cards import IDEMPOTENT_EXTENSION, card_urls, parse_card
 from agent_reach.adapters.translation import CompiledTranslation, parse_translation
 from agent_reach.errors import AgentFailed, ValidationFailed
 
@@ -103,5 +103,15 @@ def test_card_forms_and_skill_tags() -> None:
                 "skills": [{"id": "a"}],
             }
         )
+    declared = {
+        "name": "guarded",
+        "url": "http://a:1/rpc",
+        "capabilities": {"extensions": [{"uri": IDEMPOTENT_EXTENSION}]},
+        "skills": [{"id": "a"}],
+    }
+    assert parse_card(declared).idempotent
+    other = {"extensions": [{"uri": "urn:x"}]}
+    assert not parse_card({**declared, "capabilities": other}).idempotent
+    assert not old.idempotent
     with pytest.raises(ValidationFailed, match="no skills"):
         parse_card({"name": "n", "url": "http://a/rpc", "skills": []})

@@ -25,6 +25,12 @@ MAX_SKILLS = 256  # AgentSpec's own capability limit
 _CAPABILITY = re.compile(CAPABILITY_PATTERN)
 
 
+# An A2A agent declares in its card's `capabilities.extensions` that it runs a message id
+# at most once (a re-sent message is answered, not run again): the registration's
+# `idempotent` (docs/delivery.md), so an unknown outcome may be re-sent to it.
+IDEMPOTENT_EXTENSION = "urn:agent-reach:a2a:idempotent:v1"
+
+
 @dataclass(frozen=True, slots=True)
 class CardSkill:
     capabilities: list[str]
@@ -42,7 +48,17 @@ class AgentCard:
     rpc_url: str
     skills: list[CardSkill]
     streaming: bool = False  # `capabilities.streaming`: it answers message streams
+    idempotent: bool = False  # declares IDEMPOTENT_EXTENSION: a re-sent message runs once
     binding: Binding = "JSONRPC"
+
+
+def _declares(card: dict[str, Any], uri: str) -> bool:
+    """Whether the card's `capabilities.extensions` lists the extension `uri`."""
+    capabilities = card.get("capabilities")
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, list) and any(
+        isinstance(e, dict) and e.get("uri") == uri for e in extensions
+    )
 
 
 def card_urls(endpoint: str) -> list[str]:
@@ -116,4 +132,5 @@ def parse_card(card: Any) -> AgentCard:
         streaming=isinstance(card.get("capabilities"), dict)
         and card["capabilities"].get("streaming") is True,
         binding=binding,
+        idempotent=_declares(card, IDEMPOTENT_EXTENSION),
     )

@@ -19,12 +19,13 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agent_reach.adapters.a2a_cards import IDEMPOTENT_EXTENSION
 from agent_reach.testing.servers import ServerThread
 
 RPC_PATH = "/rpc"  # not the base URL: the card must be what tells where to send
@@ -113,7 +114,7 @@ def _v03_card(base: str) -> dict[str, Any]:
     }
 
 
-def start_travel_agent(version: str) -> tuple[ServerThread, Ledger]:
+def start_travel_agent(version: str, *, idempotent: bool = False) -> tuple[ServerThread, Ledger]:
     """The agent on 127.0.0.1 (started); v1.0 serves its card at the new well-known path,
     v0.3 at the older `/.well-known/agent.json`, answering `message/send`; "rest" is v1.0
     whose card prefers HTTP+JSON (listed first, JSON-RPC second) and serves only that."""
@@ -140,7 +141,10 @@ def start_travel_agent(version: str) -> tuple[ServerThread, Ledger]:
                 url=f"{server.url}{RPC_PATH}", protocol_binding="JSONRPC", protocol_version="1.0"
             ),
         ],
-        capabilities=AgentCapabilities(streaming=False),
+        capabilities=AgentCapabilities(
+            streaming=False,
+            extensions=[AgentExtension(uri=IDEMPOTENT_EXTENSION)] if idempotent else [],
+        ),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=SKILLS,

@@ -80,6 +80,7 @@ class A2ATransport:
             **spec.model_dump(),
             "capabilities": capabilities,
             "display_name": spec.display_name or card.name,
+            "idempotent": spec.idempotent or card.idempotent,
             "description": spec.description or card.description,
             "skills": spec.skills or [s for tag, s in skills.items() if tag in capabilities],
             "transport": transport,
