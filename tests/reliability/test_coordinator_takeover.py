@@ -37,7 +37,8 @@ POLICY = """
 [timeout_classes.query]
 timeout_s = 10.0
 """
-ROUNDS = {"full": 20, "smoke": 2}  # kills; each holds INVOKES + RUNS requests in flight
+# kills (small: on the Cluster); each holds INVOKES + RUNS requests in flight
+ROUNDS = {"full": 20, "smoke": 2, "small": 1}
 INVOKES = {"take.guarded": 3, "take.plain": 2}
 RUNS = {"take.guarded": 1, "take.plain": 1}
 AGENT_LATENCY_MS = (1500.0, 1500.0)  # every request is still at its agent when A dies
