@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from agent_reach.testing.agent_process import CoordinatorProcess
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.ports import free_port
 
 SAMPLE_S = 5.0
 WARM_UP = 5

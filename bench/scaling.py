@@ -46,8 +46,9 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_reach.testing.agent_process import CoordinatorProcess
+from agent_reach.testing.ports import free_port
 from agent_reach.testing.redis_cluster import RedisClusterServer
-from agent_reach.testing.redis_server import RedisServer, free_port
+from agent_reach.testing.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
 CAPABILITY = "echo"

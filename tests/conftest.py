@@ -16,8 +16,9 @@ import redis
 import structlog
 
 from agent_reach.config import Settings
+from agent_reach.testing.ports import refused_port
 from agent_reach.testing.redis_cluster import RedisClusterServer
-from agent_reach.testing.redis_server import RedisServer, find_redis_url, refused_port
+from agent_reach.testing.redis_server import RedisServer, find_redis_url
 from agent_reach.testing.servers import run_coordinator
 
 # Coordinators in tests run without API keys unless a test turns security on itself

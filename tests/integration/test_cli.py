@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +14,9 @@ from typer.testing import CliRunner, Result
 
 from agent_reach import Agent, AgentRequest, SyncReachClient
 from agent_reach.cli import app
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.serve_process import ServeProcess
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
-STARTUP_TIMEOUT_S = 15.0
 WIDE = {"COLUMNS": "200"}  # keep Rich from truncating table cells
 
 LEGACY_YAML = """\
@@ -182,28 +178,9 @@ def test_coordinator_url_defaults_to_the_environment(coordinator: str) -> None:
 
 
 def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
-    port = free_port()
-    env = {**os.environ, "AR_LOG_LEVEL": "warning", "AR_REGISTRY_BACKEND": "memory"}
-    command = [sys.executable, "-m", "agent_reach", "serve", "--port", str(port)]
-    with subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    ) as process:
-        try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while True:
-                try:
-                    health = httpx.get(f"http://127.0.0.1:{port}/healthz")
-                    break
-                except httpx.TransportError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        process.kill()  # a server still starting would keep communicate waiting
-                        pytest.fail(
-                            f"`agent-reach serve` did not come up:\n{process.communicate()[0]!r}"
-                        )
-                    time.sleep(0.05)
-        finally:
-            process.terminate()
-            process.wait(STARTUP_TIMEOUT_S)
+    env = {**os.environ, "AR_REGISTRY_BACKEND": "memory"}
+    with ServeProcess(env=env) as server:  # python -m agent_reach serve --port 0
+        health = httpx.get(f"{server.url}/healthz")
     assert health.status_code == 200
     assert health.json()["backend"] == "memory"
 

@@ -22,7 +22,8 @@ import yaml
 from agent_reach.config import Settings
 from agent_reach.testing.agent_process import CoordinatorProcess
 from agent_reach.testing.balancer import LISTEN_FILE, UPSTREAM_FILE
-from agent_reach.testing.redis_server import RedisServer, free_port
+from agent_reach.testing.ports import refused_port
+from agent_reach.testing.redis_server import RedisServer
 
 ROOT = Path(__file__).parents[2]
 DEPLOY = ROOT / "deploy"
@@ -141,12 +142,13 @@ def test_image_healthcheck_passes_on_a_coordinator_and_fails_without_one(
         )
     finally:
         coordinator.kill()
-    down = subprocess.run(
-        [sys.executable, *command[1:]],
-        env={"AR_PORT": str(free_port())},
-        capture_output=True,
-        check=False,
-    )
+    with refused_port() as port:
+        down = subprocess.run(
+            [sys.executable, *command[1:]],
+            env={"AR_PORT": str(port)},
+            capture_output=True,
+            check=False,
+        )
 
     assert up.returncode == 0, up.stderr
     assert down.returncode != 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -15,25 +14,27 @@ from typer.testing import CliRunner
 
 from agent_reach.cli import app
 from agent_reach.config import Settings
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.serve_process import ServeProcess
 from agent_reach.testing.servers import run_coordinator
-from agent_reach.testing.waiting import wait_until
 
 ADMIN_KEY = "first-hour-admin-key-0123456789"
 WIDE = {"COLUMNS": "200"}
 
 
-def _serve(*args: str, **env: str) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
-    environment.update(env)
-    command = [sys.executable, "-m", "agent_reach", "serve", *args]
-    return subprocess.Popen(
-        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+def _user_environment() -> dict[str, str]:
+    """This process's environment without any AR_* setting, as a new user's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
 
 
 def _refused(*args: str, **env: str) -> tuple[int, str]:
-    with _serve(*args, **env) as process:
+    command = [sys.executable, "-m", "agent_reach", "serve", *args]
+    with subprocess.Popen(
+        command,
+        env={**_user_environment(), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
         _, stderr = process.communicate(timeout=30)
         return process.returncode, stderr
 
@@ -57,7 +58,7 @@ def test_a_short_admin_key_is_one_line_on_stderr_and_exit_2() -> None:
     ],
 )
 def test_other_bad_settings_at_start_are_one_line_too(env: dict[str, str], line: str) -> None:
-    status, stderr = _refused("--port", str(free_port()), AR_LOG_LEVEL="warning", **env)
+    status, stderr = _refused("--port", "0", AR_LOG_LEVEL="warning", **env)
 
     assert status == 2
     assert "Traceback" not in stderr
@@ -67,26 +68,11 @@ def test_other_bad_settings_at_start_are_one_line_too(env: dict[str, str], line:
 
 
 def test_serve_says_memory_state_vanishes_and_how_to_keep_it() -> None:
-    port = free_port()
-    with _serve("--port", str(port), AR_AUTH="off") as process:
-        try:
-            wait_until(
-                lambda: _answers(f"http://127.0.0.1:{port}/healthz"), "the coordinator to start"
-            )
-        finally:
-            process.terminate()
-            _, stderr = process.communicate(timeout=30)
-    banner = next(line for line in stderr.splitlines() if "state_in_memory" in line)
+    with ServeProcess(env={**_user_environment(), "AR_AUTH": "off"}) as server:
+        assert httpx.get(f"{server.url}/healthz").is_success
+    banner = next(line for line in server.stderr.splitlines() if "state_in_memory" in line)
     assert "API keys, registrations, contexts and tasks vanish" in banner
     assert "AR_REGISTRY_BACKEND=redis agent-reach serve" in banner
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url).is_success
-    except httpx.TransportError:
-        time.sleep(0.05)
-        return False
 
 
 @pytest.fixture

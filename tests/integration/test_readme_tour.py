@@ -16,7 +16,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 README = REPOSITORY / "README.md"
@@ -44,15 +44,16 @@ def test_the_tour_has_the_steps_it_promises() -> None:
         assert step in shell
 
 
-def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
-    ports = {old: str(free_port()) for old in PORTS}
+def run_tour(directory: Path, ports: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The tour's blocks as one bash script, started in `directory`/repository, its
+    ports replaced by `ports`; `PortTaken` when one of them was taken meanwhile."""
 
     def localize(code: str) -> str:
         for old, new in ports.items():
             code = code.replace(old, new)
         return code
 
-    start, scratch = tmp_path / "repository", tmp_path / "tmp"
+    start, scratch = directory / "repository", directory / "tmp"
     start.mkdir()
     scratch.mkdir()
     (start / ".venv").symlink_to(REPOSITORY / ".venv")
@@ -65,7 +66,6 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
             script.append(localize(code))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
     env.update(COLUMNS="160", PYTHONIOENCODING="utf-8", TMPDIR=str(scratch))
-
     finished = subprocess.run(
         ["bash", "-c", "\n".join(script)],
         cwd=start,
@@ -76,6 +76,25 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
         timeout=TOUR_TIMEOUT_S,
         check=False,
     )
+    if finished.returncode != 0 and port_was_taken(finished.stdout + finished.stderr):
+        raise PortTaken(finished.stdout + finished.stderr)
+    return finished
+
+
+def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
+    attempts: list[tuple[Path, dict[str, str]]] = []
+
+    def attempt(*picked: int) -> subprocess.CompletedProcess[str]:
+        directory = tmp_path / f"attempt-{len(attempts)}"
+        directory.mkdir()
+        attempts.append((directory, dict(zip(PORTS, map(str, picked), strict=True))))
+        return run_tour(*attempts[-1])
+
+    # The README's fixed ports (a user runs it as written) are replaced by free ones,
+    # picked again if another process binds one first.
+    finished = on_free_ports(attempt, len(PORTS))
+    directory, ports = attempts[-1]
+    start, scratch = directory / "repository", directory / "tmp"
 
     output = finished.stdout
     assert finished.returncode == 0, output + finished.stderr

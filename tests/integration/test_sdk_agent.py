@@ -21,7 +21,7 @@ import pytest
 from agent_reach import Agent, AgentFailed, AgentRequest, HopLimit, Settings, SyncReachClient
 from agent_reach.model.invocations import DEFAULT_MAX_HOP
 from agent_reach.server.app import create_app
-from agent_reach.testing.redis_server import free_port
+from agent_reach.testing.ports import refused_port
 from agent_reach.testing.servers import ServerThread, run_coordinator
 
 POLL_TIMEOUT_S = 10.0
@@ -143,18 +143,19 @@ def test_started_agent_is_registered_and_receives_the_exact_delivery(
 
 
 def test_agent_keeps_trying_until_the_coordinator_comes_up() -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    agent = Agent("early-01", ["early.cap"], coordinator_url=url)
-    agent.handler(lambda request: None)
-    with serving(agent):
-        assert not agent.is_registered
-        with ServerThread(create_app(Settings()), port=port), SyncReachClient(url) as client:
-            # The coordinator lists the agent before the agent has read the 201 answer.
-            wait_until(
-                lambda: listed(client, "early-01") and agent.is_registered,
-                "early-01 to register once the coordinator is up",
-            )
+    # Refused until the coordinator below listens on it; no other process can take it.
+    with refused_port(reuse_address=True) as port:
+        url = f"http://127.0.0.1:{port}"
+        agent = Agent("early-01", ["early.cap"], coordinator_url=url)
+        agent.handler(lambda request: None)
+        with serving(agent):
+            assert not agent.is_registered
+            with ServerThread(create_app(Settings()), port=port), SyncReachClient(url) as client:
+                # The coordinator lists the agent before the agent has read the 201 answer.
+                wait_until(
+                    lambda: listed(client, "early-01") and agent.is_registered,
+                    "early-01 to register once the coordinator is up",
+                )
 
 
 def test_heartbeats_renew_the_lease(coordinator: str, client: SyncReachClient) -> None:

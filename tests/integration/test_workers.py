@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +12,8 @@ from pathlib import Path
 import httpx
 
 from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.ports import on_free_ports
+from agent_reach.testing.serve_process import ServeProcess
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
 
@@ -21,16 +21,10 @@ AGENT_REACH = str(Path(sys.executable).with_name("agent-reach"))
 STARTUP_S = 60.0  # two interpreters importing the coordinator on a busy 2-core machine
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_workers_on_the_memory_backend_are_refused_with_a_reason() -> None:
     env = {**os.environ, "AR_REGISTRY_BACKEND": "memory"}
     done = subprocess.run(
-        [AGENT_REACH, "serve", "--workers", "2", "--port", str(free_port())],
+        [AGENT_REACH, "serve", "--workers", "2", "--port", "0"],
         capture_output=True,
         text=True,
         env=env,
@@ -43,7 +37,6 @@ def test_workers_on_the_memory_backend_are_refused_with_a_reason() -> None:
 
 
 def test_two_workers_share_one_port_and_one_registry(redis_url: str, redis_prefix: str) -> None:
-    port = free_port()
     env = {
         **os.environ,
         "AR_REGISTRY_BACKEND": "redis",
@@ -51,13 +44,14 @@ def test_two_workers_share_one_port_and_one_registry(redis_url: str, redis_prefi
         "AR_REDIS_PREFIX": redis_prefix,
         "AR_DECISION_LOG": "off",
     }
-    parent = subprocess.Popen(
-        [AGENT_REACH, "serve", "--workers", "2", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    # Each worker binds the port itself: port 0 would give each its own, so the port is
+    # picked here and picked again if another process takes it first.
+    server = on_free_ports(
+        lambda port: ServeProcess(
+            "--workers", "2", port=port, env=env, command=[AGENT_REACH]
+        ).start(STARTUP_S)
     )
-    url = f"http://127.0.0.1:{port}"
+    url = server.url
     nodes: set[str] = set()
 
     def both_answer() -> bool:
@@ -69,11 +63,11 @@ def test_two_workers_share_one_port_and_one_registry(redis_url: str, redis_prefi
     try:
         wait_until(both_answer, "both workers to answer on the one port", timeout_s=STARTUP_S)
         agent = FakeAgent(answer={"ok": True})
-        with ServerThread(agent) as server:
+        with ServerThread(agent) as server_thread:
             registration = {
                 "id": "w-1",
                 "capabilities": ["echo"],
-                "transport": {"endpoint": f"{server.url}/invoke"},
+                "transport": {"endpoint": f"{server_thread.url}/invoke"},
             }
             assert httpx.post(f"{url}/v1/agents", json=registration).status_code == 201
             for n in range(8):  # whichever worker takes the connection knows the agent
@@ -81,5 +75,4 @@ def test_two_workers_share_one_port_and_one_registry(redis_url: str, redis_prefi
                 assert httpx.post(f"{url}/v1/invoke", json=body).json()["result"] == {"ok": True}
             assert len(agent.received) == 8
     finally:
-        parent.send_signal(signal.SIGTERM)
-        assert parent.wait(timeout=STARTUP_S) == 0
+        assert server.stop(timeout_s=STARTUP_S) == 0, server.stderr

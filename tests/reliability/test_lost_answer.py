@@ -17,8 +17,8 @@ import struct
 import threading
 from collections import Counter
 
+from agent_reach.testing.agent_process import AgentProcess
 from agent_reach.testing.load import Load, LoadRun, check
-from agent_reach.testing.redis_server import free_port
 from agent_reach.testing.waiting import wait_until
 
 POLICY = """
@@ -46,8 +46,8 @@ _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends RST
 class DropProxy:
     """Forwards 127.0.0.1:port -> the agent; drops the answer to some first deliveries."""
 
-    def __init__(self, upstream_port: int, share: float, seed: int) -> None:
-        self.upstream_port = upstream_port
+    def __init__(self, share: float, seed: int) -> None:
+        self.agent: AgentProcess | None = None  # forwarded to at its port, wherever it starts
         self.share = share
         self.random = random.Random(seed)
         self.deliveries: Counter[str] = Counter()  # request_id -> deliveries seen
@@ -79,7 +79,8 @@ class DropProxy:
             await self._stop.wait()
 
     async def _relay(self, client: asyncio.StreamReader, to_client: asyncio.StreamWriter) -> None:
-        agent, to_agent = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        assert self.agent is not None
+        agent, to_agent = await asyncio.open_connection("127.0.0.1", self.agent.port)
         awaiting: list[str] = []  # request ids whose answer has not started yet
 
         async def forward_requests() -> None:
@@ -118,17 +119,16 @@ class DropProxy:
 def test_a_lost_answer_is_resent_with_the_same_id_and_not_acted_twice(rig, backend, report, tier):
     rate, duration_s = SIZES[tier]
     coordinator = rig.coordinator(policy=POLICY, **backend)
-    port = free_port()
-    proxy = DropProxy(port, DROP_SHARE, SEED).start()
+    proxy = DropProxy(DROP_SHARE, SEED).start()
     agent = rig.agent(
         "lossy-1",
         "lossy.act",
         coordinator.url,
-        port=port,
         latency_ms=(2, 8),
         endpoint=f"{proxy.url}/invoke",
         timeout_class="resend",
     )
+    proxy.agent = agent
     try:
         rig.start(agent)
         rig.wait_healthy(coordinator.url, [agent.agent_id])

@@ -32,7 +32,6 @@ from tls_kit import (
     Leaf,
     ca_file,
     client_context,
-    free_port,
     issue,
     nginx_agent,
     nginx_binary,
@@ -415,7 +414,7 @@ def test_nginx_demanding_mutual_tls_verifies_the_coordinators_certificate(
     )
     anonymous = start_coordinator(agent_ca_file=pki.agents_ca)
     with (
-        nginx_agent(pki.agent, pki.shop_ca, free_port()) as agent,
+        nginx_agent(pki.agent, pki.shop_ca) as agent,
         httpx.Client(timeout=10) as http,
     ):
         for c in (coordinator, anonymous):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
-from tls_kit import ca_file, client_context, free_port, issue
+from tls_kit import ca_file, client_context, issue
 
+from agent_reach.testing.ports import on_free_ports
+from agent_reach.testing.serve_process import ServeProcess
 from agent_reach.testing.waiting import wait_until
 
 AGENT_REACH = str(Path(sys.executable).with_name("agent-reach"))
@@ -62,7 +63,7 @@ def test_a_bad_tls_file_is_one_line_and_exit_status_2(files, flags, env, says):
     environment = {**os.environ, "AR_REGISTRY_BACKEND": "memory"}
     environment.update({name: str(files[value]) for name, value in env.items()})
     done = subprocess.run(
-        [AGENT_REACH, "serve", "--port", str(free_port()), *argv],
+        [AGENT_REACH, "serve", "--port", "0", *argv],
         capture_output=True,
         text=True,
         env=environment,
@@ -77,7 +78,6 @@ def test_a_bad_tls_file_is_one_line_and_exit_status_2(files, flags, env, says):
 
 
 def test_two_workers_serve_mutual_tls_on_one_port(files, redis_url: str, redis_prefix: str):
-    port = free_port()
     env = {
         **os.environ,
         "AR_REGISTRY_BACKEND": "redis",
@@ -85,16 +85,16 @@ def test_two_workers_serve_mutual_tls_on_one_port(files, redis_url: str, redis_p
         "AR_REDIS_PREFIX": redis_prefix,
         "AR_DECISION_LOG": "off",
     }
-    parent = subprocess.Popen(
-        [AGENT_REACH, "serve", "--workers", "2", "--port", str(port),
-         "--tls-cert", str(files["cert"]), "--tls-key", str(files["key"]),
-         "--tls-client-ca", str(files["ca"])],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    url = f"https://127.0.0.1:{port}"
+    tls = ["--tls-cert", str(files["cert"]), "--tls-key", str(files["key"]),
+           "--tls-client-ca", str(files["ca"])]  # fmt: skip
+    # Each worker binds the port itself (port 0 would give each its own): picked here,
+    # picked again if another process takes it first.
+    server = on_free_ports(
+        lambda port: ServeProcess(
+            "--workers", "2", *tls, port=port, env=env, command=[AGENT_REACH]
+        ).start(STARTUP_S)
+    )
+    url = f"https://127.0.0.1:{server.port}"
     trusted = client_context(files["ca"])
     trusted.load_cert_chain(files["client_cert"], files["client_key"])
     nodes: set[str] = set()
@@ -114,7 +114,6 @@ def test_two_workers_serve_mutual_tls_on_one_port(files, redis_url: str, redis_p
                 with pytest.raises(httpx.TransportError):
                     httpx.get(f"{url}/healthz", verify=context, timeout=5)
     finally:
-        parent.send_signal(signal.SIGTERM)
-        _, stderr = parent.communicate(timeout=STARTUP_S)
-    assert parent.returncode == 0, stderr
-    assert stderr.count(f"https://127.0.0.1:{port}") == 2  # each worker says https
+        status = server.stop(STARTUP_S)
+    assert status == 0, server.stderr
+    assert server.stderr.count(url) == 2  # each worker says https

@@ -12,7 +12,6 @@ import datetime
 import ipaddress
 import json
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -30,7 +29,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.balancer import wait_bound
+from agent_reach.testing.ports import on_free_ports
 
 
 @dataclass(frozen=True)
@@ -216,42 +216,44 @@ def nginx_binary() -> str | None:
 
 
 @contextmanager
-def nginx_agent(leaf: Leaf, client_ca: Path, port: int) -> Iterator[NginxAgent]:
-    """nginx on 127.0.0.1:`port` as an agent that demands mutual TLS."""
+def nginx_agent(leaf: Leaf, client_ca: Path) -> Iterator[NginxAgent]:
+    """nginx on a free 127.0.0.1 port as an agent that demands mutual TLS."""
     binary = nginx_binary()
     assert binary is not None, "nginx is missing: scripts/test.sh installs it"
     directory = Path(tempfile.mkdtemp(prefix="ar-nginx-mtls-"))
-    conf = directory / "nginx.conf"
-    conf.write_text(
-        NGINX_MTLS_CONF.format(
-            dir=directory, port=port, cert=leaf.cert, key=leaf.key, client_ca=client_ca
+    conf, errors = directory / "nginx.conf", directory / "error.log"
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        for stale in (directory / "nginx.pid", errors):  # an earlier attempt's
+            stale.unlink(missing_ok=True)
+        conf.write_text(
+            NGINX_MTLS_CONF.format(
+                dir=directory, port=port, cert=leaf.cert, key=leaf.key, client_ca=client_ca
+            )
         )
-    )
-    process = subprocess.Popen(
-        [binary, "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+        process = subprocess.Popen(
+            [binary, "-p", str(directory), "-e", str(errors), "-c", str(conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_bound(directory, lambda: process.poll() is None, lambda: _text(errors))
+        except RuntimeError:
+            process.terminate()
+            process.wait(10)
+            raise
+        return process, port
+
     try:
-        wait_until(lambda: _accepts(port) or process.poll() is not None, "nginx to listen")
-        assert process.poll() is None, (directory / "error.log").read_text()
-        yield NginxAgent(f"https://127.0.0.1:{port}/invoke", directory / "access.log")
+        process, port = on_free_ports(start)
+        try:
+            yield NginxAgent(f"https://127.0.0.1:{port}/invoke", directory / "access.log")
+        finally:
+            process.terminate()
+            process.wait(10)
     finally:
-        process.terminate()
-        process.wait(10)
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), 0.2).close()
-    except OSError:
-        return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""

@@ -12,8 +12,8 @@ so duplicate executions are counted across kills and restarts. With `--forward-t
 the handler also calls another capability through `request.client` (ping-pong).
 
 `AgentProcess` and `CoordinatorProcess` start such processes (and
-`python -m agent_reach serve`) on a fixed 127.0.0.1 port and SIGKILL, SIGSTOP,
-SIGCONT or restart them on that same port.
+`python -m agent_reach serve`, on port 0: it logs the port it got) on 127.0.0.1 and
+SIGKILL, SIGSTOP, SIGCONT or restart them on that same port.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import os
 import random
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
@@ -39,8 +40,15 @@ import orjson
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.observability.logging import configure_logging
 from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.testing.ports import (
+    PORT_RETRIES,
+    PortTaken,
+    free_port,
+    on_free_ports,
+    port_was_taken,
+)
 from agent_reach.testing.processes import ChildProcess
-from agent_reach.testing.redis_server import PORT_RETRIES, free_port, port_was_taken
+from agent_reach.testing.serve_process import listening_url
 from agent_reach.testing.waiting import wait_until
 
 START_TIMEOUT_S = 20.0  # a cold interpreter importing the stack takes ~1 s; CI may be 10x slower
@@ -228,10 +236,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     build_agent(options).serve(host="127.0.0.1", port=options.port, log_level="warning")
 
 
-class PortTaken(RuntimeError):
-    """The process could not bind its port: another process took it since it was picked."""
-
-
 class ManagedProcess(ChildProcess):
     """One child process serving HTTP on a fixed 127.0.0.1 port, driven by signals.
 
@@ -239,6 +243,7 @@ class ManagedProcess(ChildProcess):
     same port. Output goes to `log_path` (appended across restarts). A port picked
     for it (`port_chosen`) that another process took before it bound it is replaced
     by a new one at its first start (its `--port` argument); a restart keeps its port.
+    Port 0 is for a coordinator: its first start takes the port it logs.
     """
 
     def __init__(
@@ -276,19 +281,20 @@ class ManagedProcess(ChildProcess):
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Self:
         """Block until the ready path answers 2xx; fails with the log's tail if it exits."""
-        retries = PORT_RETRIES
-        while True:
-            try:
-                wait_until(self._answers, f"{self.name} on port {self.port} to be ready", timeout_s)
-            except PortTaken:
-                if retries == 0:
-                    raise
-                retries -= 1
-                self._move_to(free_port())
-                self.launch()
-                continue
-            self._port_chosen = False  # up: from now on its port is its address
-            return self
+        try:
+            self._wait_ready(timeout_s)
+        except PortTaken:  # raised only for a port picked for it, at its first start
+            on_free_ports(lambda port: self._relaunch_on(port, timeout_s), retries=PORT_RETRIES - 1)
+        self._port_chosen = False  # up: from now on its port is its address
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        wait_until(self._answers, f"{self.name} on port {self.port} to be ready", timeout_s)
+
+    def _relaunch_on(self, port: int, timeout_s: float) -> None:
+        self._move_to(port)
+        self.launch()
+        self._wait_ready(timeout_s)
 
     def start(self) -> Self:
         return self.launch().wait_ready()
@@ -308,14 +314,24 @@ class ManagedProcess(ChildProcess):
         self.name = self.name.replace(f":{self.port}", f":{port}")
         self.port = port
 
+    def _output(self) -> str:
+        """What this launch wrote so far."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
+
     def _answers(self) -> bool:
         if self._process is None or self._process.poll() is not None:
-            with self.log_path.open("rb") as log:
-                log.seek(self._log_start)
-                output = log.read().decode(errors="replace")
+            output = self._output()
             if self._port_chosen and port_was_taken(output):
                 raise PortTaken(f"{self.name}: port {self.port} taken:\n{output[-500:]}")
             raise RuntimeError(f"{self.name} exited during startup:\n{self.log_tail()}")
+        if self.port == 0:  # not listening until it logs where
+            urls = map(listening_url, self._output().splitlines())
+            url = next(filter(None, urls), None)
+            if url is None:
+                return False
+            self._move_to(int(url.rsplit(":", 1)[1]))
         connection = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=READY_PROBE_TIMEOUT_S
         )
@@ -408,8 +424,13 @@ class CoordinatorProcess(ManagedProcess):
         probe_interval_s: float | None = None,
         extra_env: dict[str, str] | None = None,
     ) -> None:
-        port_chosen, port = port is None, port or free_port()
-        settings = {"AR_REGISTRY_BACKEND": backend, "AR_DECISION_LOG": "off", "AR_LOG_JSON": "1"}
+        port = port or 0
+        settings = {
+            "AR_REGISTRY_BACKEND": backend,
+            "AR_DECISION_LOG": "off",
+            "AR_LOG_JSON": "1",
+            "AR_LOG_LEVEL": "info",  # the level of `server_started`, which says its port
+        }
         optional = {
             "AR_REDIS_URL": redis_url,
             "AR_REDIS_PREFIX": redis_prefix,
@@ -420,14 +441,15 @@ class CoordinatorProcess(ManagedProcess):
         settings.update(extra_env or {})
         command = [sys.executable, "-m", "agent_reach", "serve", "--host", "127.0.0.1"]
         command += ["--port", str(port)]
+        handle, log_path = tempfile.mkstemp(prefix="coordinator-", suffix=".log", dir=directory)
+        os.close(handle)
         super().__init__(
             f"coordinator:{port}",
             command,
             port=port,
             ready_path="/healthz",
-            log_path=directory / f"coordinator-{port}.log",
+            log_path=Path(log_path),
             env={**os.environ, **settings},  # inherited AR_* (AR_AUTH of tests...) under ours
-            port_chosen=port_chosen,
         )
 
     def events(self, *names: str) -> list[dict[str, Any]]:

@@ -2,22 +2,24 @@
 
 `NginxBalancer` copies the given ``nginx.conf`` (deploy/nginx/nginx.conf) unchanged into
 a directory of its own and writes the two files it includes: the upstream, one loopback
-coordinator per line, and the listen address, a free port on 127.0.0.1.
+coordinator per line, and the listen address, a free port on 127.0.0.1 (another one when
+another process takes it before nginx binds it).
+
+`wait_bound` tells when an nginx has bound its ports, for any nginx the tests run.
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from agent_reach.clock import SYSTEM_CLOCK
+from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
 from agent_reach.testing.processes import ChildProcess
-from agent_reach.testing.redis_server import free_port
 
 UPSTREAM_FILE = "agent-reach-upstream.conf"
 LISTEN_FILE = "agent-reach-listen.conf"
@@ -38,7 +40,7 @@ class NginxBalancer(ChildProcess):
         self.binary = found
         self.config = config
         self.upstreams = list(upstreams)
-        self.port = free_port()
+        self.port = 0  # picked at start
         self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-nginx-"))
 
     @property
@@ -46,7 +48,13 @@ class NginxBalancer(ChildProcess):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> NginxBalancer:
-        """Write the config, start nginx, return once it accepts connections."""
+        """Write the config, start nginx on a free port, return once it listens."""
+        return on_free_ports(self._start_on)
+
+    def _start_on(self, port: int) -> NginxBalancer:
+        self.port = port
+        for name in ("nginx.pid", "nginx.log", "error.log"):  # an earlier attempt's
+            (self.directory / name).unlink(missing_ok=True)
         shutil.copyfile(self.config, self.directory / "nginx.conf")
         servers = "".join(f"    server {u} {SERVER_OPTIONS};\n" for u in self.upstreams)
         upstream = f"upstream coordinators {{\n{servers}    keepalive {KEEPALIVE};\n}}\n"
@@ -63,12 +71,11 @@ class NginxBalancer(ChildProcess):
         ]  # fmt: skip
         with (self.directory / "nginx.log").open("ab") as log:
             self.spawn(command, output=log)
-        deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S
-        while not self._accepts():
-            if not self.is_running or SYSTEM_CLOCK.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"nginx did not come up:\n{self.log()}")
-            time.sleep(0.02)
+        try:
+            wait_bound(self.directory, lambda: self.is_running, self.log)
+        except RuntimeError:
+            self.stop()
+            raise
         return self
 
     def log(self) -> str:
@@ -91,9 +98,17 @@ class NginxBalancer(ChildProcess):
     ) -> None:
         self.close()
 
-    def _accepts(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
-            return False
+
+def wait_bound(directory: Path, is_running: Callable[[], bool], log: Callable[[], str]) -> None:
+    """Return once the nginx run from `directory` (``pid nginx.pid`` there) has bound its
+    ports: it writes its pid file only then. `PortTaken` when its log says a port was
+    taken (a port that answers meanwhile may be the other process's); `RuntimeError`
+    when it exits or takes longer than `START_TIMEOUT_S`."""
+    pid_file = directory / "nginx.pid"
+    deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S
+    while not pid_file.exists():
+        if not is_running() or SYSTEM_CLOCK.monotonic() > deadline:
+            if port_was_taken(log()):
+                raise PortTaken(f"nginx could not bind its port:\n{log()}")
+            raise RuntimeError(f"nginx did not come up:\n{log()}")
+        time.sleep(0.02)

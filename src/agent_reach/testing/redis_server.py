@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
 from agent_reach.clock import SYSTEM_CLOCK
+from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
 from agent_reach.testing.processes import ChildProcess
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 PROBE_TIMEOUT_S = 0.3  # a local Redis answers PING in well under a millisecond
 START_TIMEOUT_S = 10.0  # redis-server with no data to load is ready in tens of milliseconds
 STOP_GRACE_S = 5.0  # after SIGTERM, then SIGKILL
-PORT_RETRIES = 3  # new ports tried when another process took the one picked
+_PROCESS_ID = re.compile(rb"\r\nprocess_id:(\d+)\r\n")
 
 
 def answers_ping(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
@@ -29,6 +29,22 @@ def answers_ping(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bo
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def answers_as(pid: int, host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when the Redis on host:port answers within `timeout_s` and is process `pid`."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(b"INFO server\r\n")
+            reply = b""
+            while (found := _PROCESS_ID.search(reply)) is None:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return False
+                reply += chunk
+            return int(found[1]) == pid
     except OSError:
         return False
 
@@ -42,31 +58,6 @@ def find_redis_url() -> str | None:
     if parts.hostname and parts.port and answers_ping(parts.hostname, parts.port):
         return DEFAULT_REDIS_URL
     return None
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now.
-
-    Another process may take it before ours binds it: a server started on it retries
-    on another port when its bind fails (`RedisServer`, the test kit's processes).
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def refused_port() -> Iterator[int]:
-    """A port on 127.0.0.1 that refuses connections for as long as this is held: bound
-    by this process, never listened on, so no other process can take it meanwhile."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield int(sock.getsockname()[1])
-
-
-def port_was_taken(log: str) -> bool:
-    """True when a server's log says its bind failed because the port is in use."""
-    return "address already in use" in log.lower()
 
 
 class RedisServer(ChildProcess):
@@ -91,8 +82,8 @@ class RedisServer(ChildProcess):
             )
         super().__init__()
         self.binary = found
-        self._port_chosen = port is None  # ours to change until first up (a restart keeps it)
-        self.port = free_port() if port is None else port
+        self._port_chosen = port is None  # picked at its first start (a restart keeps it)
+        self.port = port or 0
         self.options = options  # more redis-server flags, e.g. a cluster node's
         self.directory = Path(tempfile.mkdtemp(prefix="agent-reach-redis-"))
 
@@ -100,13 +91,22 @@ class RedisServer(ChildProcess):
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, retries: int = PORT_RETRIES) -> RedisServer:
-        """Start the server and return once it answers PING; `RuntimeError` if it does not.
-        On a port it chose, taken meanwhile by another process, the first start tries
-        another; a restart stays on its port."""
+    def start(self) -> RedisServer:
+        """Start the server and return once it answers; `RuntimeError` if it does not.
+        A port it chose itself is picked at its first start, and picked again when
+        another process binds it first; a restart stays on its port."""
         if self.is_running:
             return self
+        if self._port_chosen:
+            on_free_ports(self._start_on)
+            self._port_chosen = False  # up: from now on its port is its address
+            return self
+        return self._start_on(self.port)
+
+    def _start_on(self, port: int) -> RedisServer:
+        self.port = port
         log_file = self.directory / "redis.log"
+        log_file.unlink(missing_ok=True)  # an earlier run's, or an attempt's on a taken port
         command = [
             self.binary,
             "--bind", "127.0.0.1",
@@ -119,17 +119,15 @@ class RedisServer(ChildProcess):
         ]  # fmt: skip
         self.spawn(command)
         deadline = SYSTEM_CLOCK.monotonic() + START_TIMEOUT_S
-        while not answers_ping("127.0.0.1", self.port):
+        # Our process, not a Redis of another process that took the port meanwhile.
+        while not (self.pid and answers_as(self.pid, "127.0.0.1", self.port)):
             if not self.is_running or SYSTEM_CLOCK.monotonic() > deadline:
                 self.stop()
                 log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
-                if self._port_chosen and port_was_taken(log) and retries > 0:
-                    log_file.unlink()
-                    self.port = free_port()
-                    return self.start(retries - 1)
+                if self._port_chosen and port_was_taken(log):
+                    raise PortTaken(f"redis-server: port {self.port} taken:\n{log}")
                 raise RuntimeError(f"redis-server did not come up on port {self.port}:\n{log}")
             time.sleep(0.01)
-        self._port_chosen = False
         return self
 
     def close(self) -> None:

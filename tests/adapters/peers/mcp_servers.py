@@ -9,9 +9,8 @@ can be killed and started again on the same port.
 from __future__ import annotations
 
 import json
+import re
 import shutil
-import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,29 +25,20 @@ INTEROP_PEERS = HERE.parent.parent / "interop" / "peers"
 STARTUP_S = 30.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-    except OSError:
-        return False
-    return True
-
-
 class McpServer(ChildProcess):
-    """One MCP server process; `url` is its streamable HTTP endpoint."""
+    """One MCP server process; `url` is its streamable HTTP endpoint. The first start
+    binds port 0 and reads the port from the server's first line; a restart keeps it."""
 
     def __init__(self, kind: str, ledger: Path) -> None:
         super().__init__()
         self.kind = kind
         self.ledger = ledger
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = ledger.with_name(f"{ledger.stem}-{kind}-server.log")
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> McpServer:
         if self.kind == "python":
@@ -62,9 +52,19 @@ class McpServer(ChildProcess):
             ):
                 pytest.fail("node and @modelcontextprotocol/sdk are needed: run scripts/test.sh")
             command, cwd = [node, "mcp_tools_server.mjs"], INTEROP_PEERS
-        self.spawn([*command, str(self.port), str(self.ledger)], output=subprocess.DEVNULL, cwd=cwd)
-        wait_until(lambda: _accepts(self.port), f"the {self.kind} MCP server to listen", STARTUP_S)
+        with self.log.open("w", encoding="utf-8") as log:
+            self.spawn([*command, str(self.port), str(self.ledger)], output=log, cwd=cwd)
+        self.port = wait_until(self._listening, f"the {self.kind} MCP server to listen", STARTUP_S)
         return self
+
+    def _listening(self) -> int | None:
+        """The port its first line names; `RuntimeError` with its output if it exited."""
+        output = self.log.read_text(encoding="utf-8", errors="replace")
+        if found := re.search(r"^listening on http://127\.0\.0\.1:(\d+)\n", output, re.MULTILINE):
+            return int(found[1])
+        if not self.is_running:
+            raise RuntimeError(f"the {self.kind} MCP server exited:\n{output[-2000:]}")
+        return None
 
     def executions(self, tool: str | None = None) -> list[dict[str, Any]]:
         """The arguments of each execution (of `tool`, or of every tool)."""

@@ -1,5 +1,6 @@
 """An MCP server built with the official Python SDK (`MCPServer`, formerly FastMCP),
-served over streamable HTTP: `python mcp_tools_server.py PORT LEDGER`.
+served over streamable HTTP: `python mcp_tools_server.py PORT LEDGER` (PORT 0: a free one,
+which its first line gives).
 
 Every tool execution appends one line `<tool> <arguments as JSON>` to LEDGER before it
 answers, so tests count executions at the server, across restarts. `drop` records its
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -72,4 +74,11 @@ async def grow(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+    # Port 0 picks a free one: the line says which (the test kit reads it) once it listens.
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # back on its port at once
+    sock.bind(("127.0.0.1", PORT))
+    sock.listen(128)
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])

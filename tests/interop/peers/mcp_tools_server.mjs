@@ -123,4 +123,7 @@ const httpServer = http.createServer(async (req, res) => {
   await entry.transport.handleRequest(req, res, body);
 });
 
-httpServer.listen(Number(port), "127.0.0.1");
+// Port 0 picks a free one: the line says which (the test kit reads it).
+httpServer.listen(Number(port), "127.0.0.1", () => {
+  console.log(`listening on http://127.0.0.1:${httpServer.address().port}`);
+});
