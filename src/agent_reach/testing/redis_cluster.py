@@ -15,6 +15,8 @@ import subprocess
 import time
 from types import TracebackType
 
+import redis
+
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.testing.redis_server import RedisServer
 
@@ -158,6 +160,31 @@ class RedisClusterServer:
             if role[:1] == ["slave"] and len(role) > 2 and role[2].strip() == str(master.port):
                 return node
         raise RuntimeError(f"no running replica follows port {master.port}")
+
+    def wait_replicated(self, master: RedisServer, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Return once a replica of `master` holds every write `master` took so far (WAIT).
+
+        A replica still in its first sync would take over with nothing: a fault scenario
+        starting before that measures the rig, not the failover.
+        """
+        deadline = SYSTEM_CLOCK.monotonic() + timeout_s
+        with redis.Redis(port=master.port, socket_timeout=timeout_s) as client:
+            while client.execute_command("WAIT", 1, round(POLL_S * 1000)) < 1:
+                if SYSTEM_CLOCK.monotonic() > deadline:
+                    raise RuntimeError(f"no replica of port {master.port} after {timeout_s} s")
+
+    def wait_promoted(self, node: RedisServer, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Return once `node` (a replica) says it is a master.
+
+        It asks the node every `POLL_S` over one connection: no redis-cli process per
+        look, whose start-up a loaded host would add to the figure.
+        """
+        deadline = SYSTEM_CLOCK.monotonic() + timeout_s
+        with redis.Redis(port=node.port, socket_timeout=timeout_s) as client:
+            while client.execute_command("ROLE")[0] not in ("master", b"master"):
+                if SYSTEM_CLOCK.monotonic() > deadline:
+                    raise RuntimeError(f"port {node.port} not promoted after {timeout_s} s")
+                time.sleep(POLL_S)  # the polling period, bounded by the deadline
 
     def kill_master(self, node: RedisServer) -> None:
         """SIGKILL a master: its replica takes its slots over after the node timeout."""
