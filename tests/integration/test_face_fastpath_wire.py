@@ -1,7 +1,8 @@
 """The A2A and MCP faces' fast path answers on the wire exactly as the full stack does.
 
 Two coordinators side by side, each with its own agents: one on the edge server as
-deployed (`/a2a`, `/a2a/message:send` and 2026-07-28 `tools/call` on the fast path),
+deployed (`/a2a`, `/a2a/message:send`, 2026-07-28 `tools/call` and `tools/call` in a
+2025-11-25 session on the fast path),
 one with `EdgeConfig(fast_faces=False)` (everything through the ASGI app: FastAPI, the
 MCP SDK's streamable-HTTP layer). The same raw requests go to both: successes, auth
 failures, bad JSON, unknown methods and tools, a wrong version or session, a foreign
@@ -31,6 +32,7 @@ from agent_reach.server.edge_faces import EdgeFaces
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.raw_http import RawClient, Reply
 from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.waiting import wait_until
 
 MODERN, HANDSHAKE = "2026-07-28", "2025-11-25"
 META = {
@@ -65,6 +67,8 @@ class Side:
     echo: FakeAgent
     broken: FakeAgent
     edge: EdgeServer
+    app: Any
+    admin: str
     session: str = ""
 
     def taken(self) -> tuple[int, int]:
@@ -91,7 +95,7 @@ def sides(settings: Settings) -> Iterator[tuple[Side, Side]]:
             broken_url = stack.enter_context(ServerThread(broken)).url
             key = _setup(server.url, admin, echo_url, broken_url)
             assert isinstance(server.server, EdgeServer)
-            made.append(Side(server.url, key, echo, broken, server.server))
+            made.append(Side(server.url, key, echo, broken, server.server, app, admin))
         for side in made:
             side.session = _session(side)
         yield made[0], made[1]
@@ -154,9 +158,10 @@ def _send(
     headers: dict[str, str],
     *,
     auth: str | None = "key",
+    method: str = "POST",
 ) -> Reply:
-    """One POST on a fresh connection; `body` JSON unless bytes; `auth` "key" for the
-    side's caller key, None for none, else that Authorization value."""
+    """One request (a POST unless told) on a fresh connection; `body` JSON unless bytes;
+    `auth` "key" for the side's caller key, None for none, else that Authorization value."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     lines = {"host": "127.0.0.1", "content-type": "application/json", **headers}
     if auth == "key":
@@ -165,7 +170,7 @@ def _send(
         lines["authorization"] = auth
     lines = {k: v.replace("{session}", side.session) for k, v in lines.items()}
     lines["content-length"] = str(len(raw))
-    head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines.items())
     client = RawClient(side.url)
     try:
         client.send(head.encode() + b"\r\n" + raw)
@@ -381,9 +386,108 @@ def test_mcp_tool_calls_answer_alike(sides: tuple[Side, Side]) -> None:
     assert _same(fast, full, "/mcp", old, stale).status == 404
     # delivered: 2 modern calls and 1 in the session to echo, 1 to broken; none refused
     assert _counts(fast) == _counts(full) == (3, 1)
-    # fast: the 2026-07-28 calls (delivered, failed, unknown, unauthenticated); the rest
-    # and the session's three opening requests went to the SDK
-    assert fast.taken() == (5, 14) and full.edge.faces is None
+    # fast: the 2026-07-28 calls (delivered, failed, unknown, unauthenticated) and the
+    # session's call; the rest and the session's three opening requests went to the SDK
+    assert fast.taken() == (6, 13) and full.edge.faces is None
+
+
+def test_tool_calls_in_a_session_answer_alike(sides: tuple[Side, Side]) -> None:
+    """A 2025-11-25 session's `tools/call`: an event stream of one message, as the SDK's
+    session transport sends it, for successes, failures and refusals alike; anything
+    the fast path does not answer goes to the SDK and is answered the same."""
+    fast, full = sides
+    payload = {"payload": {"sku": "P-1"}}
+    session = {
+        "accept": MCP_ACCEPT,
+        "mcp-session-id": "{session}",
+        "mcp-protocol-version": HANDSHAKE,
+    }
+
+    def call(name: Any, arguments: Any = payload, call_id: Any = 9, **params: Any) -> Any:
+        given = {"name": name, **params}
+        if arguments is not None:
+            given["arguments"] = arguments
+        return _rpc("tools/call", given, call_id)
+
+    called = _same(fast, full, "/mcp", call("echo.say"), session)
+    assert called.status == 200 and called.headers["content-type"] == "text/event-stream"
+    assert called.headers["mcp-session-id"] == fast.session
+    assert called.body.startswith(b"event: message\r\ndata: {") and b"pong" in called.body
+    assert b"pong" in _same(fast, full, "/mcp", call("echo.say", None, "id-é"), session).body
+    progress = call("echo.say", _meta={"progressToken": "t-1"})
+    assert b"pong" in _same(fast, full, "/mcp", progress, session).body
+    failed = _same(fast, full, "/mcp", call("broken.op"), session)
+    assert b'"isError":true' in failed.body
+    unknown = _same(fast, full, "/mcp", call("payroll.run"), session)
+    assert unknown.status == 200 and b"Unknown tool" in unknown.body
+    assert b"-32602" in _same(fast, full, "/mcp", call("echo.say", [1]), session).body
+    assert b"-32602" in _same(fast, full, "/mcp", call(7), session).body
+    refused = _same(fast, full, "/mcp", call("echo.say"), session, auth="Bearer nope")
+    assert refused.status == 401 and "www-authenticate" in refused.headers
+    assert _same(fast, full, "/mcp", b'{"jsonrpc":', session).status == 400
+    for accept in ("application/json", "text/event-stream"):
+        assert (
+            _same(fast, full, "/mcp", call("echo.say"), {**session, "accept": accept}).status == 406
+        )
+    for content_type, status in (("text/plain", 400), ("application/json-seq", 415)):
+        headers = {**session, "content-type": content_type}
+        assert _same(fast, full, "/mcp", call("echo.say"), headers).status == status
+    other_version = {**session, "mcp-protocol-version": "2025-06-18"}
+    assert b"pong" in _same(fast, full, "/mcp", call("echo.say"), other_version).body
+    no_version = {k: v for k, v in session.items() if k != "mcp-protocol-version"}
+    assert b"pong" in _same(fast, full, "/mcp", call("echo.say"), no_version).body
+    foreign = {**session, "origin": "https://evil.example"}
+    assert _same(fast, full, "/mcp", call("echo.say"), foreign).status == 403
+    listed = _same(fast, full, "/mcp", _rpc("tools/list", {}), session)
+    assert b"echo.say" in listed.body and b"payroll.run" not in listed.body
+    # on the fast path: 3 deliveries, the failed and the unknown tool, the refusal
+    assert fast.taken() == (6, 14)
+    # another principal's key in the session: the SDK's answer (it calls as that key)
+    other = _key(fast, "other-caller"), _key(full, "other-caller")
+    for side, key in zip(sides, other, strict=True):
+        reply = _send(side, "/mcp", call("echo.say"), session, auth=f"Bearer {key}")
+        assert reply.status == 200 and b"pong" in reply.body
+    assert fast.taken() == (6, 15)
+    # ended: a DELETE, then the call is the SDK's 404 on both
+    for side in sides:
+        assert _send(side, "/mcp", b"", session, method="DELETE").status == 200
+    gone = _same(fast, full, "/mcp", call("echo.say"), session)
+    assert gone.status == 404
+    assert _counts(fast) == _counts(full) == (6, 1)
+    assert fast.taken() == (6, 16) and full.edge.faces is None
+    assert not fast.app.mcp.sessions.live and not full.app.mcp.sessions.live
+
+
+def test_the_face_ends_an_idle_session(settings: Settings) -> None:
+    """The face ends idle sessions itself (the SDK's timer, off, would never see the
+    fast path's calls): the session's id answers the SDK's 404 from then on."""
+    admin = secrets.token_urlsafe(24)
+    app = create_app(settings.model_copy(update={"auth": "on", "admin_key": SecretStr(admin)}))
+    app.mcp.sessions.idle_s = 0.2
+    echo = FakeAgent(answer={"echo": "pong"})
+    with ServerThread(app) as server, ServerThread(echo) as agent:
+        key = _setup(server.url, admin, agent.url, agent.url)
+        assert isinstance(server.server, EdgeServer)
+        side = Side(server.url, key, echo, echo, server.server, app, admin)
+        side.session = _session(side)
+        session = {
+            "accept": MCP_ACCEPT,
+            "mcp-session-id": "{session}",
+            "mcp-protocol-version": HANDSHAKE,
+        }
+        wait_until(lambda: not app.mcp.sessions.live, "the idle session ended")
+        gone = _send(side, "/mcp", _rpc("tools/call", {"name": "echo.say"}, 4), session)
+        assert gone.status == 404 and side.taken() == (0, 4)
+        assert not echo.received
+
+
+def _key(side: Side, principal: str) -> str:
+    """A caller key for another principal on `side`, granted echo.*."""
+    grant = {"principal": principal, "role": "caller", "capabilities": ["echo.*"]}
+    with httpx.Client(base_url=side.url, headers={"authorization": f"Bearer {side.admin}"}) as http:
+        created = http.post("/v1/keys", json=grant)
+        assert created.status_code == 201, created.text
+        return str(created.json()["key"])
 
 
 def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
@@ -393,10 +497,10 @@ def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
     the answer as one `message` event."""
     from mcp.server import _streamable_http_modern
 
-    from agent_reach.server import face_fastpath
+    from agent_reach.server import face_mcp
 
     monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", 0.3)
-    monkeypatch.setattr(face_fastpath, "SSE_AFTER_S", 0.3)
+    monkeypatch.setattr(face_mcp, "SSE_AFTER_S", 0.3)
     fast, full = sides
     for side in sides:
         side.echo.delay_s = 0.5
@@ -406,6 +510,38 @@ def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
         assert answer.headers["content-type"] == "text/event-stream"
         assert answer.body.startswith(b": ping\r\n\r\n")
     events = [_MINTED.sub(b"", a.body.replace(b": ping\r\n\r\n", b"")) for a in answers]
+    assert events[0] == events[1] and events[0].startswith(b"event: message\r\ndata: {")
+    assert _counts(fast) == _counts(full) == (1, 0)
+    assert fast.taken() == (1, 3)
+
+
+def test_a_slow_tool_call_in_a_session_pings_as_the_sdk_does(
+    sides: tuple[Side, Side], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session transport's event stream pings every 15 s (sse-starlette's comment
+    with the time; made 0.3 s here, on both sides), then sends the answer."""
+    from sse_starlette import EventSourceResponse
+
+    from agent_reach.server import face_mcp
+
+    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.3)
+    monkeypatch.setattr(face_mcp, "SSE_AFTER_S", 0.3)
+    fast, full = sides
+    for side in sides:
+        side.echo.delay_s = 0.5
+    session = {
+        "accept": MCP_ACCEPT,
+        "mcp-session-id": "{session}",
+        "mcp-protocol-version": HANDSHAKE,
+    }
+    call = _rpc("tools/call", {"name": "echo.say", "arguments": {"payload": 1}}, 5)
+    answers = [_send(side, "/mcp", call, session) for side in sides]
+    pings = re.compile(rb": ping - [0-9: .+-]+\r\n\r\n")
+    for answer in answers:
+        assert answer.status == 200 and answer.headers["content-type"] == "text/event-stream"
+        assert pings.match(answer.body)
+    assert _seen(answers[0])[:2] == _seen(answers[1])[:2]
+    events = [_MINTED.sub(b"", pings.sub(b"", a.body)) for a in answers]
     assert events[0] == events[1] and events[0].startswith(b"event: message\r\ndata: {")
     assert _counts(fast) == _counts(full) == (1, 0)
     assert fast.taken() == (1, 3)

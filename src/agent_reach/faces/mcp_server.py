@@ -5,27 +5,30 @@ live capability it may invoke and may call exactly those (`faces/mcp_tools.py`, 
 answers both without this module's sessions). Every protocol version the official
 SDKs speak is served (`faces/mcp_versions.py`). Agents coming and going send
 `notifications/tools/list_changed`: on handshake-era sessions as a notification, on
-2026-07-28 connections to `subscriptions/listen` streams.
+2026-07-28 connections to `subscriptions/listen` streams. The face keeps the
+handshake-era sessions it opened (`faces/mcp_sessions.py`): the edge server answers a
+`tools/call` inside one on its fast path, and the face expires idle ones.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from typing import Any
 
 import mcp_types as types
 import structlog
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
+from agent_reach.faces.mcp_sessions import LiveSessions, Opening
 from agent_reach.faces.mcp_tools import call_tool, list_tools
 from agent_reach.faces.mcp_versions import serve_aliases
 from agent_reach.identity.certificates import peer_of
@@ -37,8 +40,11 @@ from agent_reach.server.runtime import Runtime
 
 log = structlog.get_logger("agent_reach.faces")
 
-MAX_SESSIONS = 10_000  # handshake-era sessions kept for notifications; the SDK's own cap is lower
 WATCH_S = 0.25  # how often the live tool list is compared; a change reaches clients this fast
+# The request's principal, as the face authenticated it, and an `initialize`'s `Opening`,
+# carried in the ASGI scope to the handlers and the middleware.
+PRINCIPAL, OPENING = "agent_reach.mcp.principal", "agent_reach.mcp.opening"
+_SESSION = MCP_SESSION_ID_HEADER.encode()
 Scope = dict[str, Any]
 
 
@@ -65,9 +71,7 @@ class McpFace:
         self._runtime = runtime
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
-        # Handshake-era sessions by Mcp-Session-Id: the latest request's ServerSession, whose
-        # notifications without a related request go to the session's standalone stream.
-        self.sessions: dict[str, ServerSession] = {}
+        self.sessions = LiveSessions()
         self.server = _ToolServer(
             "agent-reach",
             version="1",
@@ -76,22 +80,29 @@ class McpFace:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self.listen,
         )
+        self.server.middleware.append(self._opened)
         self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def running(self, runtime: Runtime) -> AsyncIterator[None]:
         """Serve sessions and watch `runtime`'s tool list until the block ends."""
-        self.manager = StreamableHTTPSessionManager(app=self.server)
+        # Idle sessions are the face's to end (`_expire`): fast-path calls keep them in use.
+        self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=None)
         async with self.manager.run():
-            watcher = asyncio.create_task(self._watch(runtime), name="mcp-tool-watch")
+            loops = [
+                asyncio.create_task(self._watch(runtime), name="mcp-tool-watch"),
+                asyncio.create_task(self._expire(self.manager), name="mcp-session-expiry"),
+            ]
             try:
                 yield
             finally:
                 self.listen.close()
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                for loop in loops:
+                    loop.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await loop
                 self.manager = None
+                self.sessions.clear()
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         runtime, manager = self._runtime(), self.manager
@@ -102,7 +113,7 @@ class McpFace:
             return
         headers = dict(scope.get("headers") or [])
         try:
-            await runtime.security.authenticate(
+            principal = await runtime.security.authenticate(
                 _text(headers.get(b"authorization")),
                 peer_of(scope),
                 resource=resource_audience(runtime.settings, scope),
@@ -122,12 +133,45 @@ class McpFace:
         except ReachError as exc:  # a body too large, or the client gone before sending it
             await refusal(runtime.settings, scope, exc, None)(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
+        session_id = _text(headers.get(_SESSION))
+        scope = {**scope, PRINCIPAL: principal}
+        if session_id is None:
+            if scope["method"] == "POST":  # perhaps an `initialize`: a session opens
+                opening = Opening(principal)
+                scope[OPENING] = opening
+                status, opened = await _answered(manager, scope, receive, send)
+                if status == 200 and opened is not None:
+                    self.sessions.opened(opened, opening)
+            else:
+                await manager.handle_request(scope, receive, send)
+            return
+        with self.sessions.using(session_id):
+            status, _ = await _answered(manager, scope, receive, send)
+        if status == 404 or (status == 200 and scope["method"] == "DELETE"):
+            self.sessions.ended(session_id)
+
+    async def _opened(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Middleware: an `initialize` that succeeded tells its `Opening` the negotiated
+        version and the session's server side."""
+        result = await call_next(ctx)
+        request = ctx.request
+        opening = request.scope.get(OPENING) if request is not None else None
+        if ctx.method == "initialize" and isinstance(opening, Opening):
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if isinstance(version, str):
+                opening.version, opening.server_side = version, ctx.session
+        return result
 
     async def _principal(self, runtime: Runtime, ctx: ServerRequestContext[Any, Any]) -> Principal:
+        """The request's principal: as `__call__` authenticated it, else authenticated."""
         request = ctx.request
         if request is None:
             return await runtime.security.authenticate(None)
+        principal = request.scope.get(PRINCIPAL)
+        if isinstance(principal, Principal):
+            return principal
         return await runtime.security.authenticate(
             request.headers.get("authorization"),
             peer_of(request.scope),
@@ -138,7 +182,6 @@ class McpFace:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         runtime = self._live_runtime()
-        self._remember(ctx)
         principal = await self._principal(runtime, ctx)
         return types.ListToolsResult(tools=list_tools(runtime, principal))
 
@@ -146,19 +189,8 @@ class McpFace:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         runtime = self._live_runtime()
-        self._remember(ctx)
         principal = await self._principal(runtime, ctx)
         return await call_tool(runtime, principal, params.name, params.arguments)
-
-    def _remember(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """Keep a handshake-era session for list_changed notifications."""
-        request = ctx.request
-        session_id = request.headers.get("mcp-session-id") if request is not None else None
-        if session_id is None or ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return  # 2026-07-28 clients listen with subscriptions/listen instead
-        if len(self.sessions) >= MAX_SESSIONS and session_id not in self.sessions:
-            self.sessions.pop(next(iter(self.sessions)))
-        self.sessions[session_id] = ctx.session
 
     def _live_runtime(self) -> Runtime:
         runtime = self._runtime()
@@ -175,13 +207,25 @@ class McpFace:
             live = _offered(runtime)
             if live != seen:
                 await self.bus.publish(ToolsListChanged())
-                for session_id, session in list(self.sessions.items()):
+                for session_id, session in list(self.sessions.live.items()):
                     try:
-                        await session.send_tool_list_changed()
+                        await session.server_side.send_tool_list_changed()
                     except Exception as exc:  # a closed session must not stop the others
                         log.info("mcp_session_dropped", error=type(exc).__name__)
-                        self.sessions.pop(session_id, None)
+                        self.sessions.ended(session_id)
             seen = live
+
+    async def _expire(self, manager: StreamableHTTPSessionManager) -> None:
+        """End the sessions idle for `sessions.idle_s`, as the SDK's idle timer would:
+        a `DELETE` through its own entry."""
+        while True:
+            await asyncio.sleep(min(self.sessions.idle_s / 4, 60.0))
+            for session_id in self.sessions.idle():
+                self.sessions.ended(session_id)
+                try:
+                    await _answered(manager, _delete_scope(session_id), _no_body, _discard)
+                except Exception as exc:  # one session's end must not stop the others'
+                    log.warning("mcp_session_expiry_failed", error=type(exc).__name__)
 
 
 def _offered(runtime: Runtime) -> tuple[frozenset[str], AccessPolicy]:
@@ -192,3 +236,46 @@ def _offered(runtime: Runtime) -> tuple[frozenset[str], AccessPolicy]:
 
 def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("latin-1")
+
+
+async def _answered(
+    manager: StreamableHTTPSessionManager, scope: Scope, receive: Any, send: Any
+) -> tuple[int | None, str | None]:
+    """The SDK's answer to a request: its status and the session id it names."""
+    status: int | None = None
+    session_id: str | None = None
+
+    async def watch(message: MutableMapping[str, Any]) -> None:
+        nonlocal status, session_id
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            session_id = _text(dict(message.get("headers") or []).get(_SESSION))
+        await send(message)
+
+    await manager.handle_request(scope, receive, watch)
+    return status, session_id
+
+
+def _delete_scope(session_id: str) -> Scope:
+    """A client's `DELETE` of a session, as the SDK's entry reads one."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "DELETE",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "headers": [(_SESSION, session_id.encode("latin-1"))],
+        "client": None,
+        "server": None,
+    }
+
+
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _discard(message: MutableMapping[str, Any]) -> None:
+    """Nobody reads the answer to the face's own `DELETE`."""

@@ -4,7 +4,8 @@ without the framework, or the ASGI app does, unchanged.
 A `POST` to one of `EdgeFaces.paths` (exact target, no query) with a Content-Length
 body within the body limit becomes a `FaceExchange`: its body is collected as it
 arrives, then `FaceRoutes.answer` either answers it (one write; an MCP call that
-outlasts the SDK's 15 s turns into an event stream with pings, as the SDK's does) or
+outlasts the SDK's 15 s turns into an event stream with pings, as the SDK's does; a
+call in a session is always an event stream, as the SDK's session transport's) or
 returns None before anything is invoked, and the exchange hands the request, body
 included, to an `AsgiExchange` of the app. A client that leaves does not stop an answer
 being made: as on `/v1/invoke`, the agent may already be called, and it runs to its end
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from agent_reach.errors import ReachError
-from agent_reach.server import face_fastpath
+from agent_reach.server import face_mcp
 from agent_reach.server.edge_asgi import (
     INTERNAL_ERROR,
     AsgiExchange,
@@ -27,15 +28,9 @@ from agent_reach.server.edge_asgi import (
     http_scope,
     status_line,
 )
-from agent_reach.server.face_fastpath import (
-    A2A_RPC,
-    A2A_SEND,
-    MCP,
-    SSE_HEADERS,
-    SSE_PING,
-    FaceRoutes,
-    sse_event,
-)
+from agent_reach.server.face_fastpath import A2A_RPC, A2A_SEND, MCP, FaceRoutes
+from agent_reach.server.face_mcp import sse_event
+from agent_reach.server.face_wire import EventStream, FaceAnswer
 
 if TYPE_CHECKING:
     from agent_reach.server.app import CoordinatorApp
@@ -80,6 +75,7 @@ class FaceExchange:
         "inner",
         "keep_alive",
         "pinger",
+        "pings",
         "ready",
         "started",
         "streaming",
@@ -106,6 +102,7 @@ class FaceExchange:
         self.ready = self.started = self.wants_continue = False
         self.gone = self.streaming = False
         self.pinger: asyncio.TimerHandle | None = None  # the next ping of an event stream
+        self.pings: EventStream | None = None  # the event stream committed to, if any
 
     @property
     def ends_on_eof(self) -> bool:
@@ -157,13 +154,8 @@ class FaceExchange:
             self._hand_on(body)
             return
         self.faces.answered += 1
-        if self.streaming:
-            self._end_stream()
-            keep_alive = self.keep_alive and not connection.draining and not self.http10
-            await connection.drain()
-            end = b"" if self.http10 else b"0\r\n\r\n"
-            connection.write(self._chunk(sse_event(answer.body)) + end)
-            connection.finish(keep_alive)
+        if self.streaming or answer.stream:
+            await self._stream(answer)
             return
         keep_alive = self.keep_alive and not connection.draining
         lines = b"".join(b"%s: %s\r\n" % pair for pair in answer.headers)
@@ -207,27 +199,46 @@ class FaceExchange:
             inner.disconnect()
         inner.start()
 
-    def _begin_stream(self) -> None:
-        """The call has run `SSE_AFTER_S`: an event stream's head and a ping now, a ping
-        every `SSE_AFTER_S` after, the answer as its event (the SDK's modern entry)."""
+    async def _stream(self, answer: FaceAnswer) -> None:
+        """The answer as an event stream's content (its head first, unless a slow call
+        sent it already), then the stream's end."""
         connection = self.connection
+        head = b""
+        if self.streaming:
+            self._end_stream()
+            await connection.drain()
+            event = answer.body if answer.stream else sse_event(answer.body)
+        else:
+            head, event = self._head(answer.status, answer.headers), answer.body
+        end = b"" if self.http10 else b"0\r\n\r\n"
+        connection.write(head + self._chunk(event) + end)
+        connection.finish(self.keep_alive and not connection.draining and not self.http10)
+
+    def _begin_stream(self, stream: EventStream) -> None:
+        """The call has run `SSE_AFTER_S`: an event stream's head and a ping now, a ping
+        every `SSE_AFTER_S` after, the answer as its event (the SDK's, on either entry)."""
         self.streaming = True
+        self.pings = stream
+        self.connection.write(self._head(200, stream.headers))
+        self._ping()
+
+    def _head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+        """An event stream's head: chunked, or read to the close on HTTP/1.0."""
+        connection = self.connection
         keep_alive = self.keep_alive and not connection.draining and not self.http10
-        lines = b"".join(b"%s: %s\r\n" % pair for pair in SSE_HEADERS)
-        connection.write(
-            status_line(200)
-            + lines
+        return (
+            status_line(status)
+            + b"".join(b"%s: %s\r\n" % pair for pair in headers)
             + connection.server.node_header
             + (b"" if self.http10 else _CHUNKED)
             + connection_header(keep_alive, self.http10)
             + b"\r\n"
-            + self._chunk(SSE_PING)
         )
-        self.pinger = connection.loop.call_later(face_fastpath.SSE_AFTER_S, self._ping)
 
     def _ping(self) -> None:
-        self.connection.write(self._chunk(SSE_PING))
-        self.pinger = self.connection.loop.call_later(face_fastpath.SSE_AFTER_S, self._ping)
+        if self.pings is not None:
+            self.connection.write(self._chunk(self.pings.ping()))
+        self.pinger = self.connection.loop.call_later(face_mcp.SSE_AFTER_S, self._ping)
 
     def _end_stream(self) -> None:
         if self.pinger is not None:

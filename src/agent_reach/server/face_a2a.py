@@ -1,0 +1,54 @@
+"""The A2A face's sends on the fast path: `POST /a2a` (JSON-RPC, every method but the
+streaming ones) and `POST /a2a/message:send`, answered with the face's own functions
+(`a2a_rpc.answer_rpc`, `a2a_rest.send_answer`) as `faces/a2a_routes` answers them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import orjson
+
+from agent_reach.errors import ReachError
+from agent_reach.faces.a2a_errors import error_of
+from agent_reach.faces.a2a_rest import send_answer
+from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
+from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.server.face_wire import FaceAnswer, Request, given, json_answer
+
+if TYPE_CHECKING:
+    from agent_reach.server.runtime import Runtime
+
+_STREAMING = frozenset({"SendStreamingMessage", "message/stream"})
+
+
+async def a2a_send(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer:
+    """`POST /a2a/message:send` (the HTTP+JSON binding)."""
+    status, answer = await send_answer(
+        runtime,
+        given(body),
+        request.a2a_version,
+        request.authorization,
+        request.peer,
+        request.traceparent,
+    )
+    return json_answer(status, answer)
+
+
+async def a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer | None:
+    """`POST /a2a` as `faces/a2a_routes.rpc` answers it, but for streams (None)."""
+    try:
+        call = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        call = None
+    if isinstance(call, dict) and call.get("method") in _STREAMING:
+        return None
+    try:
+        principal = await runtime.security.authenticate(request.authorization, request.peer)
+    except ReachError as exc:
+        answer = error_answer(error_of(exc), None)
+    else:
+        trace = continue_trace(request.traceparent)
+        answer = await answer_rpc(runtime, body, principal, trace, request.a2a_version)
+    if answer.stream is not None:  # the method was checked above; never reached
+        raise RuntimeError("a streamed A2A answer on the fast path")
+    return json_answer(answer.status, answer.body)
