@@ -17,13 +17,18 @@ POLICY = """
 timeout_s = 1.0
 
 [delivery]
-suspend_s = 60.0
-"""  # suspended requests must outlive the outage and the restart
+suspend_s = 120.0
+"""  # suspended requests must outlive the outage and the restart (up to RESTART_S)
 RATE = 50
 DOWN_AT_S, AFTER_S = 2.0, 2.0
 DOWN_S = {"small": 3.0, "smoke": 5.0, "full": 10.0}  # small: on the Cluster
 DEADLINE_S = 2.0
+# Suspended requests are polled this long once the instances are back. The load's
+# window counts from its last arrival, so it also covers the restart, which the rig
+# allows READY_TIMEOUT_S (60 s): three interpreters starting at once on a loaded 2-core
+# host took 40 s, and a 30 s window from the last arrival ended before they were up.
 SETTLE_S = 30.0
+RESTART_S = 60.0
 
 
 def test_requests_fail_fast_or_wait_suspended_and_complete_once(rig, backend, report, tier):
@@ -36,7 +41,9 @@ def test_requests_fail_fast_or_wait_suspended_and_complete_once(rig, backend, re
     rig.start(*agents)
     rig.wait_healthy(coordinator.url, [a.agent_id for a in agents])
     duration_s = DOWN_AT_S + down_s + AFTER_S
-    load = Load((coordinator.url,), "down.act", rate, duration_s, DEADLINE_S, settle_s=SETTLE_S)
+    load = Load(
+        (coordinator.url,), "down.act", rate, duration_s, DEADLINE_S, settle_s=SETTLE_S + RESTART_S
+    )
     run = LoadRun(load).start()
     timetable = rig.timetable()
     timetable.at(DOWN_AT_S)
