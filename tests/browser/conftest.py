@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -152,8 +152,7 @@ def start_agent(http: httpx.Client) -> Iterator[StartAgent]:
         return agent, server
 
     yield start
-    for server in servers:
-        server.stop()
+    stop_all(servers)
 
 
 @pytest.fixture

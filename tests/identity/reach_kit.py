@@ -20,7 +20,7 @@ from agent_reach.clock import SYSTEM_CLOCK, Clock
 from agent_reach.config import Settings
 from agent_reach.server.app import CoordinatorApp, create_app
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.servers import ServerThread, stop_all
 from agent_reach.testing.waiting import wait_until
 
 AUDIENCE = "https://reach.test/api"  # the coordinators' AR_OIDC_AUDIENCE
@@ -198,8 +198,7 @@ class Reach:
         self.http.close()
         for server in [*self.agents, *self.servers]:
             server.server.should_exit = True
-        for server in [*self.agents, *self.servers]:
-            server.stop()
+        stop_all([*self.agents, *self.servers])
 
     def _start(self) -> None:
         settings = Settings(admin_key=SecretStr(self.admin_key), **self._settings)

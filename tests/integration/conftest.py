@@ -15,7 +15,7 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent, Scope
 from agent_reach.testing.redis_server import RedisServer
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 
@@ -39,8 +39,7 @@ def fake_agents() -> Iterator[AgentFactory]:
         return agent, f"{server.url}/invoke"
 
     yield start
-    for server in servers:
-        server.stop()
+    stop_all(servers)
 
 
 GATE_S = 10.0  # a gate the test never opens ends the agent's wait, failing the test
@@ -79,9 +78,9 @@ def gated_agents() -> Iterator[GatedFactory]:
         return agent, f"{server.url}/invoke"
 
     yield start
-    for agent, server in started:
+    for agent, _ in started:
         agent.gate.set()
-        server.stop()
+    stop_all([server for _, server in started])
 
 
 @pytest.fixture

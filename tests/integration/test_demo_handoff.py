@@ -13,7 +13,7 @@ from rich.console import Console
 from agent_reach.config import Settings
 from agent_reach.demo.deployment import handoff_agents, play_handoff
 from agent_reach.sdk.client import ReachClient
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 
@@ -29,8 +29,7 @@ def coordinator(settings: Settings) -> Iterator[str]:
         try:
             yield url
         finally:
-            for server in servers:
-                server.stop()
+            stop_all(servers)
 
 
 def test_codegen_hands_off_to_deploy_one_hop_further_with_only_its_projection(

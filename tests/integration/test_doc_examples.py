@@ -33,7 +33,7 @@ from pydantic import SecretStr
 
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -174,8 +174,7 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
             )
             yield env
         finally:
-            for server in servers:
-                server.stop()
+            stop_all(servers)
 
 
 @pytest.mark.parametrize("block", examples(), ids=lambda b: b.name)

@@ -28,7 +28,7 @@ from agent_reach import (
     Settings,
     SyncReachClient,
 )
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 ADMIN = "mesh-delegation-admin-key-0123456789"
@@ -205,8 +205,7 @@ def _agents(world: Mesh) -> Any:
             return agents
 
         def __exit__(self, *exc: object) -> None:
-            for server in agents.servers:
-                server.stop()
+            stop_all(agents.servers)
 
     return Running()
 

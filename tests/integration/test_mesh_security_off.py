@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from agent_reach import Agent, AgentRequest, ReachError, Settings
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 POLICY = """
@@ -54,8 +54,7 @@ def coordinator(tmp_path: Path) -> Iterator[str]:
             )
             yield url
         finally:
-            for server in servers:
-                server.stop()
+            stop_all(servers)
 
 
 def ask(url: str, capability: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import pytest
 from agent_reach import Agent, AgentRequest, OfferAnswer, OfferRequest
 from agent_reach.model.quality import PRIOR
 from agent_reach.sdk.agent import RetryLater
-from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.servers import ServerThread, stop_all
 from agent_reach.testing.waiting import wait_until
 
 CAPABILITY = "quote.price"
@@ -124,8 +124,7 @@ def fleet(coordinator: str, behaviours: dict[str, Behaviour]) -> Iterator[Fleet]
         for behaviour in behaviours.values():
             if behaviour.gate is not None:
                 behaviour.gate.set()
-        for server in servers:
-            server.stop()
+        stop_all(servers)
 
 
 def invoke(coordinator: str, headers: dict[str, str] | None = None, **body: Any) -> httpx.Response:

@@ -20,7 +20,7 @@ import pytest
 
 from agent_reach import Agent, AgentRequest, ReachError, Settings
 from agent_reach.testing.bouncer import BouncingAgent
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 ADMIN = "quality-admin-key-0123456789abcdef"
@@ -105,8 +105,7 @@ def _world(url: str, other: str) -> Iterator[World]:
             )
             yield World(url, other, admin, keys, bouncer, steady)
     finally:
-        for server in servers:
-            server.stop()
+        stop_all(servers)
 
 
 def test_a_bouncing_instance_never_fails_the_caller_and_loses_its_share(world: World) -> None:

@@ -20,7 +20,7 @@ import pytest
 from interop_kit import PEERS, Peer, need, start_peer
 
 from agent_reach import Agent, AgentRequest, DelegationVerifier, ReachError, Settings
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 ADMIN = "mesh-node-agent-admin-key-0123456789"
@@ -113,8 +113,7 @@ def _world(caller_url: str, agents_url: str) -> Iterator[World]:
         finally:
             world.node.process.kill()
             world.node.process.wait()
-            for server in servers:
-                server.stop()
+            stop_all(servers)
 
 
 def _python_agents(world: World) -> list[ServerThread]:

@@ -26,7 +26,7 @@ from agent_reach.config import Settings
 from agent_reach.server.app import CoordinatorApp, create_app
 from agent_reach.server.runtime import Runtime
 from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.servers import ServerThread, stop_all
 from agent_reach.testing.waiting import wait_until
 
 T = TypeVar("T")
@@ -283,14 +283,6 @@ class Deployment:
     def close(self) -> None:
         self.http.close()
         stop_all([c.server for c in self.coordinators])
-
-
-def stop_all(servers: list[ServerThread]) -> None:
-    """Stop servers together: each shutdown waits for its loop's next tick."""
-    for server in servers:
-        server.server.should_exit = True
-    for server in servers:
-        server.stop()
 
 
 @dataclass

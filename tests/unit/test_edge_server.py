@@ -32,7 +32,7 @@ from agent_reach.server.edge_connection import MAX_HEAD_BYTES
 from agent_reach.server.limits import MAX_HEADERS
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.raw_http import RawClient, Reply
-from agent_reach.testing.servers import ServerThread, run_coordinator
+from agent_reach.testing.servers import ServerThread, run_coordinator, stop_all
 from agent_reach.testing.waiting import wait_until
 
 IO_TIMEOUT_S = 5.0  # a safety net for blocking reads; no test waits for it
@@ -188,8 +188,7 @@ def probe(files: Path, held: Held) -> Iterator[Callable[..., ServerThread]]:
         return server
 
     yield start
-    for server in servers:
-        server.stop()
+    stop_all(servers)
 
 
 # The invoke hot path and keep-alive

@@ -60,7 +60,7 @@ KEEP_ALIVE_S = 75.0  # nginx's keepalive_timeout default
 HEADER_TIMEOUT_S = 10.0
 GRACE_S = 30.0  # the "long" timeout class (docs/policy.md): an invoke in flight may finish
 BACKLOG = 2048  # uvicorn's default listen backlog
-TICK_S = 0.1  # how soon `should_exit` and expired timeouts are noticed, as uvicorn's tick
+TICK_S = 0.1  # how often expired timeouts are noticed, as uvicorn's tick
 STARTUP_FAILURE = 3  # the exit status of `run` when the app does not start, as uvicorn's
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # A client that connects and never completes the handshake holds a socket the idle
@@ -83,7 +83,8 @@ class EdgeConfig:
 
 class EdgeServer:
     """One listening server for one app; `started` and `should_exit` work as uvicorn's
-    `Server` (set `should_exit` from any thread to shut down gracefully)."""
+    `Server` (set `should_exit` from any thread to shut down gracefully: the loop wakes
+    at once, and the drain ends as its last connection and task do)."""
 
     def __init__(
         self,
@@ -102,7 +103,9 @@ class EdgeServer:
             ssl_context = app.ssl_context
         self.ssl_context = ssl_context
         self.started = False
-        self.should_exit = False
+        self._should_exit = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()  # should_exit, or the drain's last connection gone
         self.force_exit = False  # a second SIGINT: stop without waiting
         self.draining = False
         self.connections: set[HttpConnection] = set()
@@ -117,10 +120,45 @@ class EdgeServer:
     def timeouts(self) -> EdgeConfig:
         return self.config
 
+    @property
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value
+        if value:
+            self._wake_soon()
+
+    def forget(self, connection: HttpConnection) -> None:
+        """A connection has closed; the drain may be over."""
+        self.connections.discard(connection)
+        if self.draining and not self.connections:
+            self._wake_soon()
+
+    def task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if self.draining and not self.tasks:
+            self._wake_soon()
+
+    def _wake_soon(self) -> None:
+        """Wake `serve` from any thread (or a signal handler)."""
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+            loop.call_soon_threadsafe(self._wake.set)
+
+    async def _tick(self) -> None:
+        """Until the next tick, or sooner if woken."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), TICK_S)
+        self._wake.clear()
+
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         """Run the app's startup, serve on `sockets` (else host:port) until
         `should_exit`, then shut down; `StartupFailed` when the app does not start."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         listeners: list[asyncio.Server] = []
         with self._handle_signals():
             await self.lifespan.startup()
@@ -156,7 +194,7 @@ class EdgeServer:
                 scheme = "http" if self.ssl_context is None else "https"
                 log.info("server_started", url=f"{scheme}://{host}:{port}")
                 while not self.should_exit:
-                    await asyncio.sleep(TICK_S)
+                    await self._tick()
                     self._expire(loop.time())
             finally:
                 await self._drain(loop, listeners)
@@ -181,7 +219,7 @@ class EdgeServer:
             if loop.time() > deadline:
                 log.warning("shutdown_grace_expired", connections=len(self.connections))
                 break
-            await asyncio.sleep(TICK_S)
+            await self._tick()
         for connection in list(self.connections):
             connection.transport.close()
         for task in list(self.tasks):

@@ -115,6 +115,10 @@ class Host(Protocol):
     @property
     def timeouts(self) -> Timeouts: ...
 
+    def forget(self, connection: HttpConnection) -> None: ...
+
+    def task_done(self, task: asyncio.Task[None]) -> None: ...
+
 
 class Timeouts(Protocol):
     """How long a connection may stay idle, and how long a request head may take."""
@@ -180,7 +184,7 @@ class HttpConnection(asyncio.Protocol):
             transport.close()  # accepted as the listener closed
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.server.connections.discard(self)
+        self.server.forget(self)
         if self.linger_timer is not None:
             self.linger_timer.cancel()
         for exchange in self.queue:
@@ -441,9 +445,8 @@ class HttpConnection(asyncio.Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = self.loop.create_task(coro)
-        tasks = self.server.tasks
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
+        self.server.tasks.add(task)
+        task.add_done_callback(self.server.task_done)
 
     def reply(self, exchange: _Invoke, answer: Answer, trace_id: str) -> None:
         """An invoke answer in one write."""

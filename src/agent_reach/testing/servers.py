@@ -104,6 +104,15 @@ class ServerThread:
         self.stop()
 
 
+def stop_all(servers: list[ServerThread]) -> None:
+    """Stop servers together: each shutdown waits for its loop's next tick (uvicorn's is
+    0.1 s), so asking them all first makes a test's teardown one tick, not one each."""
+    for server in servers:
+        server.server.should_exit = True
+    for server in servers:
+        server.stop()
+
+
 @contextmanager
 def run_coordinator(
     settings: Settings | None = None, clock: Clock = SYSTEM_CLOCK
