@@ -9,8 +9,10 @@ caller gets its answer, the run is `ok`); the plain one is never sent it again a
 request ends 502 `outcome_unknown` (the task `error`, the step failed, the run `error`).
 
 On memory the coordinator "restarts": a new coordinator (a new node id) on the same
-port and the same in-process stores. On Redis a second coordinator runs beside it. The
-first dies without a word either way: its event loop is stopped, nothing is released
+port and the same in-process stores. On Redis a second coordinator joins the first once
+the request has reached its agent (so the first holds it: two coordinators sharing a
+queue would otherwise race to take an asynchronous task or run), then the first dies.
+The first dies without a word either way: its event loop is stopped, nothing is released
 and its liveness record is no longer renewed (what SIGKILL does to a process;
 `tests/reliability/test_coordinator_takeover.py` SIGKILLs real processes).
 """
@@ -100,26 +102,22 @@ class Cluster:
         self.first.start()
         self.port = self.first.port
         self.survivor: MortalServer | None = None
-        if shared:
-            self.survivor = MortalServer(create_app(settings()))
-            self.survivor.start()
-
-    @property
-    def registrar(self) -> str:
-        """Where agents register: the survivor (Redis), or the one port (memory restart)."""
-        return self.survivor.url if self.survivor is not None else self.first.url
 
     def kill_first(self) -> str:
-        """Kill the first coordinator; the survivor's URL (a restart, on memory)."""
-        self.first.kill()
-        if self.survivor is None:
+        """Kill the first coordinator; the survivor's URL: on Redis a second coordinator
+        started just before, on memory a restart on the same port."""
+        if self.shared:
+            self.survivor = MortalServer(create_app(self.settings()))
+            self.survivor.start()
+            self.first.kill()
+        else:
+            self.first.kill()
             self.survivor = MortalServer(create_app(self.settings()), port=self.port)
             self.survivor.start()
         return self.survivor.url
 
     def close(self) -> None:
-        if self.survivor is not None:
-            self.survivor.kill()
+        (self.survivor or self.first).kill()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
@@ -150,10 +148,10 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
 @pytest.fixture
 def agents(cluster: Cluster) -> Iterator[tuple[Guarded, FakeAgent]]:
     """The guarded SDK agent and a plain FakeAgent, both registered and healthy."""
-    guarded = Guarded(cluster.registrar)
+    guarded = Guarded(cluster.first.url)
     plain = FakeAgent(name="plain", delay_s=AGENT_DELAY_S)
     with guarded.server, ServerThread(plain) as plain_server:
-        with httpx.Client(base_url=cluster.registrar, timeout=10) as http:
+        with httpx.Client(base_url=cluster.first.url, timeout=10) as http:
             answer = http.post(
                 "/v1/agents",
                 json={

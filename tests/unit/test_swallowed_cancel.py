@@ -5,7 +5,12 @@ waited 15 s for the liveness beat before `honour_cancel`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
+import pytest
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from agent_reach.backends.redis.errors import translate_errors
 from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.errors import StoreUnavailable
 from agent_reach.liveness import CoordinatorLiveness
@@ -41,3 +46,46 @@ async def test_the_liveness_beat_ends_when_its_store_call_turns_the_cancel_into_
     await asyncio.wait({task}, timeout=10)
     assert task.cancelled()
     assert store.beats == 1
+
+
+async def test_a_redis_error_in_a_cancelled_task_is_the_cancel() -> None:
+    """The Redis seam: a driver error raised while the task is being cancelled ends the
+    task (every loop that forgives `StoreUnavailable` then stops, not only the beat)."""
+    entered = asyncio.Event()
+    calls = 0
+
+    @translate_errors
+    async def command() -> None:
+        nonlocal calls
+        calls += 1
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if calls > 1:  # later calls let a cancel through: a broken seam fails, not hangs
+                raise
+            raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379") from None
+
+    async def forgiving_loop() -> None:
+        while True:
+            with contextlib.suppress(StoreUnavailable):
+                await command()
+
+    task = asyncio.create_task(forgiving_loop())
+    await entered.wait()
+    task.cancel()
+    await asyncio.wait({task}, timeout=10)  # bounds a hang only
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    assert calls == 1
+    assert task.cancelled()
+
+
+async def test_a_redis_error_outside_a_cancel_is_still_a_store_error() -> None:
+    @translate_errors
+    async def command() -> None:
+        raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379")
+
+    with pytest.raises(StoreUnavailable, match="did not answer in time"):
+        await command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import socket
 import ssl
 import threading
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import structlog
 import uvicorn
 import uvloop
 
@@ -21,6 +23,9 @@ from agent_reach.server.edge import EdgeConfig, EdgeServer
 from agent_reach.server.edge_asgi import StartupFailed
 
 STARTUP_TIMEOUT_S = 15.0
+SLOW_STOP_S = 3.0  # a server still stopping after this logs what its loop is waiting on
+
+log = structlog.get_logger("agent_reach.testing")
 
 
 class ServerThread:
@@ -94,8 +99,22 @@ class ServerThread:
     def stop(self) -> None:
         """Graceful shutdown (lifespan shutdown runs); waits for the thread to end."""
         self.server.should_exit = True
-        self.thread.join(STARTUP_TIMEOUT_S)
+        self.thread.join(SLOW_STOP_S)
+        if self.thread.is_alive():
+            log.warning("server_slow_to_stop", url=self.url, waiting_on=self._pending())
+            self.thread.join(STARTUP_TIMEOUT_S - SLOW_STOP_S)
         self.sock.close()
+
+    def _pending(self) -> str:
+        """The stacks of the tasks the server's loop still runs (read from another thread:
+        a diagnosis, not a synchronised view)."""
+        out = io.StringIO()
+        loop = self.loop
+        if loop is not None:
+            for task in list(asyncio.all_tasks(loop)):
+                print(task.get_name(), task.get_coro(), file=out)
+                task.print_stack(limit=12, file=out)
+        return out.getvalue()
 
     def __enter__(self) -> ServerThread:
         return self.start()

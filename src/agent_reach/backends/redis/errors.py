@@ -19,6 +19,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from agent_reach.cancellation import honour_cancel
 from agent_reach.errors import StoreFull, StoreUnavailable
 
 P = ParamSpec("P")
@@ -47,7 +48,13 @@ def lost_transport(exc: BaseException) -> bool:
 
 
 def store_unavailable(exc: Exception) -> StoreUnavailable:
-    """The one error callers see, whatever redis-py raised (or `lost_transport`)."""
+    """The one error callers see, whatever redis-py raised (or `lost_transport`).
+
+    Raises `CancelledError` instead when the calling task has been cancelled: redis-py
+    can report a cancel that landed inside a command as its own timeout or lost
+    connection, and a store error is forgiven where a cancel must end the task.
+    """
+    honour_cancel()
     # BusyLoadingError is a ConnectionError: test it first.
     if isinstance(exc, BusyLoadingError):
         return StoreUnavailable("redis is loading its data set")
