@@ -13,12 +13,15 @@ nothing to restart.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import pytest
 import redis
+from structlog.testing import capture_logs
 
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.redis_server import RedisServer
@@ -94,3 +97,29 @@ def test_a_stalled_store_fails_its_calls_fast_and_the_rest_keeps_answering(
     wait_until(answered, "the invoke to succeed once Redis answers again", timeout_s=10)
     assert len(agent.received) == 1
     assert http.get(f"/v1/contexts/{context_id}").json()["document"] == {"order": "A-1"}
+
+
+def test_a_redis_that_answers_late_at_start_is_waited_for(
+    store: RedisServer, coordinator_on: Callable[..., Any]
+) -> None:
+    """A coordinator starting while Redis stalls asks again (a slow answer is not a
+    refusal) and serves once Redis answers, within its startup patience."""
+    started: list[int] = []
+
+    def start() -> None:
+        with coordinator_on(store, redis_prefix="late", redis_timeout_s=TIMEOUT_S) as http:
+            started.append(http.get("/healthz").status_code)
+
+    store.pause()
+    try:
+        with capture_logs() as logged:
+            starting = threading.Thread(target=start)
+            starting.start()
+            wait_until(
+                lambda: any(e["event"] == "redis_slow_at_start" for e in logged),
+                "a first PING to time out",
+            )
+    finally:
+        store.resume()
+    starting.join(30)
+    assert started == [200]

@@ -9,10 +9,14 @@ they see `StoreUnavailable` and nothing else.
 
 from __future__ import annotations
 
+import asyncio
+
+import structlog
 from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.redis.a2a import RedisA2AStore
@@ -48,10 +52,15 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
 
+log = structlog.get_logger("agent_reach.backends")
+
 MAX_CONNECTIONS = 64  # per coordinator; a caller waits up to redis_timeout_s for a free one
 # Each waiting queue consumer holds one of these for up to MAX_BLOCK_S; a coordinator runs
 # a handful of consumers, and a pull finding none free fails after redis_timeout_s.
 MAX_BLOCKING_CONNECTIONS = 16
+# A Redis that answers slowly at start (a busy host; a cluster client reading COMMAND's
+# long reply) is asked again for this long; one that refuses is reported at once.
+STARTUP_PATIENCE_S = 5.0
 
 # One quick retry on a dropped connection heals a pool that a Redis restart left stale;
 # timeouts are not retried, so a stalled Redis costs one redis_timeout_s, not several.
@@ -84,6 +93,20 @@ def _connect(
     return Redis.from_pool(pool)
 
 
+async def _first_ping(client: Redis | RedisCluster) -> None:
+    """PING, asked again while Redis only answers late, for up to STARTUP_PATIENCE_S."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + STARTUP_PATIENCE_S
+    while True:
+        try:
+            await client.ping()
+            return
+        except RedisTimeoutError:
+            if loop.time() >= give_up:
+                raise
+            log.warning("redis_slow_at_start", waiting_s=STARTUP_PATIENCE_S)
+
+
 async def open_redis(settings: Settings, clock: Clock) -> Backends:
     """Connect to `settings.redis_url` and check it answers; `StoreUnavailable` when not.
 
@@ -94,7 +117,7 @@ async def open_redis(settings: Settings, clock: Clock) -> Backends:
     timeout_s, prefix = settings.redis_timeout_s, settings.redis_prefix
     client = _connect(settings, max_connections=MAX_CONNECTIONS, socket_timeout_s=timeout_s)
     try:
-        await client.ping()
+        await _first_ping(client)
     except DriverError as exc:
         await client.aclose()
         raise store_unavailable(exc) from exc
