@@ -28,7 +28,7 @@ from pydantic import SecretStr
 from agent_reach.config import Settings
 from agent_reach.server.app import create_app
 from agent_reach.server.edge import EdgeConfig, EdgeServer
-from agent_reach.server.edge_faces import EdgeFaces
+from agent_reach.server.fastfaces.exchange import EdgeFaces
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.raw_http import RawClient, Reply
 from agent_reach.testing.servers import ServerThread
@@ -497,10 +497,10 @@ def test_a_tool_call_that_outlasts_the_sdk_window_becomes_an_event_stream(
     the answer as one `message` event."""
     from mcp.server import _streamable_http_modern
 
-    from agent_reach.server import face_mcp
+    from agent_reach.server.fastfaces import mcp as fast_mcp
 
     monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", 0.3)
-    monkeypatch.setattr(face_mcp, "SSE_AFTER_S", 0.3)
+    monkeypatch.setattr(fast_mcp, "SSE_AFTER_S", 0.3)
     fast, full = sides
     for side in sides:
         side.echo.delay_s = 0.5
@@ -522,10 +522,10 @@ def test_a_slow_tool_call_in_a_session_pings_as_the_sdk_does(
     with the time; made 0.3 s here, on both sides), then sends the answer."""
     from sse_starlette import EventSourceResponse
 
-    from agent_reach.server import face_mcp
+    from agent_reach.server.fastfaces import mcp as fast_mcp
 
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.3)
-    monkeypatch.setattr(face_mcp, "SSE_AFTER_S", 0.3)
+    monkeypatch.setattr(fast_mcp, "SSE_AFTER_S", 0.3)
     fast, full = sides
     for side in sides:
         side.echo.delay_s = 0.5

@@ -17,8 +17,9 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from agent_reach.server import face_mcp, face_mcp_session
-from agent_reach.server.face_mcp_result import plain_result
+from agent_reach.server.fastfaces import mcp as fast_mcp
+from agent_reach.server.fastfaces import mcp_session
+from agent_reach.server.fastfaces.mcp_result import plain_result
 
 STRUCTURED: list[Any] = [
     None,
@@ -87,7 +88,7 @@ def test_any_other_shape_is_left_to_the_sdk(result: types.CallToolResult) -> Non
 def test_accept_is_read_as_the_sdk_reads_it(accept: str) -> None:
     scope = {"type": "http", "headers": [(b"accept", accept.encode())]}
     has_json, has_sse = check_accept_headers(Request(scope))
-    assert face_mcp.accepts_json_and_events(accept.encode()) == (has_json and has_sse)
+    assert fast_mcp.accepts_json_and_events(accept.encode()) == (has_json and has_sse)
 
 
 @pytest.mark.parametrize(
@@ -117,11 +118,11 @@ async def test_a_session_call_reads_content_type_as_the_sdks_transport(
     passes = await TransportSecurityMiddleware().validate_request(request, is_post=True) is None
     transport = StreamableHTTPServerTransport(mcp_session_id="s")
     sdk = passes and transport._check_content_type(request)
-    assert face_mcp_session._json_content(content_type.encode() or None) == sdk
+    assert mcp_session._json_content(content_type.encode() or None) == sdk
 
 
 def test_the_event_stream_window_is_the_sdks() -> None:
-    assert face_mcp.SSE_AFTER_S == _streamable_http_modern._SSE_PING_INTERVAL
+    assert fast_mcp.SSE_AFTER_S == _streamable_http_modern._SSE_PING_INTERVAL
 
 
 @pytest.mark.parametrize("call_id", [7, "id-é", 2**53 + 1])

@@ -25,7 +25,7 @@ request; the coordinator's `/v1/invoke` with a full delivery 0.48 ms, this face'
 1.03 ms. A face on the SDK handler would start at 4.2x `/v1/invoke` before routing
 anything (its protobuf conversions, event queue and task-store round trips per send), so
 the goal is out of its reach; here a synchronous send is one invocation and no store
-write. With the edge's fast path (`server/face_a2a.py`) a send costs 1.13-1.47x
+write. With the edge's fast path (`server/fastfaces/a2a.py`) a send costs 1.13-1.47x
 `/v1/invoke`'s CPU (`bench/faces.py`, wrk, the same agent). The SDK stays the reference
 we test against (its Python and JavaScript clients, its server as the agent behind the
 `a2a` transport). Entry points for an edge without

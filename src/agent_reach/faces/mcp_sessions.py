@@ -4,7 +4,7 @@ A session is recorded when its `initialize` succeeds (by `McpFace`: the negotiat
 protocol version, the principal that opened it, its server side for notifications) and
 forgotten when it ends: a `DELETE`, the SDK answering its id 404, idle expiry, shutdown.
 The face expires idle sessions itself (a `DELETE` through the SDK's own entry), because
-calls answered on the edge server's fast path (`server/face_mcp_session.py`) never reach
+calls answered on the edge server's fast path (`server/fastfaces/mcp_session.py`) never reach
 the SDK's transport, whose idle timer would otherwise end a session in use.
 """
 

@@ -76,7 +76,7 @@ class EdgeConfig:
     header_timeout_s: float = HEADER_TIMEOUT_S
     grace_s: float = GRACE_S
     backlog: int = BACKLOG
-    # The A2A and MCP faces' common posts answered without the framework (edge_faces);
+    # The A2A and MCP faces' common posts answered without the framework (fastfaces);
     # off, every one of them goes through the ASGI app (the tests compare the two).
     fast_faces: bool = True
 
@@ -167,7 +167,8 @@ class EdgeServer:
                 self.invoke, self.body_limit = app.runtime.invoke, app.settings.max_body_bytes
                 self.node_header = b"x-reach-node: %s\r\n" % app.runtime.node_id.encode()
                 if self.config.fast_faces:
-                    from agent_reach.server.edge_faces import faces_of  # imports the MCP SDK
+                    # imports the MCP SDK
+                    from agent_reach.server.fastfaces.exchange import faces_of
 
                     self.faces = faces_of(app)
             try:

@@ -3,7 +3,7 @@ arrive, answered in order, one at a time.
 
 `POST /v1/invoke` (exact path, any query) is collected here and answered with
 `fastpath.answer_invoke` in one `transport.write`; the A2A and MCP faces' posts are
-collected by an exchange of `edge_faces`, answered on their fast path or handed to the
+collected by an exchange of `fastfaces`, answered on their fast path or handed to the
 app; every other request becomes an `AsgiExchange`. A request that cannot be parsed, or
 outgrows what any allowed head needs, is refused with its JSON error after the answers
 already due, and the connection closes. Reading pauses while a pipelined request waits
@@ -86,7 +86,7 @@ class Exchange(Protocol):
 
 
 class Faces(Protocol):
-    """The A2A and MCP faces' fast path (`edge_faces.EdgeFaces`)."""
+    """The A2A and MCP faces' fast path (`fastfaces.exchange.EdgeFaces`)."""
 
     paths: frozenset[bytes]
 

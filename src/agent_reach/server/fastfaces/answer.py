@@ -5,9 +5,9 @@ streamable-HTTP layer, an A2A message send cost 2-3x `/v1/invoke`'s CPU per requ
 an MCP tool call 4-6x and one inside a handshake-era session 4.5-8.4x, for the same
 delivery; here each costs 1.1-1.5x (the session call 1.15-1.39x). The edge server
 hands three requests here with the body it has read: `POST /a2a` (JSON-RPC, every
-method but the streaming ones), `POST /a2a/message:send` (`face_a2a`), and `POST /mcp`
-carrying a `tools/call`, either 2026-07-28 (the per-request envelope, `face_mcp`) or
-inside a handshake-era session the MCP face opened (`face_mcp_session`). `answer_face`
+method but the streaming ones), `POST /a2a/message:send` (`a2a`), and `POST /mcp`
+carrying a `tools/call`, either 2026-07-28 (the per-request envelope, `mcp`) or
+inside a handshake-era session the MCP face opened (`mcp_session`). `answer_face`
 answers them with the faces' own functions (`a2a_rpc.answer_rpc`,
 `a2a_rest.send_answer`, `mcp_tools.call_tool`) and the SDK's own validation and result
 shaping, so the answer is the one the full stack gives, byte for byte; or returns None
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 from agent_reach.errors import ReachError
 from agent_reach.identity.certificates import PeerCertificate
-from agent_reach.server.face_a2a import a2a_rpc, a2a_send
-from agent_reach.server.face_mcp import modern_call
-from agent_reach.server.face_mcp_session import session_call
-from agent_reach.server.face_wire import FaceAnswer, Headers, OnSlow, Request, read_head
+from agent_reach.server.fastfaces.a2a import a2a_rpc, a2a_send
+from agent_reach.server.fastfaces.mcp import modern_call
+from agent_reach.server.fastfaces.mcp_session import session_call
+from agent_reach.server.fastfaces.wire import FaceAnswer, Headers, OnSlow, Request, read_head
 from agent_reach.server.limits import check_headers
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """MCP `tools/call` on the fast path: the 2026-07-28 per-request envelope (no session),
-and what a call in a handshake-era session (`face_mcp_session`) shares with it: the
+and what a call in a handshake-era session (`mcp_session`) shares with it: the
 SDK's reading of Accept and the body, the audience of its credentials, its refusals.
 
 A call is answered the way `faces/mcp_server.McpFace` and the SDK's modern entry answer
@@ -33,8 +33,8 @@ from agent_reach.faces.catalog import input_schema
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool
 from agent_reach.model.keys import Principal
-from agent_reach.server.face_mcp_result import model_dump, shaped
-from agent_reach.server.face_wire import (
+from agent_reach.server.fastfaces.mcp_result import model_dump, shaped
+from agent_reach.server.fastfaces.wire import (
     JSON,
     ROUTING,
     EventStream,

@@ -38,7 +38,7 @@ class EventStream:
 
 
 # Called when an MCP call has run its window: the edge commits to this event stream
-# (`edge_faces`), pings it, and sends the answer's event once it is made.
+# (`exchange`), pings it, and sends the answer's event once it is made.
 OnSlow = Callable[[EventStream], None]
 
 

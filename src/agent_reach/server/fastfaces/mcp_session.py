@@ -31,10 +31,10 @@ from mcp_types import methods as mcp_methods
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.mcp_tools import call_tool
-from agent_reach.server import face_mcp
-from agent_reach.server.face_mcp import accepts_json_and_events, audience, call_parts, refused
-from agent_reach.server.face_mcp_result import shaped
-from agent_reach.server.face_wire import EventStream, FaceAnswer, OnSlow, RawHeaders, Request
+from agent_reach.server.fastfaces import mcp as fast_mcp
+from agent_reach.server.fastfaces.mcp import accepts_json_and_events, audience, call_parts, refused
+from agent_reach.server.fastfaces.mcp_result import shaped
+from agent_reach.server.fastfaces.wire import EventStream, FaceAnswer, OnSlow, RawHeaders, Request
 
 if TYPE_CHECKING:
     from agent_reach.faces.mcp_server import McpFace
@@ -73,12 +73,12 @@ async def session_call(
         return None
     stream = EventStream(_stream_headers(session_id), _ping)
     with face.sessions.using(session_id):
-        timer = asyncio.get_running_loop().call_later(face_mcp.SSE_AFTER_S, on_slow, stream)
+        timer = asyncio.get_running_loop().call_later(fast_mcp.SSE_AFTER_S, on_slow, stream)
         try:
             message = await _answered(runtime, face, principal, call, live.version)
         finally:
             timer.cancel()
-    return FaceAnswer(200, stream.headers, face_mcp.sse_event(message), stream=True)
+    return FaceAnswer(200, stream.headers, fast_mcp.sse_event(message), stream=True)
 
 
 def _session_call(

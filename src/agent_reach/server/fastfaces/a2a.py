@@ -13,7 +13,7 @@ from agent_reach.faces.a2a_errors import error_of
 from agent_reach.faces.a2a_rest import send_answer
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.face_wire import FaceAnswer, Request, given, json_answer
+from agent_reach.server.fastfaces.wire import FaceAnswer, Request, given, json_answer
 
 if TYPE_CHECKING:
     from agent_reach.server.runtime import Runtime

@@ -1,4 +1,4 @@
-"""The A2A and MCP faces' requests on the edge server: `face_fastpath` answers them
+"""The A2A and MCP faces' requests on the edge server: `answer.answer_face` answers them
 without the framework, or the ASGI app does, unchanged.
 
 A `POST` to one of `EdgeFaces.paths` (exact target, no query) with a Content-Length
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import structlog
 
 from agent_reach.errors import ReachError
-from agent_reach.server import face_mcp
 from agent_reach.server.edge_asgi import (
     INTERNAL_ERROR,
     AsgiExchange,
@@ -28,9 +27,10 @@ from agent_reach.server.edge_asgi import (
     http_scope,
     status_line,
 )
-from agent_reach.server.face_fastpath import A2A_RPC, A2A_SEND, MCP, FaceRoutes
-from agent_reach.server.face_mcp import sse_event
-from agent_reach.server.face_wire import EventStream, FaceAnswer
+from agent_reach.server.fastfaces import mcp as fast_mcp
+from agent_reach.server.fastfaces.answer import A2A_RPC, A2A_SEND, MCP, FaceRoutes
+from agent_reach.server.fastfaces.mcp import sse_event
+from agent_reach.server.fastfaces.wire import EventStream, FaceAnswer
 
 if TYPE_CHECKING:
     from agent_reach.server.app import CoordinatorApp
@@ -238,7 +238,7 @@ class FaceExchange:
     def _ping(self) -> None:
         if self.pings is not None:
             self.connection.write(self._chunk(self.pings.ping()))
-        self.pinger = self.connection.loop.call_later(face_mcp.SSE_AFTER_S, self._ping)
+        self.pinger = self.connection.loop.call_later(fast_mcp.SSE_AFTER_S, self._ping)
 
     def _end_stream(self) -> None:
         if self.pinger is not None:
