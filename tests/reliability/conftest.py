@@ -85,7 +85,8 @@ class Rig:
         options.setdefault("probe_interval_s", PROBE_INTERVAL_S)
         process = CoordinatorProcess(directory=self.directory, policy_file=policy_file, **options)
         self.processes.append(process)
-        return process.start()
+        self.start(process)  # READY_TIMEOUT_S, not the process kit's 20 s (a busy host took more)
+        return process
 
     def agent(
         self, agent_id: str, capability: str, coordinator: str, **options: Any
