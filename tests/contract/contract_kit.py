@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pytest
 
@@ -16,6 +17,8 @@ from agent_reach.clock import SYSTEM_CLOCK, Clock, ManualClock
 from agent_reach.config import Settings
 from agent_reach.errors import StoreUnavailable
 from agent_reach.testing.redis_server import RedisServer
+
+T = TypeVar("T")
 
 POLL_INTERVAL_S = 0.02
 EXPIRY_MARGIN_S = 5.0  # how much later than due a real Redis expiry may take to show
@@ -69,6 +72,22 @@ class RedisOutage:
 
     async def start(self) -> None:
         await asyncio.to_thread(self.server.start)
+
+
+async def once_answering(operation: Callable[[], Awaitable[T]]) -> T:
+    """`operation()` after Redis came back. A call that only timed out (a busy host can
+    outlast the outage tests' 0.2 s store timeout) is made again within
+    OUTAGE_DEADLINE_S; any other error fails at once, so a pool the restart left stale
+    (`redis is unreachable`) is still caught on the first call."""
+    give_up = SYSTEM_CLOCK.monotonic() + OUTAGE_DEADLINE_S
+    while True:
+        try:
+            return await operation()
+        except StoreUnavailable as exc:
+            if exc.message != "redis did not answer in time":
+                raise
+            if SYSTEM_CLOCK.monotonic() > give_up:
+                raise
 
 
 async def assert_unavailable(call: Awaitable[object]) -> StoreUnavailable:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 import pytest
-from contract_kit import RedisOutage, Timeline, assert_unavailable
+from contract_kit import RedisOutage, Timeline, assert_unavailable, once_answering
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import (
@@ -362,7 +362,7 @@ async def test_store_fails_fast_while_redis_is_down_and_works_again_after_restar
     await assert_unavailable(store.announce_health(record.spec.id, "offline", "node-a"))
 
     await outage.start()
-    await store.put(record, "node-a")
+    await once_answering(lambda: store.put(record, "node-a"))
     assert [r.record for r in await store.load()] == [record]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import pytest
-from contract_kit import RedisOutage, assert_unavailable
+from contract_kit import RedisOutage, assert_unavailable, once_answering
 
 from agent_reach.backends.bundle import Backends
 
@@ -48,4 +48,4 @@ async def test_operation_fails_fast_while_redis_is_down_and_works_again_after_re
     await assert_unavailable(operation(outage.backends))
 
     await outage.start()
-    await operation(outage.backends)
+    await once_answering(lambda: operation(outage.backends))
