@@ -30,4 +30,9 @@ fi
 (cd tests/interop/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+# Two pytest workers (pytest-xdist): the suite mostly waits on its peers, so two halve its
+# time on two cores. AR_TEST_WORKERS=N sets another count, 0 runs in one process. The
+# full-size fault scenarios (AR_RELIABILITY_FULL=1) measure time: they run one at a time.
+workers=${AR_TEST_WORKERS:-2}
+[ -n "${AR_RELIABILITY_FULL:-}" ] && workers=${AR_TEST_WORKERS:-0}
+exec .venv/bin/python -m pytest -n "$workers" --dist worksteal "$@"

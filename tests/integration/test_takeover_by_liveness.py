@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import pytest
+import uvloop
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.memory import open_memory
@@ -65,8 +66,13 @@ class MortalServer(ServerThread):
     """A coordinator's server thread that can die as a killed process does."""
 
     def _run(self) -> None:
+        """Serve until `kill` stops the loop, then close it without running it again: no
+        task is cancelled into its cleanup (as `asyncio.Runner` would), the sockets close
+        as a killed process's do."""
+        loop = uvloop.new_event_loop()
         with contextlib.suppress(RuntimeError):  # "Event loop stopped before Future completed"
-            super()._run()
+            loop.run_until_complete(self._serve())
+        loop.close()
 
     def kill(self) -> None:
         """Stop its event loop where it stands: no answer, no release, no more beats."""

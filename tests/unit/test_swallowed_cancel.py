@@ -82,6 +82,39 @@ async def test_a_redis_error_in_a_cancelled_task_is_the_cancel() -> None:
     assert task.cancelled()
 
 
+async def test_a_cancel_the_driver_absorbed_whole_still_ends_the_task() -> None:
+    """A blocking read cancelled in a shutdown came back with an empty answer and the
+    cancel gone: the queue loop around it pulled on, for 15 s in the suite's teardowns."""
+    entered = asyncio.Event()
+    calls = 0
+
+    @translate_errors
+    async def pull() -> list[bytes]:
+        nonlocal calls
+        calls += 1
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            if calls > 1:  # later calls let a cancel through: a broken seam fails, not hangs
+                raise
+        return []
+
+    async def pull_loop() -> None:
+        while True:
+            await pull()
+
+    task = asyncio.create_task(pull_loop())
+    await entered.wait()
+    task.cancel()
+    await asyncio.wait({task}, timeout=10)  # bounds a hang only
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+    assert calls == 1
+    assert task.cancelled()
+
+
 async def test_a_redis_error_outside_a_cancel_is_still_a_store_error() -> None:
     @translate_errors
     async def command() -> None:

@@ -112,8 +112,9 @@ class ServerThread:
         loop = self.loop
         if loop is not None:
             for task in list(asyncio.all_tasks(loop)):
-                print(task.get_name(), task.get_coro(), file=out)
-                task.print_stack(limit=12, file=out)
+                print(task.get_name(), "cancelling" if task.cancelling() else "", file=out)
+                for where in _awaiting(task.get_coro()):
+                    print("   ", where, file=out)
         return out.getvalue()
 
     def __enter__(self) -> ServerThread:
@@ -121,6 +122,17 @@ class ServerThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _awaiting(awaitable: object) -> Iterator[str]:
+    """Where a coroutine stands, outermost first, following what each frame awaits."""
+    while awaitable is not None:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "ag_frame", None)
+        if frame is None:
+            yield repr(awaitable)[:200]
+            return
+        yield f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}"
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "ag_await", None)
 
 
 def stop_all(servers: list[ServerThread]) -> None:
