@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -37,6 +39,7 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.server.app import create_app
+from agent_reach.server.edge import EdgeServer
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import STARTUP_TIMEOUT_S, ServerThread
 from agent_reach.testing.waiting import wait_until
@@ -65,21 +68,51 @@ async def shared_memory(settings: Settings, clock: Clock) -> Backends:
 class MortalServer(ServerThread):
     """A coordinator's server thread that can die as a killed process does."""
 
+    def __init__(self, app: Any, port: int = 0) -> None:
+        super().__init__(app, port=port)
+        self.runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+        self.killed = False
+
     def _run(self) -> None:
-        """Serve until `kill` stops the loop, then close it without running it again: no
-        task is cancelled into its cleanup (as `asyncio.Runner` would), the sockets close
-        as a killed process's do."""
-        loop = uvloop.new_event_loop()
-        with contextlib.suppress(RuntimeError):  # "Event loop stopped before Future completed"
-            loop.run_until_complete(self._serve())
-        loop.close()
+        """Serve; a graceful stop ends the loop as `asyncio.Runner` does, a kill leaves its
+        tasks where they stand until `bury`."""
+        try:
+            self.runner.run(self._serve())
+        except RuntimeError:  # "Event loop stopped before Future completed": killed
+            return
+        self.runner.close()
 
     def kill(self) -> None:
-        """Stop its event loop where it stands: no answer, no release, no more beats."""
+        """Stop its event loop where it stands: no answer, no release, no more beats, and
+        its port refuses connections and its clients' connections end (each socket is shut
+        down under the loop, as the kernel does a killed process's)."""
         assert self.loop is not None
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(STARTUP_TIMEOUT_S)
+        self.killed = True
+        self.sock.shutdown(socket.SHUT_RDWR)  # the loop's copy of it shares the shutdown
         self.sock.close()
+        assert isinstance(self.server, EdgeServer)
+        for connection in self.server.connections:  # as the kernel closes a dead process's
+            transport_socket = connection.transport.get_extra_info("socket")
+            if transport_socket is None or transport_socket.fileno() < 0:
+                continue  # closed already
+            with socket.socket(fileno=os.dup(transport_socket.fileno())) as held:
+                held.shutdown(socket.SHUT_RDWR)  # the loop's copy shares it
+
+    def bury(self) -> None:
+        """After the test: cancel the dead loop's tasks into their cleanup and close it, so
+        nothing of it is finalised later, in another test; its connections close at once."""
+        assert isinstance(self.server, EdgeServer)
+        self.server.should_exit = self.server.force_exit = True
+        self.runner.close()
+
+    def end(self) -> None:
+        """Stop it, whichever way it lives."""
+        if self.killed:
+            self.bury()
+        else:
+            self.stop()
 
 
 class Guarded:
@@ -123,7 +156,11 @@ class Cluster:
         return self.survivor.url
 
     def close(self) -> None:
-        (self.survivor or self.first).kill()
+        """The survivor stops first: on memory the dead loop's cleanup touches the stores
+        the survivor used."""
+        if self.survivor is not None:
+            self.survivor.end()
+        self.first.end()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])

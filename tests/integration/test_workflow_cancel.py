@@ -124,10 +124,15 @@ def test_a_cancelled_run_never_starts_its_summarizer(http, gated_agents, fake_ag
 
 
 def test_a_parked_run_is_ended_by_a_cancel(http, fake_agents, register):
-    down, down_at = fake_agents(name="order", status=503)
+    # down, probes included: a live instance would resume the runs every few tenths of
+    # a second, and a cancel could find its run between two resumes, running
+    down, down_at = fake_agents(name="order", status=503, healthy=False)
     assert register("order-1", down_at, "order.query").status_code == 201
     run = start(http, {"id": "order", "action": "order.query"})
     control = start(http, {"id": "order", "action": "order.query"})  # parked, not cancelled
+    wait_until(
+        lambda: http.get("/v1/agents/order-1").json()["status"] == "offline", "order-1 offline"
+    )
     for parked in (run, control):
         wait_until(
             lambda parked=parked: (
@@ -139,7 +144,7 @@ def test_a_parked_run_is_ended_by_a_cancel(http, fake_agents, register):
     cancel = http.post(f"/v1/workflows/{run['run_id']}/cancel")
     done = ended(http, run["run_id"])
     sent = posts(down).count(f"{run['run_id']}:order")
-    down.status = 200  # back: a parked run that was not cancelled resumes now ...
+    down.status, down.healthy = 200, True  # back: a run that was not cancelled resumes ...
     resumed = ended(http, control["run_id"])  # ... as the control run shows it did
 
     assert cancel.status_code == 202
