@@ -20,7 +20,7 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.registry.health import EJECTION_BASE_S, OFFLINE_AFTER
 from agent_reach.testing.servers import run_coordinator
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 JUST_SHORT_S = 0.01  # how far before its pause ends the hole is looked at
 
@@ -56,10 +56,7 @@ def test_a_fast_failing_instance_with_a_passing_health_check_is_ejected_for_long
     _, good_endpoint = fake_agents(name="good")
     register("hole-1", hole_endpoint, "echo", weight=5.0)  # first choice whenever it is in
     register("good-1", good_endpoint, "echo")
-    wait_until(  # both probed: an instance no probe has answered yet is scored down
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
 
     bursts, served = [], []
     for ejection in range(2):

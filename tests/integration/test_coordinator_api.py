@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 
 def test_register_answers_201_with_the_instance_and_lists_it(http, register, fake_agents):
@@ -158,10 +158,7 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
     agent, endpoint = fake_agents()
     register("inv-1", endpoint, "inventory.check")
     register("inv-2", endpoint, "inventory.check", weight=0.5)
-    wait_until(
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
     decision = http.post("/v1/route", json={"capability": "inventory.check"}).json()
     assert decision["agent_id"] == "inv-1"
     assert decision["capability"] == "inventory.check"

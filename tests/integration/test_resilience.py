@@ -11,7 +11,7 @@ import pytest
 from agent_reach.config import Settings
 from agent_reach.registry.health import OFFLINE_AFTER
 from agent_reach.testing.servers import run_coordinator
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 POLICY = """
 [timeout_classes.quick]
@@ -41,21 +41,12 @@ def invoke(http: httpx.Client, capability: str = "echo", **body: object) -> http
     return http.post("/v1/invoke", json={"capability": capability, **body})
 
 
-def all_probed(http: httpx.Client) -> None:
-    """Wait for the probes sent at registration to pass: an instance no probe has answered
-    yet is scored below one that has, and the weight alone would not put it first."""
-    wait_until(
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
-
-
 def test_a_failing_instance_hands_over_to_the_next_best(http, register, fake_agents):
     bad, bad_endpoint = fake_agents(status=503)
     good, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)  # scored first
     register("good-1", good_endpoint, "echo")
-    all_probed(http)
+    wait_all_healthy(http)
     answer = invoke(http, payload={"n": 1}).json()
     assert answer["status"] == "fallback"
     assert answer["agent_id"] == "good-1"
@@ -82,7 +73,7 @@ def test_a_timeout_in_a_class_without_retries_is_504_outcome_unknown(http, regis
     fast, fast_endpoint = fake_agents()
     register("slow-1", endpoint, "echo", timeout_class="strict", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="strict")
-    all_probed(http)
+    wait_all_healthy(http)
     response = invoke(http, timeout_class="strict")
     assert response.status_code == 504
     error = response.json()["error"]
@@ -95,7 +86,7 @@ def test_a_timeout_is_resent_once_to_another_instance(http, register, fake_agent
     fast, fast_endpoint = fake_agents()
     register("slow-1", endpoint, "echo", timeout_class="quick", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="quick")
-    all_probed(http)
+    wait_all_healthy(http)
     answer = invoke(http, request_id="resend-1").json()
     assert answer["agent_id"] == "fast-1"
     assert [a["outcome"] for a in answer["attempts"]] == ["agent_timeout", "ok"]
@@ -284,7 +275,7 @@ def test_failed_deliveries_take_an_instance_offline_without_probes(
             body = {"id": agent_id, "capabilities": ["echo"], "weight": weight,
                     "transport": {"type": "http", "endpoint": endpoint}}  # fmt: skip
             assert http.post("/v1/agents", json=body).status_code == 201
-        all_probed(http)
+        wait_all_healthy(http)
         for _ in range(4 * OFFLINE_AFTER):  # bounded by calls, not by the clock
             assert invoke(http).json()["agent_id"] == "good-1"
             if http.get("/v1/agents/bad-1").json()["status"] == "offline":

@@ -15,7 +15,7 @@ import threading
 
 import httpx
 
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 IN_FLIGHT = 20
 ALLOWED = 4  # max(retry_budget_min 3, 0.2 x 20 in flight)
@@ -39,10 +39,7 @@ def test_a_burst_of_failures_retries_only_what_the_budget_allows(http, register,
     ):
         answer = register(agent_id, endpoint, "burst.act", weight=weight, timeout_class="reasoning")
         assert answer.status_code == 201, answer.text
-    wait_until(  # both probed: an instance no probe has answered yet is scored down
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
     before = exhausted(http)
     answers: list[httpx.Response] = []
 

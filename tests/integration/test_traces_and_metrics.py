@@ -17,7 +17,7 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent, Scope
 from agent_reach.testing.servers import ServerThread, run_coordinator
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -96,10 +96,7 @@ def test_every_attempt_is_a_span_with_agent_number_status_and_timings(http, regi
     _, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)
     register("good-1", good_endpoint, "echo")
-    wait_until(  # both probed: an instance no probe has answered yet is scored down
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
     answer = invoke(http).json()
     spans = spans_of(http, answer["trace_id"])
     attempts = only(spans, "attempt")
@@ -120,10 +117,7 @@ def test_a_timed_out_attempt_and_its_resend_are_both_in_the_trace(http, register
     _, fast_endpoint = fake_agents()
     register("slow-1", slow_endpoint, "echo", timeout_class="quick", weight=2.0)
     register("fast-1", fast_endpoint, "echo", timeout_class="quick")
-    wait_until(  # both probed: an instance no probe has answered yet is scored down
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
     answer = invoke(http).json()
     attempts = only(spans_of(http, answer["trace_id"]), "attempt")
     assert [(a["agent_id"], a["status"]) for a in attempts] == [
@@ -257,10 +251,7 @@ def test_metrics_count_requests_latencies_retries_fallbacks_and_states(http, reg
     _, good_endpoint = fake_agents()
     register("bad-1", bad_endpoint, "echo", weight=2.0)
     register("good-1", good_endpoint, "echo")
-    wait_until(  # both probed: an instance no probe has answered yet is scored down
-        lambda: {a["status"] for a in http.get("/v1/agents").json()["agents"]} == {"healthy"},
-        "the probes sent at registration to pass",
-    )
+    wait_all_healthy(http)
     before = http.get("/metrics").text
     assert invoke(http).json()["status"] == "fallback"
     assert invoke(http, "nobody.offers").status_code == 404

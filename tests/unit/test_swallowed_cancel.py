@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import pytest
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -48,23 +49,36 @@ async def test_the_liveness_beat_ends_when_its_store_call_turns_the_cancel_into_
     assert store.beats == 1
 
 
-async def test_a_redis_error_in_a_cancelled_task_is_the_cancel() -> None:
-    """The Redis seam: a driver error raised while the task is being cancelled ends the
-    task (every loop that forgives `StoreUnavailable` then stops, not only the beat)."""
-    entered = asyncio.Event()
-    calls = 0
+class HeldCall:
+    """A store call held until cancelled. Its first cancel becomes what a driver made of
+    it (`after_cancel`: an error, or an answer with the cancel gone); later ones pass, so
+    a broken seam fails the test instead of hanging it."""
 
-    @translate_errors
-    async def command() -> None:
-        nonlocal calls
-        calls += 1
-        entered.set()
+    def __init__(self, after_cancel: Callable[[], list[bytes]]) -> None:
+        self.entered = asyncio.Event()
+        self.calls = 0
+        self.after_cancel = after_cancel
+
+    async def call(self) -> list[bytes]:
+        self.calls += 1
+        self.entered.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
-            if calls > 1:  # later calls let a cancel through: a broken seam fails, not hangs
+            if self.calls > 1:
                 raise
-            raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379") from None
+        return self.after_cancel()
+
+
+def _redis_timeout() -> list[bytes]:
+    raise RedisTimeoutError("Timeout reading from 127.0.0.1:6379")
+
+
+async def test_a_redis_error_in_a_cancelled_task_is_the_cancel() -> None:
+    """The Redis seam: a driver error raised while the task is being cancelled ends the
+    task (every loop that forgives `StoreUnavailable` then stops, not only the beat)."""
+    held = HeldCall(_redis_timeout)
+    command = translate_errors(held.call)
 
     async def forgiving_loop() -> None:
         while True:
@@ -72,46 +86,26 @@ async def test_a_redis_error_in_a_cancelled_task_is_the_cancel() -> None:
                 await command()
 
     task = asyncio.create_task(forgiving_loop())
-    await entered.wait()
-    task.cancel()
-    await asyncio.wait({task}, timeout=10)  # bounds a hang only
-    if not task.done():
-        task.cancel()
-        await asyncio.wait({task})
-    assert calls == 1
+    await held.entered.wait()
+    await _cancel_once(task)
+    assert held.calls == 1
     assert task.cancelled()
 
 
 async def test_a_cancel_the_driver_absorbed_whole_still_ends_the_task() -> None:
     """A blocking read cancelled in a shutdown came back with an empty answer and the
     cancel gone: the queue loop around it pulled on, for 15 s in the suite's teardowns."""
-    entered = asyncio.Event()
-    calls = 0
-
-    @translate_errors
-    async def pull() -> list[bytes]:
-        nonlocal calls
-        calls += 1
-        entered.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            if calls > 1:  # later calls let a cancel through: a broken seam fails, not hangs
-                raise
-        return []
+    held = HeldCall(list)
+    pull = translate_errors(held.call)
 
     async def pull_loop() -> None:
         while True:
             await pull()
 
     task = asyncio.create_task(pull_loop())
-    await entered.wait()
-    task.cancel()
-    await asyncio.wait({task}, timeout=10)  # bounds a hang only
-    if not task.done():
-        task.cancel()
-        await asyncio.wait({task})
-    assert calls == 1
+    await held.entered.wait()
+    await _cancel_once(task)
+    assert held.calls == 1
     assert task.cancelled()
 
 
@@ -122,3 +116,13 @@ async def test_a_redis_error_outside_a_cancel_is_still_a_store_error() -> None:
 
     with pytest.raises(StoreUnavailable, match="did not answer in time"):
         await command()
+
+
+async def _cancel_once(task: asyncio.Task[None]) -> None:
+    """Cancel `task` once and wait for it to end (a second cancel after 10 s bounds a hang
+    only: the test's assertions then fail)."""
+    task.cancel()
+    await asyncio.wait({task}, timeout=10)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import httpx
+
 T = TypeVar("T")
 
 POLL_S = 0.02
@@ -27,3 +29,15 @@ def wait_until(predicate: Callable[[], T], what: str, timeout_s: float = 10.0) -
             raise WaitTimedOut(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(POLL_S)
     return value
+
+
+def wait_all_healthy(coordinator: httpx.Client) -> None:
+    """Wait for the probes sent at registration to pass on every agent the coordinator
+    lists: an instance no probe has answered yet is scored below one that has, so a
+    weight alone would not put it first."""
+    wait_until(
+        lambda: (
+            {a["status"] for a in coordinator.get("/v1/agents").json()["agents"]} == {"healthy"}
+        ),
+        "the probes sent at registration to pass",
+    )
