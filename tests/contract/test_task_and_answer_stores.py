@@ -41,9 +41,7 @@ async def test_an_unknown_key_is_none(blobs: Blobs) -> None:
     assert await blobs.get("never-stored") is None
 
 
-async def test_a_document_expires_after_its_ttl(
-    blobs: Blobs, timeline: Timeline
-) -> None:
+async def test_a_document_expires_after_its_ttl(blobs: Blobs, timeline: Timeline) -> None:
     await blobs.put("task-1", DOCUMENT, TTL_S)
     await blobs.put("task-2", DOCUMENT, LONG_S)
 

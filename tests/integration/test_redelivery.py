@@ -21,7 +21,7 @@ import pytest
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 # The retry must connect afresh and be answered within the class's time: 0.3 s left no
 # room on a loaded CI host, where a connect on loopback once took longer (the loop thread
@@ -137,3 +137,41 @@ def test_a_retry_of_an_unknown_outcome_is_not_sent_to_an_undeclared_agent(
         assert len(deliveries) == 1  # the first one; never sent again, to either instance
         listed = {a["id"]: a["idempotent"] for a in http.get("/v1/agents").json()["agents"]}
         assert listed == {"plain-1": False, "plain-2": False}
+
+
+def test_a_retry_of_an_unknown_outcome_is_not_sent_to_another_idempotent_instance(
+    coordinator: str,
+) -> None:
+    """Another instance's guard never saw the id: declaring `idempotent` does not make it
+    safe to send there, so with the instance it reached gone the retry is not sent."""
+    slow, other = FakeAgent(name="slow", delay_s=3.0), FakeAgent(name="other")
+    with (
+        ServerThread(slow) as slow_server,
+        ServerThread(other) as other_server,
+        httpx.Client(base_url=coordinator, timeout=10) as http,
+    ):
+        for agent_id, server in (("guarded-1", slow_server), ("guarded-2", other_server)):
+            answer = http.post(
+                "/v1/agents",
+                json={
+                    "id": agent_id,
+                    "capabilities": ["pay.capture"],
+                    "transport": {"endpoint": f"{server.url}/invoke"},
+                    "weight": 10 if agent_id == "guarded-1" else 1,
+                    "idempotent": True,
+                },
+            )
+            assert answer.status_code == 201, answer.text
+        wait_all_healthy(http)
+        body = {"capability": "pay.capture", "request_id": "capture-C3", "timeout_class": "quick"}
+        first = http.post("/v1/invoke", json=body)
+        assert first.status_code == 504, first.text
+        assert http.delete("/v1/agents/guarded-1").status_code == 204
+
+        again = http.post("/v1/invoke", json=body)
+
+        assert again.status_code == 502, again.text
+        assert again.json()["error"]["code"] == "outcome_unknown"
+        assert again.json()["error"]["sent_to"] == ["guarded-1"]
+        assert [r.body["request_id"] for r in slow.received] == ["capture-C3"]
+        assert other.received == []

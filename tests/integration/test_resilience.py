@@ -203,6 +203,26 @@ def test_a_suspended_request_is_replayed_once_an_instance_works_again(http, regi
     assert again.status_code == 202  # the id replays its acceptance; the task holds the answer
 
 
+def test_a_replay_that_may_have_acted_ends_the_suspended_request(http, register, fake_agents):
+    # declared idempotent, and still not sent again: a guard by request id is the
+    # instance's own, and a restarted process has forgotten what it ran
+    agent, endpoint = fake_agents(status=503)
+    register("a-1", endpoint, "echo", idempotent=True)
+    accepted = invoke(http, request_id="parked-2", payload={"q": 2})
+    assert accepted.json()["status"] == "suspended"
+    # it takes the replay and its answer is cut short: it may have acted
+    agent.status, agent.headers = 200, {"content-length": "1000"}
+    task = wait_until(
+        lambda: (t := http.get("/v1/tasks/parked-2").json()).get("http_status") and t,
+        "the replay to end the suspended request",
+    )
+    agent.headers = {}
+
+    assert (task["status"], task["http_status"]) == ("error", 502), task
+    assert task["answer"]["error"]["outcome_unknown"] is True
+    assert [r.body["request_id"] for r in agent.received] == ["parked-2", "parked-2"]
+
+
 def test_an_expired_suspension_serves_a_remembered_answer_as_degraded(http, register, fake_agents):
     agent, endpoint = fake_agents(answer={"stock": 3})
     register("a-1", endpoint, "echo")

@@ -88,7 +88,8 @@ def unexplained_failures(history: History) -> list[str]:
 
     A request sent just after a kill fails the same way as one in flight at it: the
     coordinator has not noticed yet, and a send over the dead connection may have
-    reached the agent, so it is not re-sent either.
+    reached the agent, so it is not re-sent either. A suspended request (202) is in
+    flight until its task ends: a replay a kill cut short ends it with that failure.
     """
     restarted = [(e.t, e.fields["agent_id"]) for e in history.named("restarted")]
     down = [
@@ -101,7 +102,7 @@ def unexplained_failures(history: History) -> list[str]:
         if not r.is_success
         and not any(
             r.invoke_t <= up
-            and start <= (r.answer_t or math.inf)
+            and start <= (r.complete_t or r.answer_t or math.inf)
             and any(a.agent_id == agent for a in r.attempts)
             for start, up, agent in down
         )

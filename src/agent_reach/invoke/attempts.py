@@ -173,19 +173,20 @@ class AttemptLoop:
 
     def _idempotent_only(self, chain: _Chain, reached: Sequence[str]) -> None:
         """An earlier delivery may have acted (its owner died, or gave the id back with an
-        unknown outcome): re-sent only to instances that declared `idempotent`, else not
-        at all (`outcome_unknown`)."""
+        unknown outcome): re-sent only to an instance it reached that declared
+        `idempotent` (that instance's own guard knows the id; another's never saw it),
+        else not at all (`outcome_unknown`)."""
 
-        def declared(agent_id: str) -> bool:
+        def guarded(agent_id: str) -> bool:
             instance = self.index.by_id.get(agent_id)
-            return instance is not None and instance.spec.idempotent
+            return agent_id in reached and instance is not None and instance.spec.idempotent
 
-        chain.order = [i for i in chain.order if declared(i)]
-        chain.generic = [i for i in chain.generic if declared(i)]
+        chain.order = [i for i in chain.order if guarded(i)]
+        chain.generic = [i for i in chain.generic if guarded(i)]
         if not chain.order and not chain.generic:
             raise OutcomeUnknown(
                 "an earlier delivery of this request id may have acted and no instance "
-                "declared it idempotent: it is not sent again",
+                "it reached declared it idempotent: it is not sent again",
                 outcome_unknown=True,
                 sent_to=list(reached),
             )

@@ -53,8 +53,8 @@ class Owned:
 
     `sent_to` starts with the instances an earlier owner noted (it died, or gave the id
     back after an attempt of unknown outcome): `inherited`. Such a request may already
-    have been acted on, so it is re-sent only to instances that declared `idempotent`
-    (those it was sent to first, whose own guard sees the id again), else not at all.
+    have been acted on, so it is re-sent only to those instances, if they declared
+    `idempotent` (their own guard sees the id again), else not at all.
     """
 
     guard: IdempotencyGuard
@@ -174,7 +174,7 @@ def is_final(error: ReachError | None) -> bool:
 
     Everything else (no route, timeouts with unknown outcome, 5xx, store outages) gives
     the id back, so a retry by the caller can still execute it; when an earlier attempt
-    may have acted, only on an instance that declared `idempotent` (its own guard by
-    request_id stops it from acting twice), else the retry ends `outcome_unknown`.
+    may have acted, only on the instance it reached, if that one declared `idempotent`
+    (its guard by request_id stops it from acting twice), else it ends `outcome_unknown`.
     """
     return error is None or (isinstance(error, AgentFailed) and not error.retryable)

@@ -41,7 +41,10 @@ DEFAULT_STALE_S = 30.0  # an entry nobody touched this long belongs to a dead co
 TOUCHES_PER_STALE = 6  # held entries are touched this often within the stale window
 MAX_REPLAYS = 8  # suspended requests replayed at once: a returning instance is not flooded
 # Failures after which a suspended request waits for the next chance instead of ending:
-# nobody took it, or the instance that did was still not able to (timeout, 5xx, gone).
+# nobody took it, or the instance it went to was still not able to (gone, 503). A replay
+# that may have acted (a timeout, a 5xx on the way, a lost answer) ends the request with
+# its unknown outcome: sending it again could run it twice, even on an instance that
+# declared `idempotent` (its guard is its own, and a restarted process has forgotten).
 REPLAY_AGAIN = frozenset({"no_instance", "agent_timeout", "agent_error", "agent_unreachable"})
 PULL_BLOCK_S = 1.0  # a pull waits this long for new entries before looking around again
 REPLAY_CHECK_S = 1.0  # parked requests are looked at least this often
@@ -198,7 +201,12 @@ class TaskBoard:
     async def _replay(self, parked: _Parked, runner: Runner) -> None:
         async with self._replays:
             answer = await runner(parked.task)
-        retryable = answer.status >= 500 and _code(answer) in REPLAY_AGAIN
+        error = _error(answer)
+        retryable = (
+            answer.status >= 500
+            and error.get("code") in REPLAY_AGAIN
+            and error.get("outcome_unknown") is not True
+        )
         if retryable and self.clock.wall() < parked.task.expires_at:
             parked.running = False  # not yet: it stays parked for the next chance
             return
@@ -273,6 +281,7 @@ class TaskBoard:
                     honour_cancel()
 
 
-def _code(answer: Answer) -> str | None:
+def _error(answer: Answer) -> dict[str, Any]:
+    """The answer's `error` object (empty for a success)."""
     error = orjson.loads(answer.body).get("error")
-    return error.get("code") if isinstance(error, dict) else None
+    return error if isinstance(error, dict) else {}

@@ -17,4 +17,3 @@ class DelegationPolicy(BaseModel):
 
     max_depth: int = Field(DEFAULT_MAX_DEPTH, ge=1, le=32, description="agents in one chain")
     offers: int = Field(DEFAULT_OFFERS, ge=1, le=16, description="candidates asked for offers")
-

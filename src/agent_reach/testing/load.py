@@ -353,6 +353,7 @@ class Report:
     executions: int
     duplicate_executions: int
     duplicate_ids: list[str]
+    duplicates: list[dict[str, Any]]  # the first duplicates as the caller and ledgers saw them
     dedup_hits: int
     p50_ms: float | None
     p99_ms: float | None
@@ -425,6 +426,7 @@ def check(
         executions=sum(executed.values()),
         duplicate_executions=len(duplicates),
         duplicate_ids=duplicates[:20],
+        duplicates=_explain(duplicates[:20], records, rows),
         dedup_hits=sum(row.kind == "dedup_hit" for row in rows),
         p50_ms=_percentile(latencies, 0.50),
         p99_ms=_percentile(latencies, 0.99),
@@ -438,6 +440,21 @@ def check(
         events=[{"t": e.t, "name": e.name, **e.fields} for e in history.events],
         figures=figures or {},
     )
+
+
+def _explain(
+    request_ids: list[str], records: list[Record], rows: list[LedgerRow]
+) -> list[dict[str, Any]]:
+    """Each request executed more than once: its answer (attempts included) and every
+    ledger row of it (which agent process ran it, when, under which trace)."""
+    by_id = {r.request_id: r for r in records}
+    return [
+        {
+            "record": asdict(by_id[request_id]),
+            "ledger": [asdict(row) for row in rows if row.request_id == request_id],
+        }
+        for request_id in request_ids
+    ]
 
 
 def _is_lost(record: Record, executed: Counter[str]) -> bool:
