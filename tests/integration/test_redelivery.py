@@ -50,6 +50,29 @@ def coordinator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
         yield url
 
 
+def register(
+    http: httpx.Client,
+    agent_id: str,
+    server: ServerThread,
+    capability: str,
+    weight: float,
+    **extra: object,
+) -> dict[str, object]:
+    """Register a FakeAgent's server as an instance of `capability`; the registration."""
+    answer = http.post(
+        "/v1/agents",
+        json={
+            "id": agent_id,
+            "capabilities": [capability],
+            "transport": {"endpoint": f"{server.url}/invoke"},
+            "weight": weight,
+            **extra,
+        },
+    )
+    assert answer.status_code == 201, answer.text
+    return dict(answer.json())
+
+
 def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
     coordinator: str,
 ) -> None:
@@ -60,32 +83,19 @@ def test_a_retry_of_an_unknown_outcome_goes_back_to_the_instance_it_reached(
         httpx.Client(base_url=coordinator, timeout=10) as http,
     ):
 
-        def register(agent_id: str, server: ServerThread, weight: float) -> None:
-            answer = http.post(
-                "/v1/agents",
-                json={
-                    "id": agent_id,
-                    "capabilities": ["pay.charge"],
-                    "transport": {"endpoint": f"{server.url}/invoke"},
-                    "weight": weight,
-                    "idempotent": True,
-                },
-            )
-            assert answer.status_code == 201, answer.text
-
         def invoke(request_id: str | None) -> httpx.Response:
             body = {"capability": "pay.charge", "payload": {"order": "A1"}}
             if request_id is not None:
                 body["request_id"] = request_id
             return http.post("/v1/invoke", json={**body, "timeout_class": "quick"})
 
-        register("slow-1", slow_server, 1)
+        register(http, "slow-1", slow_server, "pay.charge", 1, idempotent=True)
         first = invoke("order-A1-pay")
         assert first.status_code == 504, first.text
         assert first.json()["error"]["outcome_unknown"] is True
 
         slow.delay_s = 0.0
-        register("preferred-1", preferred_server, 10)
+        register(http, "preferred-1", preferred_server, "pay.charge", 10, idempotent=True)
         wait_until(  # until then it is `unknown`, and any instance that answered wins
             lambda: http.get("/v1/agents/preferred-1").json()["status"] == "healthy",
             "the probe sent at registration to pass",
@@ -111,18 +121,9 @@ def test_a_retry_of_an_unknown_outcome_is_not_sent_to_an_undeclared_agent(
         ServerThread(other) as other_server,
         httpx.Client(base_url=coordinator, timeout=10) as http,
     ):
-        for agent_id, server in (("plain-1", slow_server), ("plain-2", other_server)):
-            answer = http.post(
-                "/v1/agents",
-                json={
-                    "id": agent_id,
-                    "capabilities": ["pay.refund"],
-                    "transport": {"endpoint": f"{server.url}/invoke"},
-                    "weight": 10 if agent_id == "plain-1" else 1,
-                },
-            )
-            assert answer.status_code == 201, answer.text
-            assert answer.json()["idempotent"] is False
+        plain = (("plain-1", slow_server, 10), ("plain-2", other_server, 1))
+        for agent_id, server, weight in plain:
+            assert register(http, agent_id, server, "pay.refund", weight)["idempotent"] is False
         body = {"capability": "pay.refund", "request_id": "refund-B2", "timeout_class": "quick"}
         first = http.post("/v1/invoke", json=body)
         assert first.status_code == 504, first.text
@@ -150,18 +151,8 @@ def test_a_retry_of_an_unknown_outcome_is_not_sent_to_another_idempotent_instanc
         ServerThread(other) as other_server,
         httpx.Client(base_url=coordinator, timeout=10) as http,
     ):
-        for agent_id, server in (("guarded-1", slow_server), ("guarded-2", other_server)):
-            answer = http.post(
-                "/v1/agents",
-                json={
-                    "id": agent_id,
-                    "capabilities": ["pay.capture"],
-                    "transport": {"endpoint": f"{server.url}/invoke"},
-                    "weight": 10 if agent_id == "guarded-1" else 1,
-                    "idempotent": True,
-                },
-            )
-            assert answer.status_code == 201, answer.text
+        register(http, "guarded-1", slow_server, "pay.capture", 10, idempotent=True)
+        register(http, "guarded-2", other_server, "pay.capture", 1, idempotent=True)
         wait_all_healthy(http)
         body = {"capability": "pay.capture", "request_id": "capture-C3", "timeout_class": "quick"}
         first = http.post("/v1/invoke", json=body)

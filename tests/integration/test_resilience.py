@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from agent_reach.config import Settings
 from agent_reach.registry.health import OFFLINE_AFTER
-from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 POLICY = """
@@ -203,24 +205,37 @@ def test_a_suspended_request_is_replayed_once_an_instance_works_again(http, regi
     assert again.status_code == 202  # the id replays its acceptance; the task holds the answer
 
 
-def test_a_replay_that_may_have_acted_ends_the_suspended_request(http, register, fake_agents):
+class DeclinesThenCutsShort:
+    """A FakeAgent that declines its first delivery (503) and takes every later one,
+    its answer cut short (the connection closes mid-answer: it may have acted)."""
+
+    def __init__(self) -> None:
+        self.agent = FakeAgent()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            first = not self.agent.received
+            self.agent.status = 503 if first else 200
+            self.agent.headers = {} if first else {"content-length": "1000"}
+        await self.agent(scope, receive, send)
+
+
+def test_a_replay_that_may_have_acted_ends_the_suspended_request(http, register):
     # declared idempotent, and still not sent again: a guard by request id is the
     # instance's own, and a restarted process has forgotten what it ran
-    agent, endpoint = fake_agents(status=503)
-    register("a-1", endpoint, "echo", idempotent=True)
-    accepted = invoke(http, request_id="parked-2", payload={"q": 2})
-    assert accepted.json()["status"] == "suspended"
-    # it takes the replay and its answer is cut short: it may have acted
-    agent.status, agent.headers = 200, {"content-length": "1000"}
-    task = wait_until(
-        lambda: (t := http.get("/v1/tasks/parked-2").json()).get("http_status") and t,
-        "the replay to end the suspended request",
-    )
-    agent.headers = {}
+    flaky = DeclinesThenCutsShort()
+    with ServerThread(flaky) as server:
+        register("a-1", f"{server.url}/invoke", "echo", idempotent=True)
+        accepted = invoke(http, request_id="parked-2", payload={"q": 2})
+        assert accepted.json()["status"] == "suspended"
+        task = wait_until(
+            lambda: (t := http.get("/v1/tasks/parked-2").json()).get("http_status") and t,
+            "the replay to end the suspended request",
+        )
 
     assert (task["status"], task["http_status"]) == ("error", 502), task
     assert task["answer"]["error"]["outcome_unknown"] is True
-    assert [r.body["request_id"] for r in agent.received] == ["parked-2", "parked-2"]
+    assert [r.body["request_id"] for r in flaky.agent.received] == ["parked-2", "parked-2"]
 
 
 def test_an_expired_suspension_serves_a_remembered_answer_as_degraded(http, register, fake_agents):

@@ -18,7 +18,7 @@ from agent_reach.cli import app
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.testing.servers import ServerThread, run_coordinator
-from agent_reach.testing.waiting import wait_until
+from agent_reach.testing.waiting import wait_all_healthy, wait_until
 
 # The probe interval of `probed_by_hand`, in its manual clock's seconds: small next to
 # the 60 s lease, so however many times a test moves the clock on, no lease runs out.
@@ -62,7 +62,7 @@ def test_a_good_request_walks_clean_and_shows_the_context_the_agent_read(
     server = ServerThread(agent.app)
     agent.endpoint_url = f"{server.url}/invoke"
     with server:
-        wait_until(lambda: http.get("/v1/agents/order-01").status_code == 200, "registration")
+        wait_all_healthy(http)  # registered and probed: health 1.0 in the decision below
         context = http.post(
             "/v1/contexts", json={"document": {"order": {"id": "A-17"}, "card": "4111"}}
         ).json()
