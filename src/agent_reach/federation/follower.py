@@ -1,6 +1,7 @@
 """The tool-list follower: when a server's tools change, so do its capabilities.
 
-Told by the sessions (a `notifications/tools/list_changed`, or a session begun again
+Told by the sessions (a `notifications/tools/list_changed`, a listening stream opened
+(what was said before it went unheard), or a session begun again
 after the server restarted), it reads the instance's tool list and, when the
 capabilities or their cards differ, registers the instance again with them (same
 owner). A tool whose name is now taken is left out, not the whole server.

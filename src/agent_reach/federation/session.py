@@ -39,6 +39,7 @@ LISTEN_S = 60.0
 LISTEN_RETRY_S = 1.0  # after a failed listen, before the next try
 NO_SESSION = 404  # "the session is gone": the request was not processed
 GONE = "gone"  # told when the session ends because its instance is no longer registered
+LISTENING = "listening"  # told when a stream opens: what the server said before it is lost
 
 ServerSaid = Callable[[str], None]  # told each notification method the server sent
 
@@ -291,6 +292,8 @@ class McpSession:
                 stream.close()
                 await asyncio.sleep(LISTEN_RETRY_S)
                 continue
+            if self.is_wanted():  # a change said while no stream was open went unheard
+                self.server_said(LISTENING)
             await self._read_stream(stream)
 
     async def _read_stream(self, stream: Any) -> None:

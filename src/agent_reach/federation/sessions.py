@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_reach.errors import AgentFailed
-from agent_reach.federation.session import GONE, McpSession
+from agent_reach.federation.session import GONE, LISTENING, McpSession
 from agent_reach.federation.tools import INSTANCE_FIELD, MAX_TOOLS
 from agent_reach.invoke import pool
 from agent_reach.model.agents import TransportSpec
@@ -47,7 +47,7 @@ class McpSessions:
             if what == GONE:
                 if self._sessions.get(key) is session:
                     del self._sessions[key]
-            elif what in (LIST_CHANGED, INITIALIZED) and self.tools_changed is not None:
+            elif what in (LIST_CHANGED, INITIALIZED, LISTENING) and self.tools_changed is not None:
                 self.tools_changed(key)
 
         session = McpSession(self.client, transport.endpoint, said, lambda: self.is_registered(key))
