@@ -41,10 +41,11 @@ DEFAULT_STALE_S = 30.0  # an entry nobody touched this long belongs to a dead co
 TOUCHES_PER_STALE = 6  # held entries are touched this often within the stale window
 MAX_REPLAYS = 8  # suspended requests replayed at once: a returning instance is not flooded
 # Failures after which a suspended request waits for the next chance instead of ending:
-# nobody took it, or the instance it went to was still not able to (gone, 503). A replay
-# that may have acted (a timeout, a 5xx on the way, a lost answer) ends the request with
-# its unknown outcome: sending it again could run it twice, even on an instance that
-# declared `idempotent` (its guard is its own, and a restarted process has forgotten).
+# nobody took it, or the instance it went to could not (gone, declined, failed with an
+# answer). A replay whose outcome is unknown (a timeout, a connection lost after the
+# request was written: `outcome_unknown` in its error) ends the request with it: sending
+# it again could run it twice, even on an instance that declared `idempotent` (its guard
+# is its own, and a restarted process has forgotten).
 REPLAY_AGAIN = frozenset({"no_instance", "agent_timeout", "agent_error", "agent_unreachable"})
 PULL_BLOCK_S = 1.0  # a pull waits this long for new entries before looking around again
 REPLAY_CHECK_S = 1.0  # parked requests are looked at least this often
