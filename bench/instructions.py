@@ -20,7 +20,11 @@ it). Needs Debian's valgrind: `apt-get install -y valgrind`.
 
 `--bytecodes` instead traces the same requests in this process (no valgrind): the
 bytecodes executed and the Python frames entered or resumed per request, and the
-functions that execute the most.
+functions that execute the most. With `--check FILE` it is the hot path's budget: the
+smallest of `--runs` traces (work done on a clock, such as expiry sweeps and flushes,
+only ever adds to a run, and adds more on a slower host) may not exceed the figures
+committed in FILE by more than `BUDGET_TOLERANCE`; the test command runs it, so a change
+that costs the hot path says so in its own diff (`--write FILE` records new figures).
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ import recording  # noqa: E402
 from recording import IN_FLIGHT, VARIANTS, coordinator, replaced  # noqa: E402
 
 WARMUP = 640  # requests per warm-up run: every code path taken and every cache filled
+# Runs of one traced process differ by up to ~2 % (expiry sweeps and flushes run on a
+# clock): 5 % over the committed figure is a real cost, not the host's noise.
+BUDGET_TOLERANCE = 0.05
+BUDGET_RUNS = 3
 EVERYTHING_ON = "everything on"
 _COLLECTED = re.compile(r"^==\d+== Collected : (\d+)$", re.MULTILINE)
 
@@ -148,16 +156,79 @@ def trace_bytecodes(requests: int) -> Bytecodes:
     return counts
 
 
+def per_request_figures(counts: Bytecodes, requests: int) -> dict[str, float]:
+    """Bytecodes executed and frames entered or resumed, per request."""
+    return {
+        "bytecodes": sum(counts.executed.values()) / requests,
+        "frames": sum(counts.entered.values()) / requests,
+    }
+
+
 def print_bytecodes(counts: Bytecodes, requests: int, top: int = 15) -> None:
-    executed = sum(counts.executed.values())
-    entered = sum(counts.entered.values())
+    figures = per_request_figures(counts, requests)
     print(
-        f"{requests} requests: {executed / requests:,.0f} bytecodes and "
-        f"{entered / requests:,.1f} Python frames entered or resumed per request"
+        f"{requests} requests: {figures['bytecodes']:,.0f} bytecodes and "
+        f"{figures['frames']:,.1f} Python frames entered or resumed per request"
     )
     for code, n in counts.executed.most_common(top):
         where = f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_qualname}"
         print(f"{n / requests:8,.0f}  {where}")
+
+
+def smallest_of_runs(requests: int, runs: int) -> dict[str, float]:
+    """Each figure's smallest value over `runs` traces of `requests` invokes."""
+    traced = [per_request_figures(trace_bytecodes(requests), requests) for _ in range(runs)]
+    return {name: min(run[name] for run in traced) for name in traced[0]}
+
+
+def over_budget(figures: dict[str, float], budget: dict[str, float]) -> list[str]:
+    """What exceeds its committed figure by more than the tolerance, said with the numbers."""
+    return [
+        f"{name}: {figures[name]:,.1f} per request > {limit:,.1f} committed "
+        f"+ {BUDGET_TOLERANCE:.0%} ({limit * (1 + BUDGET_TOLERANCE):,.1f})"
+        for name, limit in budget.items()
+        if figures[name] > limit * (1 + BUDGET_TOLERANCE)
+    ]
+
+
+def check_budget(path: Path, requests: int, runs: int) -> int:
+    """Exit status 1 when the hot path costs more than the budget in `path` allows."""
+    record = json.loads(path.read_text())
+    budget = record["per_request"]
+    python = ".".join(sys.version.split()[0].split(".")[:2])
+    if not record["python"].startswith(f"{python}."):
+        # another interpreter compiles other bytecodes: its counts are not comparable
+        print(f"hot-path budget recorded on Python {record['python']}, this is {python}: skipped")
+        return 0
+    figures = smallest_of_runs(requests, runs)
+    print(
+        f"hot path, smallest of {runs} x {requests} requests: "
+        f"{figures['bytecodes']:,.0f} bytecodes (budget {budget['bytecodes']:,.0f}), "
+        f"{figures['frames']:,.1f} frames (budget {budget['frames']:,.1f}) per request"
+    )
+    failures = over_budget(figures, budget)
+    for failure in failures:
+        print(f"over the hot-path budget: {failure}", file=sys.stderr)
+    if failures:
+        print(
+            f"If the cost is worth it, record it in the same change: "
+            f"python bench/instructions.py --bytecodes --write {path}",
+            file=sys.stderr,
+        )
+    return 1 if failures else 0
+
+
+def write_budget(path: Path, requests: int, runs: int) -> None:
+    figures = smallest_of_runs(requests, runs)
+    record = {
+        "what": "bench/instructions.py --bytecodes: smallest of runs, per /v1/invoke",
+        "requests": requests,
+        "runs": runs,
+        "python": sys.version.split()[0],
+        "per_request": {name: round(value, 1) for name, value in figures.items()},
+    }
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}: {record['per_request']}")
 
 
 def measure(requests: int, variants: list[str]) -> dict[str, float]:
@@ -186,11 +257,25 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--bytecodes", action="store_true", help="trace the bytecodes instead (no valgrind)"
     )
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--check", type=Path, help="with --bytecodes: fail when over the budget in this file"
+    )
+    budget.add_argument(
+        "--write", type=Path, help="with --bytecodes: record the budget in this file"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=BUDGET_RUNS, help="traces for --check/--write (smallest)"
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-variant", default=EVERYTHING_ON, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.requests <= 0 or args.requests % IN_FLIGHT:
         parser.error(f"--requests must be a positive multiple of {IN_FLIGHT} (the callers)")
+    if (args.check or args.write) and not args.bytecodes:
+        parser.error("--check and --write go with --bytecodes")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     return args
 
 
@@ -198,6 +283,11 @@ def main() -> None:
     args = parse_args()
     if args.child is not None:
         child(args.child, args.child_variant)
+        return
+    if args.check:
+        sys.exit(check_budget(args.check, args.requests, args.runs))
+    if args.write:
+        write_budget(args.write, args.requests, args.runs)
         return
     if args.bytecodes:
         print_bytecodes(trace_bytecodes(args.requests), args.requests)

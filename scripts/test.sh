@@ -30,6 +30,11 @@ fi
 (cd tests/interop/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
+# The hot path's budget (bench/hot_path_budget.json): bytecodes and frames per /v1/invoke
+# may not grow by more than 5 % unless the change records the new figure. Whole runs only.
+if [ $# -eq 0 ]; then
+  .venv/bin/python bench/instructions.py --bytecodes --requests 640 --check bench/hot_path_budget.json
+fi
 # Two pytest workers (pytest-xdist): the suite mostly waits on its peers, so two halve its
 # time on two cores. AR_TEST_WORKERS=N sets another count, 0 runs in one process. The
 # full-size fault scenarios (AR_RELIABILITY_FULL=1) measure time: they run one at a time.
