@@ -160,3 +160,34 @@ def test_a_key_set_that_cannot_be_fetched_is_reported_as_what_went_wrong(
     for issuer in unreachable:
         assert issuer.reason in reasons[issuer.issuer]
         assert issuer.reason in status[issuer.issuer]
+
+
+@pytest.mark.parametrize(
+    ("section", "rules", "named"),
+    [
+        ("identity", {"issuers": [{"issuer": "*", "roles": ["caller", "superuser"]}]}, "superuser"),
+        ("identity", {"issuers": [{"issuer": "*", "default_role": "root"}]}, "root"),
+        ("identity", {"mappings": [{"group": "ops", "role": "operator"}]}, "operator"),
+        (
+            "identity",
+            {"certificates": [{"match": "spiffe://x", "principal": "p", "role": "god"}]},
+            "god",
+        ),
+        (
+            "access",
+            {"invoke": [{"principals": ["role:callers"], "capabilities": ["alpha.*"]}]},
+            "callers",
+        ),
+    ],
+)
+def test_a_rule_naming_a_role_that_is_not_one_is_refused_and_nothing_applied(
+    reach: Reach, section: str, rules: dict[str, Any], named: str
+) -> None:
+    before = reach.admin("GET", "/v1/policy").json()
+    refused = reach.admin("PUT", "/v1/policy", json={**before["policy"], section: rules})
+    assert refused.status_code == 422, refused.text
+    problems = refused.json()["error"]["problems"]
+    assert any(f"{named!r} is not a role" in p["problem"] for p in problems), problems
+    for url in (reach.url, reach.second()):
+        after = reach.call(reach.admin_key, "GET", "/v1/policy", at=url).json()
+        assert (after["version"], after["revision"]) == (before["version"], before["revision"])
