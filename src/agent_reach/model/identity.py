@@ -44,7 +44,7 @@ class IssuerRule(BaseModel):
         None,
         description="put before every principal name of this issuer (e.g. `kc:`), so "
         "no token can take the name of a key's principal; unset: the issuer's namespace "
-        "(`<host>:`), `\"\"`: the claim as it is",
+        '(`<host>:`), `""`: the claim as it is',
     )
 
     @model_validator(mode="after")
