@@ -53,6 +53,12 @@ principals = ["name:{QUOTA_CALLER}"]
 capabilities = ["alpha.*"]
 rate_per_s = 0.001
 burst = {QUOTA_BURST}
+
+# The IdP's subjects are the cast's names, as the keys' principals are (the tests compare
+# a token with a key of the same name): no per-issuer namespace, and admin allowed.
+[[identity.issuers]]
+issuer = "*"
+principal_prefix = ""
 """
 
 

@@ -45,7 +45,7 @@ def test_a_group_mapping_added_at_run_time_makes_a_token_an_agent_everywhere(
 
     expected = {
         "key_id": "token",
-        "principal": "svc-orders",
+        "principal": f"127.0.0.1:{idp.port}:svc-orders",  # no issuer rule: namespaced
         "domain": "shop",
         "role": "agent",
         "capabilities": ["alpha.*"],
@@ -147,4 +147,5 @@ def test_two_trusted_issuers_each_bounded_by_its_own_rule(
 
     _eventually(reach, "the issuer rule", lambda url: _who(reach, theirs, url), "role_not_allowed")
     assert _who(reach, ours)["role"] == "agent"
-    assert _who(reach, their_caller)["principal"] == "partner-app"
+    # A rule without principal_prefix keeps the issuer's namespace.
+    assert _who(reach, their_caller)["principal"] == f"127.0.0.1:{partner.port}:partner-app"

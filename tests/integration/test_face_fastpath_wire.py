@@ -442,18 +442,18 @@ def test_tool_calls_in_a_session_answer_alike(sides: tuple[Side, Side]) -> None:
     assert b"echo.say" in listed.body and b"payroll.run" not in listed.body
     # on the fast path: 3 deliveries, the failed and the unknown tool, the refusal
     assert fast.taken() == (6, 14)
-    # another principal's key in the session: the SDK's answer (it calls as that key)
+    # another principal's key in the session: 404, as if the session did not exist
     other = _key(fast, "other-caller"), _key(full, "other-caller")
     for side, key in zip(sides, other, strict=True):
         reply = _send(side, "/mcp", call("echo.say"), session, auth=f"Bearer {key}")
-        assert reply.status == 200 and b"pong" in reply.body
+        assert reply.status == 404 and b"Session not found" in reply.body
     assert fast.taken() == (6, 15)
     # ended: a DELETE, then the call is the SDK's 404 on both
     for side in sides:
         assert _send(side, "/mcp", b"", session, method="DELETE").status == 200
     gone = _same(fast, full, "/mcp", call("echo.say"), session)
     assert gone.status == 404
-    assert _counts(fast) == _counts(full) == (6, 1)
+    assert _counts(fast) == _counts(full) == (5, 1)  # the other key's call delivered nothing
     assert fast.taken() == (6, 16) and full.edge.faces is None
     assert not fast.app.mcp.sessions.live and not full.app.mcp.sessions.live
 

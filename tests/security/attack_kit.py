@@ -87,6 +87,7 @@ class AttackReport:
     got_through: int = 0
     figures: dict[str, Any] = field(default_factory=dict)
     cases: list[dict[str, Any]] = field(default_factory=list)
+    checked: bool = False  # assert_nothing_got_through ran: the `report` fixture insists
 
     def record(self, case: str, *, through: bool, **details: Any) -> None:
         """One attempt; `through` when it achieved anything it should not have."""
@@ -95,6 +96,7 @@ class AttackReport:
         self.cases.append({"case": case, "got_through": through, **details})
 
     def assert_nothing_got_through(self) -> None:
+        self.checked = True
         breaches = [c for c in self.cases if c["got_through"]]
         assert not breaches, f"{len(breaches)} attack(s) got through:\n" + "\n".join(
             orjson.dumps(b, default=str).decode() for b in breaches

@@ -38,6 +38,7 @@ from agent_reach.testing.servers import ServerThread
 
 _AGENT_HOSTS = itertools.cycle(f"127.77.0.{n}" for n in range(11, 250))
 _SUMMARIES = pytest.StashKey[list[str]]()
+_CALL_FAILED = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,9 +59,21 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Remember whether a test's own body failed (the `report` fixture then says nothing)."""
+    outcome = yield
+    if outcome.when == "call":
+        item.stash[_CALL_FAILED] = outcome.failed
+    return outcome
+
+
 @pytest.fixture
 def report(request: pytest.FixtureRequest, backend: str) -> Iterator[ReportFactory]:
-    """`report("access_matrix", "S4 access matrix")`: saved and summarized at teardown."""
+    """`report("access_matrix", "S4 access matrix")`: saved and summarized at teardown.
+
+    A test that records attempts must judge them (`assert_nothing_got_through`): one
+    that forgets fails here, at teardown, rather than passing whatever got through."""
     made: list[AttackReport] = []
 
     def make(name: str, scenario: str) -> AttackReport:
@@ -72,6 +85,13 @@ def report(request: pytest.FixtureRequest, backend: str) -> Iterator[ReportFacto
     for attack in made:
         attack.write(directory)
         request.config.stash[_SUMMARIES].append(attack.summary())
+    unjudged = [a.name for a in made if a.tried and not a.checked]
+    if unjudged and not request.node.stash.get(_CALL_FAILED, False):
+        pytest.fail(
+            f"attack report(s) {', '.join(unjudged)} recorded attempts that the test never "
+            "judged: call assert_nothing_got_through()",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

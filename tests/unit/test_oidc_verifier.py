@@ -152,6 +152,11 @@ async def setup(issuer: Issuer) -> Any:
     await made.aclose()
 
 
+def _named(issuer: Issuer, sub: str) -> str:
+    """A principal of an issuer no rule names: in its namespace, `<host:port>:<sub>`."""
+    return issuer.url.removeprefix("http://") + ":" + sub
+
+
 async def refusal(verifier: OidcVerifier, token: str, resource: str | None = None) -> str:
     with pytest.raises((Unauthorized, Forbidden)) as caught:
         await verifier.verify(token, resource)
@@ -162,9 +167,15 @@ async def test_a_valid_token_is_a_principal_with_its_claims(issuer: Issuer, setu
     issuer.add_ec("k2")
     verifier = setup.verifier()
     principal = await verifier.verify(issuer.token("k1", reach_domain="shop"))
-    assert (principal.name, principal.role, principal.domain) == ("shop-frontend", "caller", "shop")
+    assert (principal.name, principal.role, principal.domain) == (
+        _named(issuer, "shop-frontend"),
+        "caller",
+        "shop",
+    )
     assert principal.capabilities == ("order.*",)
-    assert (await verifier.verify(issuer.token("k2", sub="es-agent"))).name == "es-agent"
+    assert (await verifier.verify(issuer.token("k2", sub="es-agent"))).name == _named(
+        issuer, "es-agent"
+    )
     assert verifier.kept(issuer.token("k1", reach_domain="shop")) == principal
 
 
@@ -264,7 +275,7 @@ async def test_a_rotated_key_verifies_after_one_refetch(issuer: Issuer, setup: S
     verifier = setup.verifier()
     await verifier.verify(issuer.token("k1"))
     issuer.add_rsa("k2")
-    assert (await verifier.verify(issuer.token("k2"))).name == "shop-frontend"
+    assert (await verifier.verify(issuer.token("k2"))).name == _named(issuer, "shop-frontend")
 
 
 async def test_a_key_removed_from_the_set_is_refused_after_refresh(
@@ -286,7 +297,7 @@ async def test_the_idp_down_leaves_held_keys_working(issuer: Issuer, setup: Setu
     issuer.up = False
     setup.clock.advance(setup.settings.oidc_jwks_ttl_s + 1)  # stale: a refetch is tried
     token = issuer.token("k1", iat=setup.clock.wall(), exp=setup.clock.wall() + 60)
-    assert (await verifier.verify(token)).name == "shop-frontend"
+    assert (await verifier.verify(token)).name == _named(issuer, "shop-frontend")
     header = {"alg": "RS256", "kid": "k9", "typ": "JWT"}
     claims = jwt.decode(token, options={"verify_signature": False})
     assert await refusal(verifier, _unsigned(header, claims) + "c2ln") == "token_signature"
@@ -359,3 +370,42 @@ async def test_an_issuers_prefix_keeps_its_principals_apart_from_key_principals(
     )
     principal = await setup.verifier().verify(issuer.token("k1", sub="admin"))
     assert principal.name == "kc:admin"
+
+
+async def test_without_a_rule_an_issuers_token_may_not_be_admin(
+    issuer: Issuer, setup: Setup
+) -> None:
+    verifier = setup.verifier()
+    with pytest.raises(Forbidden) as refused:
+        await verifier.verify(issuer.token("k1", reach_role="admin"))
+    assert refused.value.code == "role_not_allowed"
+    assert "[[identity.issuers]]" in str(refused.value)
+    setup.policy = RoutingPolicy.model_validate(
+        {"identity": {"issuers": [{"issuer": issuer.url, "roles": ["caller", "admin"]}]}}
+    )
+    assert (await verifier.verify(issuer.token("k1", reach_role="admin"))).role == "admin"
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        (None, "{host}:admin"),  # no rule: the issuer's namespace
+        ({"roles": ["caller"]}, "{host}:admin"),  # a rule without a prefix: the same
+        ({"principal_prefix": ""}, "admin"),  # an explicit "": the claim as it is
+    ],
+)
+async def test_principals_are_namespaced_per_issuer_unless_a_rule_says_otherwise(
+    issuer: Issuer, setup: Setup, rule: dict[str, Any] | None, named: str
+) -> None:
+    if rule is not None:
+        setup.policy = RoutingPolicy.model_validate(
+            {"identity": {"issuers": [{"issuer": issuer.url, **rule}]}}
+        )
+    principal = await setup.verifier().verify(issuer.token("k1", sub="admin"))
+    assert principal.name == named.format(host=issuer.url.removeprefix("http://"))
+
+
+async def test_an_empty_subject_is_no_principal_even_with_a_prefix(
+    issuer: Issuer, setup: Setup
+) -> None:
+    assert await refusal(setup.verifier(), issuer.token("k1", sub="")) == "token_malformed"

@@ -28,7 +28,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
-from agent_reach.faces.mcp_sessions import LiveSessions, Opening
+from agent_reach.faces.mcp_sessions import LiveSessions, Opening, session_not_found
 from agent_reach.faces.mcp_tools import call_tool, list_tools
 from agent_reach.faces.mcp_versions import serve_aliases
 from agent_reach.identity.certificates import peer_of
@@ -144,6 +144,10 @@ class McpFace:
                     self.sessions.opened(opened, opening)
             else:
                 await manager.handle_request(scope, receive, send)
+            return
+        if self.sessions.foreign(session_id, principal):
+            log.warning("mcp_session_refused", principal=principal.name)
+            await session_not_found()(scope, receive, send)
             return
         with self.sessions.using(session_id):
             status, _ = await _answered(manager, scope, receive, send)

@@ -6,6 +6,10 @@ forgotten when it ends: a `DELETE`, the SDK answering its id 404, idle expiry, s
 The face expires idle sessions itself (a `DELETE` through the SDK's own entry), because
 calls answered on the edge server's fast path (`server/fastfaces/mcp_session.py`) never reach
 the SDK's transport, whose idle timer would otherwise end a session in use.
+
+A session is bound to the principal that opened it: its id sent with another
+principal's credentials is answered 404, as an unknown session is (`foreign`), so a
+leaked session id lets no one act in it or learn that it exists.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import mcp_types as types
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
+from starlette.responses import Response
 
 from agent_reach.model.keys import Principal
 
@@ -58,6 +64,11 @@ class LiveSessions:
                 opening.version, opening.principal, opening.server_side
             )
 
+    def foreign(self, session_id: str, principal: Principal) -> bool:
+        """Whether `session_id` is a live session another principal opened."""
+        live = self.live.get(session_id)
+        return live is not None and live.principal.name != principal.name
+
     def ended(self, session_id: str) -> None:
         self.live.pop(session_id, None)
 
@@ -82,3 +93,17 @@ class LiveSessions:
 
     def clear(self) -> None:
         self.live.clear()
+
+
+def session_not_found() -> Response:
+    """The SDK's own answer to an unknown session id: 404, a JSON-RPC error without id."""
+    error = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=None,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Session not found"),
+    )
+    return Response(
+        error.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=404,
+        media_type="application/json",
+    )

@@ -5,6 +5,10 @@ The claims named by `AR_OIDC_*_CLAIM` say who and what (`sub`, `reach_role`,
 add what the IdP's groups or scopes stand for, and `[[identity.issuers]]` bound the
 roles an issuer's tokens may hold — a token of an issuer mapped to `caller` only that
 claims `admin` is refused, never trusted.
+
+The defaults are the safe ones: an issuer no rule names may not stand for `admin`, and
+its principals are namespaced (`<issuer host>:<sub>`), so no token takes the name of a
+key's principal unless a rule says so (`principal_prefix = ""`).
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 
 from agent_reach.errors import Forbidden, Unauthorized
 from agent_reach.model.access import CapabilityPattern
-from agent_reach.model.identity import ClaimMapping, IdentityPolicy
+from agent_reach.model.identity import ClaimMapping, IdentityPolicy, IssuerRule
 from agent_reach.model.keys import ROLES, Principal, Role
 
 # A principal name keys stored records (`<name>/<request id>`): no `/`, no spaces.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|+-]{0,127}$")
 _PATTERNS: TypeAdapter[list[str]] = TypeAdapter(list[CapabilityPattern])
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9._:@|+-]+")
+# What an issuer's tokens may be when no [[identity.issuers]] rule names it: never admin.
+ROLES_WITHOUT_RULE: tuple[Role, ...] = tuple(r for r in ROLES if r != "admin")
 TOKEN_KEY_ID = "token"  # noqa: S105 -- the `key_id` of every token principal: no key record stands behind it
 
 
@@ -45,12 +53,13 @@ def principal_of_claims(
     not let this issuer's tokens hold."""
     rule = policy.issuer_rule(issuer)
     name = claims.get(names.principal)
-    if isinstance(name, str) and rule is not None:
-        name = rule.principal_prefix + name
+    if isinstance(name, str) and name:
+        name = principal_prefix(issuer, rule) + name
     if not isinstance(name, str) or not _NAME.match(name):
         raise Unauthorized(
             f"the token's {names.principal!r} claim is not a usable principal name "
-            "(1-128 letters, digits and . _ : @ | + -)",
+            "(1-128 letters, digits and . _ : @ | + -, with its issuer's prefix; an "
+            "[[identity.issuers]] rule's principal_prefix sets a shorter one)",
             code="token_malformed",
         )
     mappings = [m for m in policy.mappings if _applies(m, claims, issuer, policy)]
@@ -67,6 +76,22 @@ def principal_of_claims(
     if domain is None:
         domain = next((m.domain for m in mappings if m.domain is not None), None)
     return Principal(TOKEN_KEY_ID, name, domain, role, tuple(grants))
+
+
+def principal_prefix(issuer: str, rule: IssuerRule | None) -> str:
+    """What goes before the principal claim: the rule's `principal_prefix`, else the
+    issuer's namespace, `<host[:port][.path]>:`."""
+    if rule is not None and rule.principal_prefix is not None:
+        return rule.principal_prefix
+    return issuer_namespace(issuer) + ":"
+
+
+def issuer_namespace(issuer: str) -> str:
+    """`https://kc.shop.internal/realms/shop` -> `kc.shop.internal.realms.shop`: its
+    host and path, in the characters a principal name may hold."""
+    parts = urlsplit(issuer)
+    where = (parts.netloc + parts.path) if parts.netloc else issuer
+    return _NOT_IN_NAMES.sub(".", where.lower()).strip(".") or "issuer"
 
 
 def _role(
@@ -95,6 +120,12 @@ def _role(
     if rule is not None and role not in rule.roles:
         raise Forbidden(
             f"the policy lets tokens of {issuer!r} be {', '.join(rule.roles)} only, not {role}",
+            code="role_not_allowed",
+        )
+    if rule is None and role not in ROLES_WITHOUT_RULE:
+        raise Forbidden(
+            f"tokens of {issuer!r} may not be admin: no [[identity.issuers]] rule names the "
+            "issuer (a rule whose roles include admin allows it)",
             code="role_not_allowed",
         )
     return role

@@ -6,14 +6,18 @@ backend's `KeySetStore` so one coordinator's fetch serves every coordinator. A t
 whose `kid` is not in the set asks for a refetch, at most once per `refresh_s` per
 issuer (a flood of made-up kids cannot hammer the IdP). When the IdP does not answer,
 the keys already held keep working — past their expiry too — and an unknown kid stays
-unknown: the caller gets a 401, never a 500 or a wait beyond `timeout_s`.
+unknown: the caller gets a 401, never a 500 or a wait beyond `timeout_s`. A failed
+fetch is kept as what it was (certificate not trusted, connection refused, timed out,
+an HTTP status, not JSON) for the 401's message, the log and `GET /v1/policy`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import orjson
@@ -45,6 +49,8 @@ class _Held:
     failed_at: float = float("-inf")  # monotonic: the last fetch the IdP did not answer
     jwks_uri: str | None = None
     refreshing: asyncio.Task[None] | None = None
+    failure: str | None = None  # why the last fetch failed, until one succeeds
+    failed_at_wall: float | None = None
 
 
 class KeySets:
@@ -68,6 +74,7 @@ class KeySets:
         self._refresh_s = refresh_s
         self._held = {issuer: _Held() for issuer in issuers}
         self._locks = {issuer: asyncio.Lock() for issuer in issuers}
+        self._timeout_s = timeout_s
         self._client = httpx.AsyncClient(timeout=timeout_s, verify=verify, follow_redirects=False)
         self.generation = 0  # grows whenever any issuer's keys change
 
@@ -97,6 +104,24 @@ class KeySets:
                 held.asked_at = now
                 await self._refetch(issuer, held)
         return held.keys.get(kid)
+
+    def failure(self, issuer: str) -> str | None:
+        """Why the issuer's keys could not be fetched the last time; None once a fetch
+        (here or, shared, on another coordinator) has succeeded since."""
+        held = self._held.get(issuer)
+        return None if held is None else held.failure
+
+    def status(self, issuer: str) -> dict[str, Any]:
+        """What this coordinator holds of the issuer's keys, and its last fetch failure."""
+        held = self._held[issuer]
+        fetched = held.fetched_at if held.fetched_at != float("-inf") else None
+        return {
+            "keys": len(held.keys),
+            "fetched_at": fetched,
+            "jwks_uri": held.jwks_uri,
+            "fetch_error": held.failure,
+            "fetch_failed_at": held.failed_at_wall,
+        }
 
     async def aclose(self) -> None:
         for held in self._held.values():
@@ -136,7 +161,8 @@ class KeySets:
             jwks = await self._fetch(issuer, held)
         except IssuerUnavailable as exc:
             held.failed_at = now
-            log.warning("jwks_unavailable", issuer=issuer, error=str(exc), held=len(held.keys))
+            held.failure, held.failed_at_wall = str(exc), self._clock.wall()
+            log.warning("jwks_unavailable", issuer=issuer, reason=str(exc), held=len(held.keys))
             return
         fetched_at = self._clock.wall()
         self._adopt(held, jwks, fetched_at)
@@ -148,6 +174,7 @@ class KeySets:
         if set(keys) != set(held.keys):
             self.generation += 1
         held.keys, held.fetched_at = keys, fetched_at
+        held.failure = held.failed_at_wall = None
 
     async def _fetch(self, issuer: str, held: _Held) -> dict[str, object]:
         if held.jwks_uri is None:
@@ -166,9 +193,11 @@ class KeySets:
         try:
             response = await self._client.get(url, headers={"accept": "application/json"})
         except httpx.HTTPError as exc:
-            raise IssuerUnavailable(f"{url}: {type(exc).__name__}") from None
-        if response.status_code != 200 or len(response.content) > MAX_DOCUMENT_BYTES:
-            raise IssuerUnavailable(f"{url}: HTTP {response.status_code}")
+            raise IssuerUnavailable(f"{url}: {fetch_failure(exc, self._timeout_s)}") from None
+        if response.status_code != 200:
+            raise IssuerUnavailable(f"{url}: answered HTTP {response.status_code}")
+        if len(response.content) > MAX_DOCUMENT_BYTES:
+            raise IssuerUnavailable(f"{url}: more than {MAX_DOCUMENT_BYTES} bytes")
         try:
             document = orjson.loads(response.content)
         except orjson.JSONDecodeError:
@@ -176,6 +205,32 @@ class KeySets:
         if not isinstance(document, dict):
             raise IssuerUnavailable(f"{url}: not a JSON object")
         return document
+
+
+def fetch_failure(exc: httpx.HTTPError, timeout_s: float) -> str:
+    """What a failed request met, in words an operator acts on."""
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out after {timeout_s:g} s (AR_OIDC_TIMEOUT_S)"
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (
+                f"its TLS certificate is not trusted ({cause.verify_message}); "
+                "AR_OIDC_CA_FILE names the CA to trust"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake failed ({cause.reason or cause})"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"its host name does not resolve ({cause.strerror})"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text:  # the cause chain is not always kept
+        return f"its TLS certificate is not trusted ({text}); AR_OIDC_CA_FILE names the CA"
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def signing_keys(jwks: dict[str, object]) -> dict[str | None, PyJWK]:

@@ -10,7 +10,9 @@ never `none`, never an HMAC keyed with a public key — or the signature is wron
 signature; the claims are checked here, on the coordinator's clock.
 
 A verified token's principal is kept until the token expires, so a caller pays for
-the signature once; a change of key set or of policy drops what was kept.
+the signature once; a change of key set or of policy drops what was kept. At start,
+each trusted issuer that no `[[identity.issuers]]` rule names is logged as a warning
+(`issuer_without_rule`): its tokens get the safe defaults (no admin, namespaced names).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jwt
+import structlog
 from jwt import PyJWK
 from jwt.exceptions import InvalidAlgorithmError, InvalidSignatureError, PyJWTError
 
@@ -28,10 +31,17 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import Unauthorized
-from agent_reach.identity.claims import ClaimNames, principal_of_claims
+from agent_reach.identity.claims import (
+    ROLES_WITHOUT_RULE,
+    ClaimNames,
+    principal_of_claims,
+    principal_prefix,
+)
 from agent_reach.identity.jwks import KeySets
 from agent_reach.model.keys import Principal
 from agent_reach.routing.policy import RoutingPolicy
+
+log = structlog.get_logger("agent_reach.identity")
 
 VERIFIED_MAX = 10_000  # distinct tokens whose principal is kept; more flush the cache
 
@@ -91,6 +101,13 @@ class OidcVerifier:
         kid = header.get("kid")
         key = self.keysets.held(issuer, kid) or await self.keysets.key(issuer, kid)
         if key is None:
+            failure = self.keysets.failure(issuer)
+            if failure is not None:
+                raise Unauthorized(
+                    f"the token's key {kid!r} is not among the issuer's keys held here: "
+                    f"they could not be fetched ({failure})",
+                    code="token_signature",
+                )
             raise Unauthorized(
                 f"the issuer has no key {kid!r} (rotated out, or never its own)",
                 code="token_signature",
@@ -103,6 +120,37 @@ class OidcVerifier:
             self._kept.clear()
         self._kept[(token, resource)] = (principal, float(claims["exp"]))
         return principal
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each trusted issuer: whether a policy rule names it, the prefix its principals
+        get, and what this coordinator holds of its keys (`GET /v1/policy`)."""
+        identity = self._policy().identity
+        shown = []
+        for issuer in self.keysets.issuers:
+            rule = identity.issuer_rule(issuer)
+            shown.append(
+                {
+                    "issuer": issuer,
+                    "rule": None if rule is None else rule.issuer,
+                    "roles": list(rule.roles if rule is not None else ROLES_WITHOUT_RULE),
+                    "principal_prefix": principal_prefix(issuer, rule),
+                    **self.keysets.status(issuer),
+                }
+            )
+        return shown
+
+    def warn_unruled(self) -> None:
+        """Log each trusted issuer no `[[identity.issuers]]` rule names."""
+        identity = self._policy().identity
+        for issuer in self.keysets.issuers:
+            if identity.issuer_rule(issuer) is None:
+                log.warning(
+                    "issuer_without_rule",
+                    issuer=issuer,
+                    principal_prefix=principal_prefix(issuer, None),
+                    message="no [[identity.issuers]] rule names this issuer: its tokens may "
+                    "not be admin and their principals are namespaced; a rule decides both",
+                )
 
     def _check_claims(self, claims: dict[str, Any], issuer: str, resource: str | None) -> None:
         if claims.get("iss") != issuer:  # the peeked issuer is the signed one; kept explicit
@@ -215,4 +263,6 @@ def open_oidc(
         timeout_s=settings.oidc_timeout_s,
         verify=verify,
     )
-    return OidcVerifier(settings, keysets, policy, clock)
+    verifier = OidcVerifier(settings, keysets, policy, clock)
+    verifier.warn_unruled()
+    return verifier

@@ -5,7 +5,16 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
+
+from agent_reach.model.keys import known_role
 
 
 def _fold(text: object) -> object:
@@ -13,11 +22,20 @@ def _fold(text: object) -> object:
     return unicodedata.normalize("NFKC", text).strip().lower() if isinstance(text, str) else text
 
 
+def _known_role(pattern: str) -> str:
+    """`role:<role>` must name a role: a misspelt one would match no one, silently."""
+    kind, _, role = pattern.partition(":")
+    if kind == "role":
+        known_role(role)
+    return pattern
+
+
 # "*", "name:<principal>", "domain:<domain>" or "role:<role>"
 PrincipalPattern = Annotated[
     str,
     BeforeValidator(_fold),
     StringConstraints(pattern=r"^(\*|(name|domain|role):[a-z0-9._:-]{1,128})$"),
+    AfterValidator(_known_role),
 ]
 # "*", an exact capability, or a prefix ending in ".*" ("inventory.*")
 CapabilityPattern = Annotated[

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from agent_reach.model.access import CapabilityPattern
-from agent_reach.model.keys import ROLES, Role
+from agent_reach.model.keys import ROLES, Role, known_role
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")]
 ClaimValue = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+PolicyRole = Annotated[Role, BeforeValidator(known_role)]  # a refusal names the non-role
 
 
 class IssuerRule(BaseModel):
@@ -25,17 +33,18 @@ class IssuerRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     issuer: Annotated[str, StringConstraints(min_length=1, max_length=512)] = "*"
-    roles: Annotated[list[Role], Field(min_length=1)] = list(ROLES)
-    default_role: Role | None = Field(
+    roles: Annotated[list[PolicyRole], Field(min_length=1)] = list(ROLES)
+    default_role: PolicyRole | None = Field(
         None, description="the role of a token that claims none and matches no mapping"
     )
     groups_claim: Annotated[str, StringConstraints(min_length=1, max_length=128)] = "groups"
-    principal_prefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:@|+-]{0,32}$")] = (
-        Field(
-            "",
-            description="put before every principal name of this issuer (e.g. `kc:`), so "
-            "no token can take the name of a key's principal",
-        )
+    principal_prefix: (
+        Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:@|+-]{0,32}$")] | None
+    ) = Field(
+        None,
+        description="put before every principal name of this issuer (e.g. `kc:`), so "
+        "no token can take the name of a key's principal; unset: the issuer's namespace "
+        '(`<host>:`), `""`: the claim as it is',
     )
 
     @model_validator(mode="after")
@@ -53,7 +62,7 @@ class ClaimMapping(BaseModel):
     issuer: Annotated[str, StringConstraints(min_length=1, max_length=512)] = "*"
     group: ClaimValue | None = None
     scope: ClaimValue | None = None
-    role: Role | None = None
+    role: PolicyRole | None = None
     capabilities: list[CapabilityPattern] = Field(default_factory=list)
     domain: Name | None = None
 
@@ -73,7 +82,7 @@ class CertificateMapping(BaseModel):
     match: Annotated[str, StringConstraints(min_length=1, max_length=512)]
     field: Literal["any", "cn", "dns", "uri", "email"] = "any"
     principal: Name
-    role: Role
+    role: PolicyRole
     domain: Name | None = None
     capabilities: list[CapabilityPattern] = Field(default_factory=list)
 

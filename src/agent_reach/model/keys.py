@@ -10,6 +10,13 @@ Role = Literal["admin", "observer", "caller", "agent"]
 ROLES: tuple[Role, ...] = ("caller", "agent", "observer", "admin")
 
 
+def known_role(value: object) -> object:
+    """A policy's role names must be roles: the refusal names the one that is not."""
+    if isinstance(value, str) and value not in ROLES:
+        raise ValueError(f"{value!r} is not a role ({', '.join(ROLES)})")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who is calling: a named principal, its domain (if any), its role and its key's grants.

@@ -3,7 +3,8 @@
 Every delivery that carries `delegation` says, signed by the coordinators, on whose
 behalf it comes and through which agents. `DelegationVerifier` fetches the keys from
 `GET /.well-known/jwks.json` (again when a token names a key it has not seen, at most
-every `REFETCH_S`) and checks the signature, the issuer, the audience and the expiry:
+every `REFETCH_S`; tokens verified at once share one fetch) and checks the signature,
+the issuer, the audience and the expiry:
 
     verifier = DelegationVerifier("http://127.0.0.1:8500")
     seen = await verifier.verify(request.delegation["token"])
@@ -14,6 +15,7 @@ Agents in other languages do the same with any JOSE library (docs/mesh.md).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +64,8 @@ class DelegationVerifier:
         self.url = coordinator_url.rstrip("/")
         self._http = httpx.AsyncClient(timeout=timeout_s, verify=verify)
         self._keys: dict[str, PyJWK] = {}
-        self._fetched_at = float("-inf")
+        self._fetched_at = float("-inf")  # when the last fetch ended (monotonic)
+        self._fetching = asyncio.Lock()  # one fetch at a time; the others wait for its keys
 
     async def verify(self, token: str) -> VerifiedDelegation:
         """The token's statement; `Unauthorized` (`delegation_invalid`) when it is not
@@ -71,10 +74,9 @@ class DelegationVerifier:
             kid = jwt.get_unverified_header(token).get("kid")
         except PyJWTError:
             raise _invalid("not a JWT") from None
-        key = self._keys.get(kid) if isinstance(kid, str) else None
-        if key is None and time.monotonic() - self._fetched_at >= REFETCH_S:
-            await self._fetch()
-            key = self._keys.get(kid) if isinstance(kid, str) else None
+        if not isinstance(kid, str):
+            raise _invalid("its header names no key (kid)")
+        key = self._keys.get(kid) or await self._fetched_key(kid)
         if key is None:
             raise _invalid("signed with a key the coordinator does not publish")
         try:
@@ -94,8 +96,22 @@ class DelegationVerifier:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def _fetched_key(self, kid: str) -> PyJWK | None:
+        """The key `kid` after a fetch, unless one ended less than `REFETCH_S` ago. A
+        verification that waited for another's fetch takes the keys it brought."""
+        async with self._fetching:
+            key = self._keys.get(kid)
+            if key is None and time.monotonic() - self._fetched_at >= REFETCH_S:
+                try:
+                    await self._fetch()
+                finally:
+                    # After the fetch, not before: a verification arriving meanwhile
+                    # waits for these keys instead of finding "fetched" and none.
+                    self._fetched_at = time.monotonic()
+                key = self._keys.get(kid)
+            return key
+
     async def _fetch(self) -> None:
-        self._fetched_at = time.monotonic()
         try:
             response = await self._http.get(self.url + JWKS_PATH)
             response.raise_for_status()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
@@ -230,6 +230,10 @@ class SecurityService:
         await self.guard.check_url(transport.endpoint)
         if transport.health_endpoint:
             await self.guard.check_url(transport.health_endpoint, "health_endpoint")
+
+    def identity_status(self) -> dict[str, Any]:
+        """The trusted issuers as this coordinator sees them (`GET /v1/policy`)."""
+        return {"issuers": [] if self.tokens is None else self.tokens.status()}
 
     async def aclose(self) -> None:
         """Close the IdP client, if tokens are accepted."""

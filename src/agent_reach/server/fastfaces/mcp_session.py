@@ -11,7 +11,9 @@ the transport's event stream of one `message` event (its `json_response` is off;
 15 s the stream's head and a ping go out first, as sse-starlette's would). The session
 is held in use meanwhile, as the transport holds it. Anything else is None before
 anything is invoked: an unknown or ended session, another method, a notification,
-another Accept or Content-Type, another principal, any other `Mcp-*` header.
+another Accept or Content-Type, another principal, any other `Mcp-*` header. Another
+principal's credentials on a session id thus reach the face, which answers them 404 as
+it does an unknown session (`faces/mcp_sessions.py`): never a call made in that session.
 """
 
 from __future__ import annotations

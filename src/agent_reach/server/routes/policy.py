@@ -20,11 +20,14 @@ router = APIRouter(prefix="/v1/policy", tags=["policy"])
 async def show_policy(request: Request, _: Observer) -> Response:
     """The policy in force: version (also the `ETag`), revision, source, the policy itself
     (observers and admins: it names every principal's rules and quotas), and which text
-    matchers are ready (the sentence encoder loads in the background)."""
+    matchers are ready (the sentence encoder loads in the background), and the trusted
+    token issuers as this coordinator holds them (`identity`: rule, prefix, keys, the last
+    fetch failure)."""
     runtime = runtime_of(request)
     status = runtime.policy.status()
     body = {field.name: getattr(status, field.name) for field in dataclasses.fields(status)}
     body["matching"] = runtime.routing.matching.status(status.policy)
+    body["identity"] = runtime.security.identity_status()
     return json_response(body, headers={"etag": f'"{status.version}"'})
 
 
