@@ -107,6 +107,9 @@ export interface ListenOptions {
   port?: number;
   /** How long `listen()` keeps trying to register before it fails (default 10 s). */
   timeoutMs?: number;
+  /** Your own server, whose request listener passes the agent's requests (`/invoke`,
+   * `/offer`, `/health`) to `agent.serveHttp` and answers the others itself. */
+  server?: http.Server;
 }
 
 export class Agent {
@@ -207,7 +210,8 @@ export class Agent {
   async listen(options: ListenOptions = {}): Promise<{ url: string }> {
     if (this.#server !== undefined) throw new Error(`agent ${this.id} is already listening`);
     const host = options.host ?? "127.0.0.1";
-    const server = http.createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => this.#serve(req, res));
+    const server = options.server ?? http.createServer((req, res) => this.serveHttp(req, res));
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
     server.headersTimeout = KEEP_ALIVE_MS + 1000;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -270,7 +274,7 @@ export class Agent {
         );
       }
       try {
-        await this.#client.register(this.registration(), { timeoutMs: Math.min(CALL_TIMEOUT_MS, left) });
+        await this.#client.register(this.registration(), { timeoutMs: Math.ceil(Math.min(CALL_TIMEOUT_MS, left)) });
         this.#registered = true;
         return;
       } catch (error) {
@@ -329,7 +333,9 @@ export class Agent {
     log(event, { agent_id: this.id, ...fields });
   }
 
-  #serve(req: http.IncomingMessage, res: http.ServerResponse): void {
+  /** Node's request listener of the agent contract: `POST /invoke`, `POST /offer`,
+   * `GET /health`; anything else is 404. */
+  serveHttp(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? "").split("?")[0];
     if (req.method === "POST" && path === "/invoke") return void readBody(req).then((body) => this.#invoke(req, res, body), () => res.destroy());
     if (req.method === "POST" && path === "/offer") return void readBody(req).then((body) => this.#answerOffer(res, body), () => res.destroy());

@@ -106,7 +106,7 @@ export class Transport {
       body = JSON.stringify(sent.body);
       headers["content-type"] ??= "application/json";
     }
-    const timeoutMs = sent.timeoutMs ?? this.timeoutMs;
+    const timeoutMs = Math.max(1, Math.ceil(sent.timeoutMs ?? this.timeoutMs));
     const timeout = AbortSignal.timeout(timeoutMs);
     try {
       if (sent.signal === undefined) {
