@@ -358,12 +358,7 @@ export class Agent {
     const handler = this.#handlers.get(capability.toLowerCase()) ?? this.#default;
     if (handler === undefined) return sendError(res, 404, "no_handler", `no handler for capability ${JSON.stringify(capability)}`);
     const hop = Number(d["hop"]);
-    const headers: Record<string, string> = { "x-reach-hop": String(hop) };
-    const traceparent = req.headers["traceparent"];
-    if (typeof traceparent === "string" && traceparent) headers["traceparent"] = traceparent;
     const deadlineMs = Number(req.headers["x-reach-deadline-ms"]);
-    const closed = new AbortController();
-    res.once("close", () => closed.abort());
     const request = new AgentRequest({
       requestId: String(d["request_id"]),
       capability,
@@ -375,8 +370,18 @@ export class Agent {
       deadline: Number.isFinite(deadlineMs) && deadlineMs > 0 ? Date.now() + deadlineMs : undefined,
       delegation: delegationOf(d["delegation"]),
       context: contextOf(d["context"], this.#client.coordinator),
-      client: this.#client.withHeaders(headers),
-      signal: closed.signal,
+      client: () => {
+        const headers: Record<string, string> = { "x-reach-hop": String(hop) };
+        const traceparent = req.headers["traceparent"];
+        if (typeof traceparent === "string" && traceparent) headers["traceparent"] = traceparent;
+        return this.#client.withHeaders(headers);
+      },
+      signal: () => {
+        const closed = new AbortController();
+        if (res.closed) closed.abort();
+        else res.once("close", () => closed.abort());
+        return closed.signal;
+      },
     });
     let outcome: Outcome;
     try {
@@ -385,7 +390,7 @@ export class Agent {
       return answerFailure(res, error);
     }
     if (outcome instanceof LiveStream) {
-      if (outcome.take()) return outcome.relay(res, closed.signal);
+      if (outcome.take()) return outcome.relay(res);
       let whole: string;
       try {
         whole = await outcome.whole;
@@ -452,7 +457,7 @@ export class Agent {
 /** Run a handler once and encode its answer: JSON, or a stream once its first event is there. */
 async function run(handler: Handler, request: AgentRequest): Promise<Outcome> {
   const answer = handler(request);
-  if (isAsyncIterable(answer)) return LiveStream.open(answer[Symbol.asyncIterator](), request.signal);
+  if (isAsyncIterable(answer)) return LiveStream.open(answer[Symbol.asyncIterator]());
   const value = await answer;
   let body: string | undefined;
   try {

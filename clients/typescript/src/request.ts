@@ -99,8 +99,9 @@ export interface RequestInit {
   deadline: number | undefined;
   delegation: Delegation | null;
   context: RequestContext | null;
-  client: ReachClient;
-  signal: AbortSignal;
+  /** Made on first use: most handlers call nobody. */
+  client: () => ReachClient;
+  signal: () => AbortSignal;
 }
 
 export class AgentRequest {
@@ -120,12 +121,12 @@ export class AgentRequest {
   readonly delegation: Delegation | null;
   /** The request's context (`null` without one). */
   readonly context: RequestContext | null;
-  /** A client on the coordinator that passes this delivery's hop budget and trace on. */
-  readonly client: ReachClient;
-  /** Aborted when the delivery's connection closes (the caller left, the deadline passed). */
-  readonly signal: AbortSignal;
   /** Set by `reportCost`: sent as `X-Reach-Cost`. */
   cost: number | undefined;
+  readonly #makeClient: () => ReachClient;
+  readonly #makeSignal: () => AbortSignal;
+  #client: ReachClient | undefined;
+  #signal: AbortSignal | undefined;
 
   constructor(init: RequestInit) {
     this.requestId = init.requestId;
@@ -138,8 +139,20 @@ export class AgentRequest {
     this.deadline = init.deadline;
     this.delegation = init.delegation;
     this.context = init.context;
-    this.client = init.client;
-    this.signal = init.signal;
+    this.#makeClient = init.client;
+    this.#makeSignal = init.signal;
+  }
+
+  /** A client on the coordinator that passes this delivery's hop budget and trace on. */
+  get client(): ReachClient {
+    this.#client ??= this.#makeClient();
+    return this.#client;
+  }
+
+  /** Aborted when the delivery's connection closes (the caller left, the deadline passed). */
+  get signal(): AbortSignal {
+    this.#signal ??= this.#makeSignal();
+    return this.#signal;
   }
 
   /** Report what the work cost, in the registration's `cost` units (`X-Reach-Cost`). */

@@ -58,7 +58,7 @@ export class LiveStream {
   }
 
   /** Wait for the first event, so a handler failing at once fails like any other. */
-  static async open(events: AsyncIterator<unknown>, _signal: AbortSignal): Promise<LiveStream> {
+  static async open(events: AsyncIterator<unknown>): Promise<LiveStream> {
     const first = await events.next();
     return new LiveStream(events, first.done ? "" : encodeEvent(first.value), first.done === true);
   }
@@ -71,7 +71,7 @@ export class LiveStream {
   }
 
   /** Write the stream to the delivery that started the run. */
-  async relay(res: http.ServerResponse, closed: AbortSignal): Promise<void> {
+  async relay(res: http.ServerResponse): Promise<void> {
     res.writeHead(200, { "content-type": STREAM_MEDIA_TYPE, "cache-control": "no-cache" });
     await write(res, this.#sent[0] as string);
     if (this.#ended) {
@@ -81,7 +81,7 @@ export class LiveStream {
     }
     try {
       for (;;) {
-        if (closed.aborted) throw new Error("the stream was closed before it ended");
+        if (res.destroyed) throw new Error("the stream was closed before it ended");
         const next = await this.#events.next();
         if (next.done) break;
         const chunk = encodeEvent(next.value);
