@@ -78,7 +78,9 @@ def wait_http(url: str, path: str) -> None:
 
 
 @contextmanager
-def process(command: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+def process(
+    command: list[str], env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
     try:
         yield child
@@ -100,8 +102,12 @@ def port_line(child: subprocess.Popen[str]) -> int:
 
 
 def register(coordinator: str, key: str, agent_id: str, capability: str, endpoint: str) -> None:
-    body = {"id": agent_id, "capabilities": [capability], "ttl": 3600,
-            "transport": {"type": "http", "endpoint": endpoint}}
+    body = {
+        "id": agent_id,
+        "capabilities": [capability],
+        "ttl": 3600,
+        "transport": {"type": "http", "endpoint": endpoint},
+    }
     call(coordinator, "POST", "/v1/agents", body, key, expect=201)
 
 
@@ -142,9 +148,17 @@ class Target:
 
 def delivery(capability: str) -> Callable[[], bytes]:
     def body() -> bytes:
-        return json.dumps({"request_id": uuid.uuid4().hex, "capability": capability,
-                           "payload": PAYLOAD, "context": None, "trace_id": secrets.token_hex(16),
-                           "hop": 8}).encode()
+        return json.dumps(
+            {
+                "request_id": uuid.uuid4().hex,
+                "capability": capability,
+                "payload": PAYLOAD,
+                "context": None,
+                "trace_id": secrets.token_hex(16),
+                "hop": 8,
+            }
+        ).encode()
+
     return body
 
 
@@ -167,8 +181,10 @@ def measure(targets: dict[str, Target], requests: int) -> dict[str, dict[str, fl
         for target in targets.values():
             for _ in range(BLOCK):
                 target.once()
-    return {name: {"p50_ms": percentile(t.samples, 0.5), "p99_ms": percentile(t.samples, 0.99)}
-            for name, t in targets.items()}
+    return {
+        name: {"p50_ms": percentile(t.samples, 0.5), "p99_ms": percentile(t.samples, 0.99)}
+        for name, t in targets.items()
+    }
 
 
 def main() -> None:
@@ -178,7 +194,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not TS_DIST.exists():
-        raise SystemExit("build the SDK first: cd clients/typescript && npm install && npm run build")
+        raise SystemExit(
+            "build the SDK first: cd clients/typescript && npm install && npm run build"
+        )
     admin = secrets.token_urlsafe(24)
     port = free_port()
     coordinator = f"http://127.0.0.1:{port}"
@@ -193,22 +211,46 @@ def main() -> None:
         wait_http(coordinator, "/healthz")
         register(coordinator, admin, "bare-1", "bench.bare", f"http://127.0.0.1:{bare_port}/invoke")
         with (
-            process([sys.executable, "-c", PYTHON_AGENT, coordinator, admin, "py-1", "bench.py", str(py_port)], env),
+            process(
+                [
+                    sys.executable,
+                    "-c",
+                    PYTHON_AGENT,
+                    coordinator,
+                    admin,
+                    "py-1",
+                    "bench.py",
+                    str(py_port),
+                ],
+                env,
+            ),
             process(["node", str(TS_AGENT), coordinator, admin, "ts-1", "bench.ts"]) as ts,
         ):
             ts_port = port_line(ts)
             wait_http(f"http://127.0.0.1:{py_port}", "/health")
             wait_http(f"http://127.0.0.1:{bare_port}", "/health")
-            ports = {"bare": (bare_port, "bench.bare"), "python-sdk": (py_port, "bench.py"), "ts-sdk": (ts_port, "bench.ts")}
+            ports = {
+                "bare": (bare_port, "bench.bare"),
+                "python-sdk": (py_port, "bench.py"),
+                "ts-sdk": (ts_port, "bench.ts"),
+            }
             time.sleep(1.0)  # the Python agent registers once uvicorn has started
             runs = []
             for repeat in range(args.repeat):
                 targets = {}
                 for name, (agent_port, capability) in ports.items():
-                    targets[f"direct {name}"] = Target(f"http://127.0.0.1:{agent_port}", "/invoke", delivery(capability), None)
-                    targets[f"coord {name}"] = Target(coordinator, "/v1/invoke", invoke(capability), admin)
+                    targets[f"direct {name}"] = Target(
+                        f"http://127.0.0.1:{agent_port}", "/invoke", delivery(capability), None
+                    )
+                    targets[f"coord {name}"] = Target(
+                        coordinator, "/v1/invoke", invoke(capability), admin
+                    )
                 runs.append(measure(targets, args.requests))
-                print(f"repeat {repeat + 1}: " + ", ".join(f"{k} p50 {v['p50_ms']:.3f} ms" for k, v in runs[-1].items()), flush=True)
+                print(
+                    f"repeat {repeat + 1}: "
+                    + ", ".join(f"{k} p50 {v['p50_ms']:.3f} ms" for k, v in runs[-1].items()),
+                    flush=True,
+                )
     report(runs, args)
 
 
@@ -217,21 +259,33 @@ def report(runs: list[dict[str, dict[str, float]]], args: argparse.Namespace) ->
         return statistics.median(run[key][field] for run in runs)
 
     load = os.getloadavg()[0]
-    print(f"\n{args.requests} requests per target and repeat, medians of {len(runs)}; load average {load:.2f}")
+    print(
+        f"\n{args.requests} requests per target and repeat, medians of {len(runs)}; "
+        f"load average {load:.2f}"
+    )
     print(f"{'target':<20}{'p50 ms':>10}{'p99 ms':>10}")
     for key in runs[0]:
         print(f"{key:<20}{median(key, 'p50_ms'):>10.3f}{median(key, 'p99_ms'):>10.3f}")
     summary = {}
     for way in ("direct", "coord"):
-        added = {sdk: statistics.median(r[f"{way} {sdk}"]["p50_ms"] - r[f"{way} bare"]["p50_ms"] for r in runs)
-                 for sdk in ("python-sdk", "ts-sdk")}
+        added = {
+            sdk: statistics.median(
+                r[f"{way} {sdk}"]["p50_ms"] - r[f"{way} bare"]["p50_ms"] for r in runs
+            )
+            for sdk in ("python-sdk", "ts-sdk")
+        }
         ratio = added["ts-sdk"] / added["python-sdk"] if added["python-sdk"] > 0 else float("nan")
         verdict = "met" if ratio <= GOAL_RATIO else "missed"
-        print(f"{way}: added p50 per delivery: Python SDK {added['python-sdk']:+.3f} ms, "
-              f"TypeScript SDK {added['ts-sdk']:+.3f} ms; TS/Python {ratio:.2f} (goal <= {GOAL_RATIO}: {verdict})")
+        print(
+            f"{way}: added p50 per delivery: Python SDK {added['python-sdk']:+.3f} ms, "
+            f"TypeScript SDK {added['ts-sdk']:+.3f} ms; "
+            f"TS/Python {ratio:.2f} (goal <= {GOAL_RATIO}: {verdict})"
+        )
         summary[way] = {**added, "ratio": ratio}
     if args.json is not None:
-        args.json.write_text(json.dumps({"runs": runs, "summary": summary, "load_average": load}, indent=2))
+        args.json.write_text(
+            json.dumps({"runs": runs, "summary": summary, "load_average": load}, indent=2)
+        )
 
 
 if __name__ == "__main__":
