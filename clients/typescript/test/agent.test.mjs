@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Agent, AgentFailed, Conflict, NotMine, ReachClient, RetryLater } from "../dist/index.js";
-import { Coordinator, waitUntil } from "./coordinator.mjs";
+import { shared, waitUntil } from "./coordinator.mjs";
 
-const coordinator = new Coordinator();
+const coordinator = await shared();
 let agentKey;
 let caller;
 const agents = [];
@@ -29,8 +29,8 @@ function deliver(url, delivery, headers = {}) {
 
 before(async () => {
   await coordinator.start();
-  agentKey = await coordinator.key("shop-agents", "agent", ["inventory.*", "order.*", "chat.*", "quote.*", "faulty.*"]);
-  const callerKey = await coordinator.key("shop-frontend", "caller", ["inventory.*", "order.*", "chat.*", "quote.*", "faulty.*"]);
+  agentKey = await coordinator.key("shop-agents", "agent", ["stock.*", "order.*", "chat.*", "quote.*", "faulty.*"]);
+  const callerKey = await coordinator.key("shop-frontend", "caller", ["stock.*", "order.*", "chat.*", "quote.*", "faulty.*"]);
   caller = new ReachClient({ coordinator: coordinator.url, apiKey: callerKey });
 });
 
@@ -40,23 +40,23 @@ after(async () => {
 });
 
 describe("an agent and a caller", () => {
-  let inventoryRuns = 0;
-  let inventoryUrl;
+  let stockRuns = 0;
+  let stockUrl;
 
   before(async () => {
-    ({ url: inventoryUrl } = await started(
+    ({ url: stockUrl } = await started(
       {
-        id: "inventory-ts",
-        capabilities: ["inventory.check"],
-        description: "库存查询、有没有货、还有货吗 stock availability",
-        examples: ["这款手机有蓝色256G吗", "is the blue phone in stock"],
+        id: "stock-ts",
+        capabilities: ["stock.check"],
+        description: "spare parts left in the warehouse",
+        examples: ["how many bolts are left"],
         contextFields: ["product"],
       },
       (agent) =>
-        agent.handle("inventory.check", async (req) => {
-          inventoryRuns += 1;
+        agent.handle("stock.check", async (req) => {
+          stockRuns += 1;
           await new Promise((resolve) => setTimeout(resolve, 50)); // a repeat arrives mid-run
-          return { sku: req.payload?.sku ?? null, text: req.text ?? null, hops: req.hopsLeft, run: inventoryRuns };
+          return { sku: req.payload?.sku ?? null, text: req.text ?? null, hops: req.hopsLeft, run: stockRuns };
         }),
     ));
     await started(
@@ -72,22 +72,22 @@ describe("an agent and a caller", () => {
 
   test("registers: the coordinator lists it, with its registration", async () => {
     const listed = await caller.agents();
-    const mine = listed.find((a) => a.id === "inventory-ts");
+    const mine = listed.find((a) => a.id === "stock-ts");
     assert.ok(mine, JSON.stringify(listed));
-    assert.deepEqual(mine.capabilities, ["inventory.check"]);
+    assert.deepEqual(mine.capabilities, ["stock.check"]);
     assert.equal(mine.spec?.idempotent ?? mine.idempotent ?? true, true);
     const capabilities = await caller.capabilities();
-    assert.deepEqual(capabilities["inventory.check"], ["inventory-ts"]);
+    assert.deepEqual(capabilities["stock.check"], ["stock-ts"]);
   });
 
   test("invoke by name", async () => {
-    const answer = await caller.invoke({ capability: "inventory.check", payload: { sku: "X5-BLUE-256" } });
+    const answer = await caller.invoke({ capability: "stock.check", payload: { sku: "X5-BLUE-256" } });
     assert.equal(answer.status, "ok");
-    assert.equal(answer.agentId, "inventory-ts");
+    assert.equal(answer.agentId, "stock-ts");
     assert.equal(answer.result.sku, "X5-BLUE-256");
     assert.match(answer.traceId, /^[0-9a-f]{32}$/);
     assert.equal(answer.attempts.length, 1);
-    assert.equal(answer.route.capability, "inventory.check");
+    assert.equal(answer.route.capability, "stock.check");
   });
 
   test("invoke by text: routed by the words, which reach the agent", async () => {
@@ -100,28 +100,28 @@ describe("an agent and a caller", () => {
   });
 
   test("the request-id guard: a repeated request id runs the handler once", async () => {
-    const before = inventoryRuns;
+    const before = stockRuns;
     const requestId = `guard-${Date.now()}`;
     const [first, second] = await Promise.all([
-      caller.invoke({ capability: "inventory.check", payload: { sku: "A" }, requestId }),
-      caller.invoke({ capability: "inventory.check", payload: { sku: "A" }, requestId }),
+      caller.invoke({ capability: "stock.check", payload: { sku: "A" }, requestId }),
+      caller.invoke({ capability: "stock.check", payload: { sku: "A" }, requestId }),
     ]);
     assert.deepEqual(second.result, first.result);
-    assert.equal(inventoryRuns, before + 1);
+    assert.equal(stockRuns, before + 1);
     // Delivered straight to the agent, twice at once and once after: one run.
-    const delivery = { request_id: `direct-${Date.now()}`, capability: "inventory.check", payload: { sku: "B" } };
-    const answers = await Promise.all([deliver(inventoryUrl, delivery), deliver(inventoryUrl, delivery)]);
-    const again = await deliver(inventoryUrl, delivery);
+    const delivery = { request_id: `direct-${Date.now()}`, capability: "stock.check", payload: { sku: "B" } };
+    const answers = await Promise.all([deliver(stockUrl, delivery), deliver(stockUrl, delivery)]);
+    const again = await deliver(stockUrl, delivery);
     const bodies = await Promise.all([...answers, again].map((a) => a.json()));
-    assert.equal(inventoryRuns, before + 2);
+    assert.equal(stockRuns, before + 2);
     assert.deepEqual(bodies[1], bodies[0]);
     assert.deepEqual(bodies[2], bodies[0]);
   });
 
   test("answers probes, and refuses a body that is not a delivery", async () => {
-    const health = await fetch(`${inventoryUrl}/health`);
-    assert.deepEqual(await health.json(), { status: "ok", id: "inventory-ts" });
-    const bad = await fetch(`${inventoryUrl}/invoke`, { method: "POST", body: "{not json" });
+    const health = await fetch(`${stockUrl}/health`);
+    assert.deepEqual(await health.json(), { status: "ok", id: "stock-ts" });
+    const bad = await fetch(`${stockUrl}/invoke`, { method: "POST", body: "{not json" });
     assert.equal(bad.status, 400);
     assert.equal((await bad.json()).error.code, "invalid_delivery");
   });

@@ -13,6 +13,12 @@ import { fileURLToPath } from "node:url";
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const SERVE = path.join(REPO, ".venv/bin/agent-reach");
 const STARTUP_MS = 60_000; // a cold Python start on a busy 2-core machine
+// The default `query` class gives a request 2 s; on a busy shared machine a two-hop
+// delegation chain can take longer, and a test would fail for the machine's load.
+const BASE_POLICY = `
+[timeout_classes.query]
+timeout_s = 10.0
+`;
 export const BACKEND = process.env.AR_TS_TEST_BACKEND === "redis" ? "redis" : "memory";
 
 export function freePort() {
@@ -27,15 +33,13 @@ export function freePort() {
 }
 
 export class Coordinator {
-  /** `policy`: TOML text for AR_POLICY_FILE; `env`: more settings. */
+  /** `policy`: TOML text added to the base policy (AR_POLICY_FILE); `env`: more settings. */
   constructor({ policy, env = {} } = {}) {
     this.adminKey = `ts-sdk-admin-${randomBytes(12).toString("hex")}`;
     this.env = { ...env };
-    if (policy !== undefined) {
-      const file = path.join(mkdtempSync(path.join(os.tmpdir(), "ar-ts-")), "policy.toml");
-      writeFileSync(file, policy);
-      this.env.AR_POLICY_FILE = file;
-    }
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), "ar-ts-")), "policy.toml");
+    writeFileSync(file, BASE_POLICY + (policy ?? ""));
+    this.env.AR_POLICY_FILE = file;
     if (BACKEND === "redis") {
       this.env.AR_REGISTRY_BACKEND = "redis";
       this.env.AR_REDIS_URL = process.env.AR_TS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
@@ -122,4 +126,33 @@ export async function waitUntil(check, what, ms = 20_000) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+// The policy of the shared coordinator: front-agents may hand back.* on; a quota that
+// one call spends.
+export const SHARED_POLICY = `
+[[access.delegate]]
+principals = ["name:front-agents"]
+capabilities = ["back.*"]
+
+[[quotas]]
+principals = ["name:limited-caller"]
+capabilities = ["back.*"]
+rate_per_s = 0.01
+burst = 1
+`;
+
+/** The coordinator the test files share, started once by test/run.mjs (its URL and
+ * admin key in AR_TS_TEST_SHARED); a file run alone starts one of its own. `start` and
+ * `stop` of the shared one do nothing: run.mjs owns it. */
+export async function shared() {
+  const given = process.env.AR_TS_TEST_SHARED;
+  if (!given) return new Coordinator({ policy: SHARED_POLICY });
+  const { port, adminKey } = JSON.parse(given);
+  const coordinator = new Coordinator();
+  coordinator.port = port;
+  coordinator.adminKey = adminKey;
+  coordinator.start = async () => coordinator;
+  coordinator.stop = async () => undefined;
+  return coordinator;
 }

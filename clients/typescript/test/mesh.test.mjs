@@ -6,23 +6,12 @@ import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from "jose";
 import * as sdk from "../dist/index.js";
-import { Coordinator } from "./coordinator.mjs";
+import { shared } from "./coordinator.mjs";
 
 const { Agent, DelegationVerifier, ReachClient } = sdk;
 
-const POLICY = `
-[[access.delegate]]
-principals = ["name:front-agents"]
-capabilities = ["back.*"]
 
-[[quotas]]
-principals = ["name:limited-caller"]
-capabilities = ["back.*"]
-rate_per_s = 0.01
-burst = 1
-`;
-
-const coordinator = new Coordinator({ policy: POLICY });
+const coordinator = await shared();
 const agents = [];
 const received = []; // the tokens back-ts was delivered
 const acted = { back: 0 };
