@@ -8,12 +8,18 @@ import * as sdk from "../dist/index.js";
 import { REPO } from "./coordinator.mjs";
 
 test("the table holds exactly errors.py's codes, classes and statuses", () => {
+  // errors.py alone (it imports nothing of the package): no need to import all of agent_reach.
   const script = [
-    "import json",
-    "from agent_reach.errors import _BY_CODE",
+    "import importlib.util, json, sys",
+    "spec = importlib.util.spec_from_file_location('errors', sys.argv[1])",
+    "errors = importlib.util.module_from_spec(spec)",
+    "spec.loader.exec_module(errors)",
+    "_BY_CODE = errors._BY_CODE",
     "print(json.dumps({c: [k.__name__, k.status, k.retryable, [b.__name__ for b in k.__mro__]] for c, k in _BY_CODE.items()}))",
   ].join("\n");
-  const python = JSON.parse(execFileSync(path.join(REPO, ".venv/bin/python"), ["-c", script], { encoding: "utf8" }));
+  const python = JSON.parse(execFileSync(path.join(REPO, ".venv/bin/python"), ["-c", script, path.join(REPO, "src/agent_reach/errors.py")], {
+      encoding: "utf8",
+    }));
   const ours = Object.fromEntries(
     Object.entries(sdk.ERROR_CLASSES).map(([code, cls]) => [code, [cls.name, cls.status, cls.retryable]]),
   );
