@@ -188,6 +188,29 @@ describe("streaming", () => {
   });
 });
 
+test("a caller that leaves mid-stream closes the agent's generator", async () => {
+  let closed = false;
+  await started({ id: "endless-ts", capabilities: ["chat.endless"] }, (agent) =>
+    agent.handle("chat.endless", async function* () {
+      try {
+        for (let i = 0; ; i++) {
+          yield `t${i}`;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        closed = true;
+      }
+    }),
+  );
+  const seen = [];
+  for await (const event of caller.invokeStream({ capability: "chat.endless", payload: {} })) {
+    seen.push(event.data);
+    if (seen.length === 2) break; // closes the connection
+  }
+  assert.deepEqual(seen, ["t0", "t1"]);
+  await waitUntil(() => closed, "the generator to be closed");
+});
+
 describe("negotiation", () => {
   test("the coordinator asks for offers first; a decline gets no delivery", async () => {
     const asked = [];
