@@ -2,7 +2,7 @@
 // written: compiled with tsc against the package, run against a real coordinator.
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -25,6 +25,8 @@ function blocks(markdown) {
   }
   return found;
 }
+
+const DOCUMENTS = [path.join(REPO, "README.md"), ...readdirSync(path.join(REPO, "docs")).filter((n) => n.endsWith(".md")).map((n) => path.join(REPO, "docs", n))];
 
 function run(file) {
   const child = spawn(process.execPath, [path.join(work, file)], { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -77,6 +79,16 @@ before(async () => {
 after(async () => {
   for (const child of children) child.kill("SIGKILL");
   await coordinator.stop();
+});
+
+test("every TypeScript block of the README and docs/ is run here, or says it is illustrative", () => {
+  const unmarked = [];
+  for (const document of DOCUMENTS) {
+    for (const [, code] of readFileSync(document, "utf8").matchAll(BLOCK)) {
+      if (!/^\/\/ (\S+\.ts|illustrative: \S)/.test(code)) unmarked.push(`${path.basename(document)}: ${code.split("\n")[0]}`);
+    }
+  }
+  assert.deepEqual(unmarked, []);
 });
 
 test("the page's agent and caller", async () => {
