@@ -94,6 +94,9 @@ test("every TypeScript block of the README and docs/ is run here, or says it is 
 test("the page's agent and caller", async () => {
   const agent = run("agent.js");
   await waitUntil(() => agent.output.includes("inventory-ts serving at") || agent.exitCode !== null, "the agent to serve");
+  // The router refits in the background when cards change: wait for the fit with ours.
+  const router = new ReachClient({ coordinator: coordinator.url, apiKey: env.CALLER_KEY });
+  await waitUntil(async () => (await router.route({ text: "这款手机有蓝色256G吗" })).capability === "inventory.check", "the router to fit inventory.check");
   const caller = run("caller.js");
   assert.equal(await ended(caller), 0, caller.output);
   assert.deepEqual(caller.output.trim().split("\n"), [
