@@ -123,6 +123,7 @@ export class Agent {
   #server: http.Server | undefined;
   #endpoint: string | undefined;
   #keeper: ReturnType<typeof setTimeout> | undefined;
+  #renewing: Promise<void> | undefined;
   #closing = false;
   #registered = false;
 
@@ -240,6 +241,7 @@ export class Agent {
   async close(): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#keeper);
+    await this.#renewing; // a registration in flight must not land after the deregistration
     if (this.#registered) {
       this.#registered = false;
       try {
@@ -290,7 +292,11 @@ export class Agent {
   #scheduleHeartbeat(): void {
     if (this.#closing) return;
     const every = ((this.options.ttl ?? 60) * 1000) / HEARTBEATS_PER_TTL;
-    this.#keeper = setTimeout(() => void this.#renew(), every);
+    this.#keeper = setTimeout(() => {
+      this.#renewing = this.#renew().finally(() => {
+        this.#renewing = undefined;
+      });
+    }, every);
     this.#keeper.unref();
   }
 

@@ -3,7 +3,7 @@
  * error code (`NoCapability`, `AgentTimeout`, `Conflict`...), and a coordinator that
  * cannot be reached throws `ReachError` with code `coordinator_unreachable`.
  */
-import { ReachError, errorFromBody, isObject } from "./errors.js";
+import { ReachError, describe, errorFromBody, isObject } from "./errors.js";
 import type { InvokeResult, TaskView, ContextView } from "./results.js";
 import { contextView, expectObject, invokeResult, taskView } from "./results.js";
 import { STREAM_MEDIA_TYPE, readEvents } from "./streams.js";
@@ -124,7 +124,10 @@ export class ReachClient {
       yield* readEvents(response.body);
     } catch (error) {
       if (error instanceof ReachError) throw error;
-      throw new ReachError(`the stream from ${this.coordinator} broke: ${String(error)}`, { code: "coordinator_unreachable" });
+      if (error instanceof SyntaxError) {
+        throw new ReachError(`an event of the stream is not JSON: ${error.message}`, { code: "unexpected_answer" });
+      }
+      throw new ReachError(`the stream from ${this.coordinator} broke: ${describe(error)}`, { code: "coordinator_unreachable" });
     } finally {
       closed.abort();
     }

@@ -220,7 +220,9 @@ describe("negotiation", () => {
     const asked = [];
     const delivered = { yes: 0, no: 0 };
     for (const [name, accept] of [["yes", true], ["no", false]]) {
-      await started({ id: `offer-${name}`, capabilities: ["order.offer"], ...(name === "no" ? { weight: 100 } : {}) }, (agent) =>
+      // 200 ms, the default wait for an offer, is short for a loaded test machine.
+      const options = { id: `offer-${name}`, capabilities: ["order.offer"], negotiate: { timeoutMs: 3000 } };
+      await started({ ...options, ...(name === "no" ? { weight: 100 } : {}) }, (agent) =>
         agent
           .offer((req) => {
             asked.push({ name, ...req });
