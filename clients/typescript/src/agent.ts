@@ -163,7 +163,7 @@ export class Agent {
 
   /** The registration body this agent sends. */
   registration(): Record<string, unknown> {
-    const endpoint = this.#endpoint;
+    const endpoint = this.#endpoint ?? this.options.endpointUrl;
     if (endpoint === undefined) throw new Error(`agent ${this.id} has no endpoint: call listen() first`);
     const o = this.options;
     const body: Record<string, unknown> = {

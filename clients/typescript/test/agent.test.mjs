@@ -3,7 +3,7 @@
 // costs, and what the agent answers for handlers that fail.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Agent, AgentFailed, Conflict, NotMine, ReachClient, RetryLater } from "../dist/index.js";
+import { Agent, AgentFailed, Conflict, NotFound, NotMine, ReachClient, RetryLater } from "../dist/index.js";
 import { shared, waitUntil } from "./coordinator.mjs";
 
 const coordinator = await shared();
@@ -122,6 +122,22 @@ describe("an agent and a caller", () => {
     assert.deepEqual(bodies[2], bodies[0]);
   });
 
+  test("asynchronous invocations: submit, task, waitTask", async () => {
+    const task = await caller.submit({ capability: "stock.check", payload: { sku: "T" } });
+    assert.match(task.taskId, /\S/);
+    const done = await caller.waitTask(task.taskId);
+    assert.equal(done.result.sku, "T");
+    const seen = await caller.task(task.taskId);
+    assert.equal(seen.httpStatus, 200);
+  });
+
+  test("feedback: a rating counts once", async () => {
+    const answer = await caller.invoke({ capability: "stock.check", payload: { sku: "F" } });
+    const rated = await caller.feedback({ requestId: answer.requestId, rating: "good" });
+    assert.deepEqual(rated.rated, { request_id: answer.requestId, agent_id: "stock-ts", rating: "good" });
+    await assert.rejects(caller.feedback({ requestId: answer.requestId, rating: "bad" }), (e) => e instanceof Conflict && e.code === "already_rated");
+  });
+
   test("answers probes, and refuses a body that is not a delivery", async () => {
     const health = await fetch(`${stockUrl}/health`);
     assert.deepEqual(await health.json(), { status: "ok", id: "stock-ts" });
@@ -159,6 +175,8 @@ describe("the context", () => {
     assert.deepEqual(now.document.quote, { price: 42 }); // the stale patch changed nothing
     assert.equal(now.version, written);
     await assert.rejects(caller.patchContext(context.contextId, { product: "Y" }, { ifVersion: version }), (error) => error instanceof Conflict);
+    await caller.deleteContext(context.contextId);
+    await assert.rejects(caller.getContext(context.contextId), (error) => error instanceof NotFound);
   });
 });
 
@@ -320,6 +338,34 @@ describe("answers that are not results", () => {
     await deliver(url, { request_id: "boom-again", capability: "faulty.boom" });
     assert.equal(runs.boom, before + 2);
   });
+});
+
+test("the registration: what the options say, and `safe` only when set", () => {
+  const options = { id: "r-ts", capabilities: ["order.r"], coordinator: "http://127.0.0.1:1", endpointUrl: "http://127.0.0.1:2/invoke" };
+  const plain = new Agent(options).registration();
+  assert.deepEqual(plain, {
+    id: "r-ts",
+    capabilities: ["order.r"],
+    transport: { type: "http", endpoint: "http://127.0.0.1:2/invoke", health_endpoint: "http://127.0.0.1:2/health" },
+    idempotent: true,
+  });
+  const full = new Agent({
+    ...options,
+    safe: false,
+    idempotent: false,
+    delegation: true,
+    cost: 2,
+    timeoutClass: "reasoning",
+    ttl: 30,
+    contextFields: ["a"],
+    skills: [{ capability: "order.r", description: "d", inputSchema: { type: "object" } }],
+    negotiate: { timeoutMs: 500 },
+  }).registration();
+  assert.equal(full.safe, false);
+  assert.equal(full.idempotent, false);
+  assert.deepEqual([full.delegation, full.cost, full.timeout_class, full.ttl, full.context_fields], [true, 2, "reasoning", 30, ["a"]]);
+  assert.deepEqual(full.skills, [{ capability: "order.r", description: "d", input_schema: { type: "object" } }]);
+  assert.deepEqual(full.negotiate, { endpoint: "http://127.0.0.1:2/offer", timeout_ms: 500 });
 });
 
 test("close() deregisters", async () => {
