@@ -12,6 +12,7 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
 import { ReachClient } from "./client.js";
 import { CallerError, ReachError, UnknownAgent, describe, isObject } from "./errors.js";
 import { AgentRequest, NotMine, RetryLater, contextOf, delegationOf } from "./request.js";
@@ -222,7 +223,9 @@ export class Agent {
       });
     });
     const { port } = server.address() as AddressInfo;
-    const shown = host.includes(":") ? `[${host}]` : host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+    // Every interface bound: advertise the machine's name, as the Python SDK does.
+    const advertised = host === "0.0.0.0" || host === "::" || host === "" ? os.hostname() : host;
+    const shown = advertised.includes(":") ? `[${advertised}]` : advertised;
     const url = `http://${shown}:${port}`;
     this.#server = server;
     this.#endpoint = this.options.endpointUrl ?? `${url}/invoke`;
