@@ -91,7 +91,11 @@ export class LiveStream {
     } catch (error) {
       this.#fail(error);
       await this.#events.return?.().catch(() => undefined);
-      res.destroy(); // unfinished: the coordinator tells the caller `agent_stream_broken`
+      // Unfinished: the connection ends without the body's last chunk (a FIN after what
+      // was written, not a reset that could drop it), and the coordinator tells the
+      // caller `agent_stream_broken`.
+      if (res.socket && !res.socket.destroyed) res.socket.end();
+      else res.destroy();
       return;
     }
     res.end();

@@ -210,6 +210,38 @@ describe("streaming", () => {
   });
 });
 
+test("a stream that fails after its first event ends unfinished; a repeat gets the whole stream", async () => {
+  let runs = 0;
+  const { url } = await started({ id: "broken-ts", capabilities: ["chat.broken", "chat.twice"] }, (agent) =>
+    agent
+      .handle("chat.broken", async function* () {
+        yield "first";
+        throw new Error("the model went away");
+      })
+      .handle("chat.twice", async function* () {
+        runs += 1;
+        yield "a";
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        yield "b";
+      }),
+  );
+  const seen = [];
+  await assert.rejects(
+    (async () => {
+      for await (const event of caller.invokeStream({ capability: "chat.broken", payload: {} })) seen.push(event.data);
+    })(),
+    (error) => error instanceof AgentFailed && error.code === "agent_stream_broken",
+  );
+  assert.deepEqual(seen, ["first"]);
+  const delivery = { request_id: `twice-${Date.now()}`, capability: "chat.twice" };
+  const answers = await Promise.all([deliver(url, delivery), deliver(url, delivery)]);
+  const bodies = await Promise.all(answers.map((a) => a.text()));
+  assert.equal(runs, 1);
+  assert.deepEqual(answers.map((a) => a.headers.get("content-type")), ["text/event-stream", "text/event-stream"]);
+  assert.equal(bodies[1], bodies[0]);
+  assert.equal(bodies[0], "event: message\ndata: a\n\nevent: message\ndata: b\n\n");
+});
+
 test("a caller that leaves mid-stream closes the agent's generator", async () => {
   let closed = false;
   await started({ id: "endless-ts", capabilities: ["chat.endless"] }, (agent) =>
