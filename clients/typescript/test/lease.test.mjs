@@ -2,11 +2,12 @@
 // keys: `ClientCredentials` against an OAuth token endpoint (test/idp.mjs), renewed at
 // 80 % of a token's life and once on 401 `token_expired`. The lease: renewed while the
 // agent runs, taken again after the coordinator restarts or forgets the instance; and a
-// coordinator that does not answer fails listen().
+// coordinator that does not answer fails listen(). And 421 "not mine" by text, on this
+// coordinator's small catalog, where the words fit two capabilities.
 import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, test } from "node:test";
-import { Agent, ClientCredentials, ReachClient, ReachError, TokenUnavailable } from "../dist/index.js";
+import { Agent, ClientCredentials, NotMine, ReachClient, ReachError, TokenUnavailable } from "../dist/index.js";
 import { Coordinator, freePort, waitUntil } from "./coordinator.mjs";
 import { AUDIENCE, LocalIdP } from "./idp.mjs";
 
@@ -83,6 +84,31 @@ test("an IdP that refuses the client is TokenUnavailable, naming its error", asy
   const credentials = new ClientCredentials({ clientId: "tok-caller", clientSecret: "wrong", tokenUrl: `${idp.issuer}/token` });
   const client = new ReachClient({ coordinator: coordinator.url, tokenProvider: credentials });
   await assert.rejects(client.agents(), (error) => error instanceof TokenUnavailable && /invalid_client/.test(error.message));
+});
+
+test("421 not mine: a request routed by text goes on to the next-best other capability", async () => {
+  const options = { coordinator: coordinator.url, apiKey: coordinator.adminKey, log: () => undefined };
+  const refund = new Agent({ ...options, id: "refund-ts", capabilities: ["refund.request"], description: "退款申请、我要退款、退货退钱", examples: ["我要退款", "这个订单退钱"] });
+  const faq = new Agent({ ...options, id: "faq-ts", capabilities: ["faq.answer"], description: "常见问题、退款政策、退货规则", examples: ["退款政策是什么", "多久能退款"] });
+  let declined = 0;
+  refund.handle(() => {
+    declined += 1;
+    throw new NotMine("refunds go through the FAQ first");
+  });
+  faq.handle((req) => ({ faq: req.text }));
+  await refund.listen();
+  await faq.listen();
+  try {
+    await waitUntil(async () => (await admin.route({ text: "退款" })).capability === "refund.request", "the router to fit both cards");
+    const answer = await admin.invoke({ text: "退款", payload: {} });
+    assert.equal(answer.status, "fallback");
+    assert.deepEqual(answer.result, { faq: "退款" });
+    assert.deepEqual(answer.attempts.map((a) => [a.agent_id, a.http_status ?? null]), [["refund-ts", 421], ["faq-ts", null]]);
+    assert.equal(declined, 1);
+  } finally {
+    await refund.close();
+    await faq.close();
+  }
 });
 
 test("the lease outlives its ttl: heartbeats renew it", async () => {
