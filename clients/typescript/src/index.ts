@@ -15,4 +15,39 @@ export { DelegationVerifier } from "./delegation.js";
 export type { DelegationVerifierOptions, Hop, VerifiedDelegation } from "./delegation.js";
 export { ClientCredentials, TokenUnavailable } from "./tokens.js";
 export type { ClientCredentialsOptions, TokenCallable, TokenProvider } from "./tokens.js";
-export * from "./errors.js";
+export {
+  ReachError,
+  Unauthorized,
+  Forbidden,
+  QuotaExceeded,
+  CallerError,
+  InvalidRequest,
+  ValidationFailed,
+  NotFound,
+  UnknownAgent,
+  UnknownTask,
+  UnknownRun,
+  UnknownWorkflow,
+  Conflict,
+  InProgress,
+  RunEnded,
+  KeyReused,
+  WorkflowRefused,
+  PayloadTooLarge,
+  NoRoute,
+  NoCapability,
+  NoMatch,
+  Ambiguous,
+  NoInstance,
+  AgentFailed,
+  AgentUnreachable,
+  AgentTimeout,
+  OutcomeUnknown,
+  HopLimit,
+  StoreUnavailable,
+  StoreFull,
+  Overloaded,
+  ERROR_CLASSES,
+  errorFromBody,
+} from "./errors.js";
+export type { ErrorDetails } from "./errors.js";
