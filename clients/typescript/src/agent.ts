@@ -296,9 +296,12 @@ export class Agent {
     if (this.#closing) return;
     const every = ((this.options.ttl ?? 60) * 1000) / HEARTBEATS_PER_TTL;
     this.#keeper = setTimeout(() => {
-      this.#renewing = this.#renew().finally(() => {
-        this.#renewing = undefined;
-      });
+      // #renew handles every failure of its own; a throwing `log` must not end the process.
+      this.#renewing = this.#renew()
+        .catch(() => this.#scheduleHeartbeat())
+        .finally(() => {
+          this.#renewing = undefined;
+        });
     }, every);
     this.#keeper.unref();
   }
@@ -346,9 +349,12 @@ export class Agent {
    * `GET /health`; anything else is 404. */
   serveHttp(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? "").split("?")[0];
-    if (req.method === "POST" && path === "/invoke") return void readBody(req).then((body) => this.#invoke(req, res, body), () => res.destroy());
-    if (req.method === "POST" && path === "/offer") return void readBody(req).then((body) => this.#answerOffer(res, body), () => res.destroy());
-    if (req.method === "GET" && path === "/health") return void this.#health(res);
+    // Whatever fails past the handlers' own answers (a socket gone mid-write) ends this
+    // response only: an unhandled rejection would end the process.
+    const guarded = (work: Promise<void>): void => void work.catch(() => res.destroy());
+    if (req.method === "POST" && path === "/invoke") return guarded(readBody(req).then((body) => this.#invoke(req, res, body)));
+    if (req.method === "POST" && path === "/offer") return guarded(readBody(req).then((body) => this.#answerOffer(res, body)));
+    if (req.method === "GET" && path === "/health") return guarded(this.#health(res));
     req.resume();
     sendJson(res, 404, { error: { code: "not_found", message: `no ${req.method} ${path} here` } });
   }
