@@ -296,12 +296,9 @@ export class Agent {
     if (this.#closing) return;
     const every = ((this.options.ttl ?? 60) * 1000) / HEARTBEATS_PER_TTL;
     this.#keeper = setTimeout(() => {
-      // #renew handles every failure of its own; a throwing `log` must not end the process.
-      this.#renewing = this.#renew()
-        .catch(() => this.#scheduleHeartbeat())
-        .finally(() => {
-          this.#renewing = undefined;
-        });
+      this.#renewing = this.#renew().finally(() => {
+        this.#renewing = undefined;
+      });
     }, every);
     this.#keeper.unref();
   }
@@ -342,7 +339,11 @@ export class Agent {
 
   #log(event: string, fields: Record<string, unknown>): void {
     const log = this.options.log ?? defaultLog;
-    log(event, { agent_id: this.id, ...fields });
+    try {
+      log(event, { agent_id: this.id, ...fields });
+    } catch {
+      // a failing logger must not stop the lease keeping
+    }
   }
 
   /** Node's request listener of the agent contract: `POST /invoke`, `POST /offer`,
