@@ -25,6 +25,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The TypeScript SDK, built first: the interop suite's Node mesh agent runs on it.
+(cd clients/typescript && npm install --no-audit --no-fund --silent && npm run build --silent)
 (cd tests/adapters/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 (cd tests/identity/idp && npm install --no-package-lock --no-audit --no-fund --silent)
 (cd tests/interop/peers && npm install --no-package-lock --no-audit --no-fund --silent)
@@ -35,6 +37,8 @@ fi
 if [ $# -eq 0 ]; then
   .venv/bin/python bench/instructions.py --bytecodes --requests 640 --check bench/hot_path_budget.json
 fi
+# The TypeScript SDK's own tests, against a real coordinator on memory, then on Redis.
+(cd clients/typescript && npm test --silent && npm run test:redis --silent)
 # Two pytest workers (pytest-xdist): the suite mostly waits on its peers, so two halve its
 # time on two cores. AR_TEST_WORKERS=N sets another count, 0 runs in one process. The
 # full-size fault scenarios (AR_RELIABILITY_FULL=1) measure time: they run one at a time.

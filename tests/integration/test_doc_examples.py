@@ -14,7 +14,9 @@ its language. A shell block (`bash`, `sh`, `console`, `shell`) or a Python block
   and it is not run.
 
 Blocks in other languages (`json`, `yaml`, `toml`, `http`, `text`) are data, not
-commands; the policy example is parsed by `tests/unit/test_docs.py`.
+commands; the policy example is parsed by `tests/unit/test_docs.py`. TypeScript blocks
+(`ts`) are compiled and run by `clients/typescript/test/docs.test.mjs`, which holds them
+to the same rule (`// illustrative: <why>` on the first line, or run).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
 SHELL = {"bash", "sh", "console", "shell"}
 PYTHON = {"python"}
-KNOWN = SHELL | PYTHON | {"json", "yaml", "toml", "http", "text"}
+KNOWN = SHELL | PYTHON | {"json", "yaml", "toml", "http", "text", "ts"}
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 ILLUSTRATIVE = re.compile(r"# illustrative: \S")
 ADMIN_KEY = "doc-examples-admin-key-0123456789"

@@ -1,4 +1,4 @@
-"""A mesh agent nobody here wrote: Node's `http` and `jose` from npm (peers/mesh_agent.mjs).
+"""A mesh agent in Node, on the TypeScript SDK (peers/mesh_agent.mjs, clients/typescript).
 
 caller -> cs-bot (Python SDK) -> the Node agent -> locator (Python SDK). The Node agent
 verifies its delivery's delegation token with the coordinators' JWKS, reads on whose
@@ -65,8 +65,11 @@ class World:
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    if not (PEERS / "node_modules" / "jose").is_dir():
-        pytest.fail("jose is missing: cd tests/interop/peers && npm install (scripts/test.sh does)")
+    if not (PEERS / "node_modules" / "@agent-reach" / "sdk" / "dist").is_dir():
+        pytest.fail(
+            "the TypeScript SDK is missing: build clients/typescript, then npm install in "
+            "tests/interop/peers (scripts/test.sh does)"
+        )
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     options: dict[str, Any] = {"auth": "on", "admin_key": ADMIN, "policy_file": policy}
@@ -206,6 +209,7 @@ def test_the_node_agent_refuses_a_tampered_token(world: World) -> None:
         "request_id": "req-forged",
         "capability": "specialist.ask",
         "payload": {"then": {"capability": "logistics.locate", "payload": {}}},
+        "trace_id": "0" * 32,
         "hop": 3,
     }
     for token in (_tampered(genuine), genuine[:-4] + "AAAA"):

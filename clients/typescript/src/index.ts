@@ -1,0 +1,53 @@
+/**
+ * Agent-Reach for Node: `Agent` for agent authors, `ReachClient` for callers,
+ * `DelegationVerifier` for agents checking where a delivery comes from,
+ * `ClientCredentials` for IdP tokens, and the typed errors of the API.
+ */
+export { Agent, REMEMBERED_REQUESTS } from "./agent.js";
+export type { AgentOptions, Handler, ListenOptions, OfferAnswer, OfferFn, OfferRequest, Skill } from "./agent.js";
+export { AgentRequest, NotMine, RequestContext, RetryLater } from "./request.js";
+export type { DelegateOptions, Delegation } from "./request.js";
+export { ReachClient, TaskPending } from "./client.js";
+export type { InvokeOptions, ReachClientOptions, RouteOptions } from "./client.js";
+export type { ContextView, InvokeResult, TaskView } from "./results.js";
+export type { StreamEvent } from "./streams.js";
+export { DelegationVerifier } from "./delegation.js";
+export type { DelegationVerifierOptions, Hop, VerifiedDelegation } from "./delegation.js";
+export { ClientCredentials, TokenUnavailable } from "./tokens.js";
+export type { ClientCredentialsOptions, TokenCallable, TokenProvider } from "./tokens.js";
+export {
+  ReachError,
+  Unauthorized,
+  Forbidden,
+  QuotaExceeded,
+  CallerError,
+  InvalidRequest,
+  ValidationFailed,
+  NotFound,
+  UnknownAgent,
+  UnknownTask,
+  UnknownRun,
+  UnknownWorkflow,
+  Conflict,
+  InProgress,
+  RunEnded,
+  KeyReused,
+  WorkflowRefused,
+  PayloadTooLarge,
+  NoRoute,
+  NoCapability,
+  NoMatch,
+  Ambiguous,
+  NoInstance,
+  AgentFailed,
+  AgentUnreachable,
+  AgentTimeout,
+  OutcomeUnknown,
+  HopLimit,
+  StoreUnavailable,
+  StoreFull,
+  Overloaded,
+  ERROR_CLASSES,
+  errorFromBody,
+} from "./errors.js";
+export type { ErrorDetails } from "./errors.js";
