@@ -32,13 +32,14 @@ fi
 (cd tests/interop/peers && npm install --no-package-lock --no-audit --no-fund --silent)
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
-# The hot path's budget (bench/hot_path_budget.json): bytecodes and frames per /v1/invoke
-# may not grow by more than 5 % unless the change records the new figure. Whole runs only.
+# Whole runs only (no pytest arguments): the hot path's budget (bench/hot_path_budget.json:
+# bytecodes and frames per /v1/invoke may not grow by more than 5 % unless the change
+# records the new figure), then the TypeScript SDK's own tests against a real coordinator
+# on memory and on Redis.
 if [ $# -eq 0 ]; then
   .venv/bin/python bench/instructions.py --bytecodes --requests 640 --check bench/hot_path_budget.json
+  (cd clients/typescript && npm test --silent && npm run test:redis --silent)
 fi
-# The TypeScript SDK's own tests, against a real coordinator on memory, then on Redis.
-(cd clients/typescript && npm test --silent && npm run test:redis --silent)
 # Two pytest workers (pytest-xdist): the suite mostly waits on its peers, so two halve its
 # time on two cores. AR_TEST_WORKERS=N sets another count, 0 runs in one process. The
 # full-size fault scenarios (AR_RELIABILITY_FULL=1) measure time: they run one at a time.
