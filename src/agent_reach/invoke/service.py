@@ -33,6 +33,7 @@ from agent_reach.invoke.finish import UNROUTED, Finisher, ended_answer, error_an
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, fingerprint
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.schemas import PayloadSchemas
+from agent_reach.invoke.semantics import may_answer_from_memory
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
@@ -485,7 +486,10 @@ class InvokeService:
     async def _similar_answer(
         self, task: TaskEntry, decision: RouteDecision, error: ReachError
     ) -> Answer | None:
-        """A text request whose delivery failed: the closest earlier answer, `degraded`."""
+        """A text request whose delivery failed: the closest earlier answer, `degraded`
+        (of a capability declared safe only)."""
         if self.similar is None or not task.request.text or not decision.capability:
+            return None
+        if not may_answer_from_memory(self.routing.index, decision.capability):
             return None
         return await self.similar.fallback(task, decision, error)
