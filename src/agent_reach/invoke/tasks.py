@@ -74,7 +74,7 @@ class TaskEntry:
         return owned_key(self.principal, self.task_id)
 
 
-_ENTRY = TypeAdapter(TaskEntry)
+ENTRY = TypeAdapter(TaskEntry)  # how an entry travels in a queue
 
 
 Runner = Callable[[TaskEntry], Awaitable[Answer]]
@@ -137,7 +137,7 @@ class TaskBoard:
             if why is not None:
                 document["instances"] = why
         await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
-        await self.queues.push(queue, _ENTRY.dump_json(task))
+        await self.queues.push(queue, ENTRY.dump_json(task))
         return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})
 
     async def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
@@ -272,7 +272,7 @@ class TaskBoard:
             await asyncio.sleep(PULL_BLOCK_S)
             return []
         self._held.update((queue, entry_id) for entry_id, _ in raw)
-        return [(entry_id, _ENTRY.validate_json(payload)) for entry_id, payload in raw]
+        return [(entry_id, ENTRY.validate_json(payload)) for entry_id, payload in raw]
 
     async def _touch_forever(self) -> None:
         """Keep every entry this coordinator holds (running or parked) from going stale."""
