@@ -7,7 +7,9 @@ registered instance of it says otherwise. On memory and Redis, real FakeAgents.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -135,3 +137,16 @@ def test_a_safe_capability_is_answered_from_memory_once_its_time_ran_out(
     answered_then_declines(http, fake_agents, register, safe_then=True, safe_now=True)
     task = expired(http, "late-3", {"sku": "A"})
     assert (task["status"], task["answer"]["result"]) == ("degraded", {"stock": 3})
+
+
+def test_the_documented_registration_registers_as_documented(http: httpx.Client) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "delivery.md").read_text("utf-8")
+    section = text[text.index("## Declared semantics") :]
+    start = section.index("```json\n") + len("```json\n")
+    example = json.loads(section[start : section.index("\n```", start)])
+    assert http.post("/v1/agents", json=example).status_code == 201
+    [listed] = http.get("/v1/agents").json()["agents"]
+    assert (listed["safe"], listed["semantics"]) == (
+        True,
+        {"stock.reserve": {"safe": False, "idempotent": True}},
+    )
