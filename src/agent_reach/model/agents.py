@@ -180,6 +180,8 @@ class AgentSpec(BaseModel):
         return self.idempotent if skill is None or skill.idempotent is None else skill.idempotent
 
     def _skill_of(self, capability: str) -> SkillSpec | None:
+        if not self.skills:  # most registrations: no generator per delivered answer
+            return None
         return next((s for s in self.skills if s.capability == capability), None)
 
     @field_validator("capabilities")
