@@ -81,7 +81,7 @@ def test_a_skill_declares_for_its_own_capability_and_the_agent_for_the_rest() ->
 
 
 def expired(http: httpx.Client, request_id: str, payload: Any) -> dict[str, Any]:
-    """Park a request whose only instance declines it, and its task once it expired."""
+    """Park a request whose only instance is disabled, and its task once it expired."""
     request = {"capability": "stock.check", "request_id": request_id, "payload": payload}
     accepted = http.post("/v1/invoke", json=request).json()
     assert accepted["status"] == "suspended", accepted
@@ -92,23 +92,23 @@ def expired(http: httpx.Client, request_id: str, payload: Any) -> dict[str, Any]
     return task
 
 
-def answered_then_declines(
+def answered_then_disabled(
     http: httpx.Client, fake_agents: Any, register: Any, *, safe_then: bool, safe_now: bool
 ) -> Any:
-    """An instance answers {"stock": 3} declared `safe_then`, then declines everything,
-    re-registered as `safe_now`."""
+    """An instance answers {"stock": 3} declared `safe_then`; re-registered as `safe_now`,
+    it is disabled (no replay can reach it: the request waits out its time)."""
     agent, endpoint = fake_agents(answer={"stock": 3})
     assert register("stock-1", endpoint, "stock.check", safe=safe_then).status_code == 201
     assert http.post("/v1/invoke", json={"capability": "stock.check", "payload": {"sku": "A"}})
-    agent.status = 503
     assert register("stock-1", endpoint, "stock.check", safe=safe_now).status_code == 201
+    assert http.post("/v1/agents/stock-1/disable").status_code == 200
     return agent
 
 
 def test_an_expired_request_of_an_undeclared_capability_ends_with_its_real_error(
     http: httpx.Client, fake_agents: Any, register: Any
 ) -> None:
-    answered_then_declines(http, fake_agents, register, safe_then=False, safe_now=False)
+    answered_then_disabled(http, fake_agents, register, safe_then=False, safe_now=False)
     task = expired(http, "refund-1", {"sku": "A"})
     assert (task["status"], task["http_status"]) == ("error", 503)
     assert task["answer"]["error"]["code"] == "no_instance"
@@ -118,7 +118,7 @@ def test_an_answer_given_while_undeclared_is_never_remembered(
     http: httpx.Client, fake_agents: Any, register: Any
 ) -> None:
     # declared safe only after it answered: what it answered then is not memory
-    answered_then_declines(http, fake_agents, register, safe_then=False, safe_now=True)
+    answered_then_disabled(http, fake_agents, register, safe_then=False, safe_now=True)
     task = expired(http, "late-1", {"sku": "A"})
     assert (task["status"], task["http_status"]) == ("error", 503)
 
@@ -126,7 +126,7 @@ def test_an_answer_given_while_undeclared_is_never_remembered(
 def test_a_withdrawn_declaration_withdraws_the_remembered_answer(
     http: httpx.Client, fake_agents: Any, register: Any
 ) -> None:
-    answered_then_declines(http, fake_agents, register, safe_then=True, safe_now=False)
+    answered_then_disabled(http, fake_agents, register, safe_then=True, safe_now=False)
     task = expired(http, "late-2", {"sku": "A"})
     assert (task["status"], task["http_status"]) == ("error", 503)
 
@@ -134,7 +134,7 @@ def test_a_withdrawn_declaration_withdraws_the_remembered_answer(
 def test_a_safe_capability_is_answered_from_memory_once_its_time_ran_out(
     http: httpx.Client, fake_agents: Any, register: Any
 ) -> None:
-    answered_then_declines(http, fake_agents, register, safe_then=True, safe_now=True)
+    answered_then_disabled(http, fake_agents, register, safe_then=True, safe_now=True)
     task = expired(http, "late-3", {"sku": "A"})
     assert (task["status"], task["answer"]["result"]) == ("degraded", {"stock": 3})
 

@@ -358,21 +358,22 @@ class InvokeService:
         declared safe only), else 503 saying what was true (`unreached.expired`)."""
         capability = task.request.capability
         chain = task.principal.chain
-        lapsed = chain is not None and self.clock.wall() >= chain.expires_at
-        remembered = (
-            await self.answers.recall(capability, task.request.payload)
-            if capability and not lapsed
-            else None
-        )
+        remembered: Any = None
         error: ReachError | None = None
-        if lapsed:
-            assert chain is not None  # lapsed says so
-            error = chain_expired(chain.expires_at)
-        elif remembered is None:
-            instances = unreached_instances(
-                self.routing.index, capability or "", [], self.clock.monotonic(), self._disabled()
-            )
-            error = expired(capability or "(text)", instances, last_failure)
+        if chain is not None and self.clock.wall() >= chain.expires_at:
+            error = chain_expired(chain.expires_at)  # its caller waits no longer
+        else:
+            if capability:
+                remembered = await self.answers.recall(capability, task.request.payload)
+            if remembered is None:
+                instances = unreached_instances(
+                    self.routing.index,
+                    capability or "",
+                    [],
+                    self.clock.monotonic(),
+                    self._disabled(),
+                )
+                error = expired(capability or "(text)", instances, last_failure)
         self.tracer.end(
             self.tracer.start(
                 "task",
