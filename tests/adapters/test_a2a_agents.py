@@ -293,6 +293,20 @@ def test_an_invoke_naming_a_capability_with_text_gives_the_agent_the_text(
 
 
 @pytest.mark.parametrize("declared", [True, False])
+def test_a_card_declaring_the_safe_extension_registers_a_safe_agent(
+    http: httpx.Client, declared: bool
+) -> None:
+    server, _ = start_travel_agent("1.0", safe=declared)
+    try:
+        body = {"id": "travel", "transport": {"type": "a2a", "endpoint": server.url}}
+        registered = http.post("/v1/agents", json=body)
+        assert registered.status_code == 201, registered.text
+        assert (registered.json()["safe"], registered.json()["idempotent"]) == (declared, False)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("declared", [True, False])
 def test_a_card_declaring_the_idempotent_extension_registers_an_idempotent_agent(
     http: httpx.Client, declared: bool
 ) -> None:

@@ -164,7 +164,7 @@ def test_a_text_decision_explains_matchers_thresholds_and_params(
 def test_user_supplied_names_containing_markup_are_shown_escaped(
     page, coordinator, http, start_agent
 ):
-    start_agent("xss-1", ["echo"], display_name=MARKUP, idempotent=True)
+    start_agent("xss-1", ["echo"], display_name=MARKUP, idempotent=True, safe=True)
     http.post("/v1/invoke", json={"capability": "echo"})
 
     open_view(page, coordinator, "registry")
@@ -172,6 +172,7 @@ def test_user_supplied_names_containing_markup_are_shown_escaped(
     open_view(page, coordinator, "agent/xss-1")
     expect(page.locator("#agent-details")).to_contain_text(MARKUP)
     expect(page.locator("#agent-details")).to_contain_text("idempotentyes: re-sent")
+    expect(page.locator("#agent-details")).to_contain_text("safeyes: no side effects")
     expect(page.locator("main img")).to_have_count(0)
 
 

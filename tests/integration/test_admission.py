@@ -113,7 +113,7 @@ def test_a_refused_request_with_a_remembered_answer_gets_it_marked_degraded(
 ):
     agent, endpoint = gated_agents(answer={"stock": 7})
     agent.gate.set()  # the first answer goes at once, to be remembered
-    assert register("slow-1", endpoint, "slow.cap").status_code == 201
+    assert register("slow-1", endpoint, "slow.cap", safe=True).status_code == 201
     payload = {"sku": "A-1"}
     assert http.post("/v1/invoke", json={"capability": "slow.cap", "payload": payload}).is_success
     app = coordinator.app

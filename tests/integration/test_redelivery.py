@@ -166,3 +166,28 @@ def test_a_retry_of_an_unknown_outcome_is_not_sent_to_another_idempotent_instanc
         assert again.json()["error"]["sent_to"] == ["guarded-1"]
         assert [r.body["request_id"] for r in slow.received] == ["capture-C3"]
         assert other.received == []
+
+
+def test_a_retry_of_an_unknown_outcome_of_a_safe_capability_may_go_to_any_instance(
+    coordinator: str,
+) -> None:
+    """No side effects (`safe`): the retry is not bound to the instance it reached."""
+    slow, other = FakeAgent(name="slow", delay_s=3.0), FakeAgent(name="other")
+    with (
+        ServerThread(slow) as slow_server,
+        ServerThread(other) as other_server,
+        httpx.Client(base_url=coordinator, timeout=10) as http,
+    ):
+        register(http, "lookup-1", slow_server, "stock.look", 10, safe=True)
+        register(http, "lookup-2", other_server, "stock.look", 1, safe=True)
+        wait_all_healthy(http)
+        body = {"capability": "stock.look", "request_id": "look-D4", "timeout_class": "quick"}
+        first = http.post("/v1/invoke", json=body)
+        assert first.status_code == 504, first.text
+        assert http.delete("/v1/agents/lookup-1").status_code == 204
+
+        again = http.post("/v1/invoke", json=body)
+
+        assert again.status_code == 200, again.text
+        assert again.json()["agent_id"] == "lookup-2"
+        assert [r.body["request_id"] for r in other.received] == ["look-D4"]

@@ -240,7 +240,7 @@ def test_a_replay_that_may_have_acted_ends_the_suspended_request(http, register)
 
 def test_an_expired_suspension_serves_a_remembered_answer_as_degraded(http, register, fake_agents):
     agent, endpoint = fake_agents(answer={"stock": 3})
-    register("a-1", endpoint, "echo")
+    register("a-1", endpoint, "echo", safe=True)  # a lookup: no side effects
     assert invoke(http, payload={"sku": "A"}).json()["result"] == {"stock": 3}
     agent.status = 503
     accepted = invoke(http, request_id="late-1", payload={"sku": "A"}).json()

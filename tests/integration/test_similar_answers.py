@@ -25,6 +25,7 @@ TRACKING = {
     "capabilities": ["logistics.track"],
     "description": "快递 物流 到哪了 送达",
     "examples": ["我的快递到哪了", "快递什么时候送到"],
+    "safe": True,  # a lookup: an earlier answer may stand in
 }
 
 
@@ -64,6 +65,10 @@ def test_a_close_question_gets_the_earlier_answer_with_its_similarity_and_origin
         close = http.post("/v1/invoke", json={"text": "我的快递到哪里了", "suspend": False})
         unlike = http.post("/v1/invoke", json={"text": "快递什么时候送到", "suspend": False})
         named = http.post("/v1/invoke", json={"capability": "logistics.track", "suspend": False})
+        # re-registered without `safe`: the remembered answer no longer stands in
+        withdrawn = {**TRACKING, "safe": False, "transport": {"endpoint": endpoint}}
+        assert http.post("/v1/agents", json=withdrawn).status_code == 201
+        undeclared = http.post("/v1/invoke", json={"text": "我的快递到哪里了", "suspend": False})
 
     assert close.status_code == 200, close.text
     body = close.json()
@@ -81,4 +86,5 @@ def test_a_close_question_gets_the_earlier_answer_with_its_similarity_and_origin
     )  # routed there, but ...
     assert unlike.status_code == 502  # ... its question is not close (cosine 0.77): the failure
     assert named.status_code == 502  # no text to compare: the failure itself (the agent's 500)
-    assert len(agent.received) == 4  # each request reached the agent once
+    assert undeclared.status_code == 502, undeclared.text  # the agent's failure, as it was
+    assert len(agent.received) == 5  # each request reached the agent once

@@ -8,11 +8,12 @@ from agent_reach.invoke.admission import Admission, Ticket
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.model.admission import AdmissionPolicy
 from agent_reach.observability.metrics import Metrics
+from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
 
 
 def gate(max_in_flight: int, policy: list[RoutingPolicy]) -> Admission:
-    answers = AnswerMemory(MemoryAnswerCache(ManualClock(), 1 << 20), 1 << 20)
+    answers = AnswerMemory(MemoryAnswerCache(ManualClock(), 1 << 20), 1 << 20, RegistryIndex())
     return Admission(max_in_flight, lambda: policy[0], answers, Metrics())
 
 

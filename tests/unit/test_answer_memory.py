@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_reach.backends.memory.tasks import MemoryAnswerCache
 from agent_reach.clock import ManualClock
 from agent_reach.invoke.answers import AnswerMemory, answer_key
+from agent_reach.registry.index import RegistryIndex
 
 
 async def test_the_memory_cache_evicts_the_oldest_answers_past_its_byte_bound() -> None:
@@ -36,7 +37,7 @@ async def test_expired_answers_give_their_bytes_back() -> None:
 
 async def test_answers_over_the_size_limit_are_not_remembered() -> None:
     cache = MemoryAnswerCache(ManualClock(), max_bytes=1 << 20)
-    memory = AnswerMemory(cache, max_bytes=100)
+    memory = AnswerMemory(cache, max_bytes=100, index=RegistryIndex())
     memory.remember("cap", {"n": 1}, {"big": "x" * 200}, 3600)
     memory.remember("cap", {"n": 2}, {"small": 1}, 3600)
     await memory.flush()
@@ -59,7 +60,7 @@ class CountingCache(MemoryAnswerCache):
 
 async def test_one_flush_writes_the_newest_answer_once_per_payload_whatever_its_key_order() -> None:
     cache = CountingCache()
-    memory = AnswerMemory(cache, max_bytes=1 << 20)
+    memory = AnswerMemory(cache, max_bytes=1 << 20, index=RegistryIndex())
     memory.remember("cap", {"a": 1, "b": 2}, "first", 3600)
     memory.remember("cap", {"n": 9}, "other", 3600)
     memory.remember("cap", {"a": 1, "b": 2}, "second", 3600)

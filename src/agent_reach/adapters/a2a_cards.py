@@ -29,6 +29,9 @@ _CAPABILITY = re.compile(CAPABILITY_PATTERN)
 # at most once (a re-sent message is answered, not run again): the registration's
 # `idempotent` (docs/delivery.md), so an unknown outcome may be re-sent to it.
 IDEMPOTENT_EXTENSION = "urn:agent-reach:a2a:idempotent:v1"
+# ... and that its skills have no side effects: the registration's `safe`, so an unknown
+# outcome may be re-sent to any instance and a remembered answer may stand in.
+SAFE_EXTENSION = "urn:agent-reach:a2a:safe:v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,7 @@ class AgentCard:
     skills: list[CardSkill]
     streaming: bool = False  # `capabilities.streaming`: it answers message streams
     idempotent: bool = False  # declares IDEMPOTENT_EXTENSION: a re-sent message runs once
+    safe: bool = False  # declares SAFE_EXTENSION: its skills have no side effects
     binding: Binding = "JSONRPC"
 
 
@@ -133,4 +137,5 @@ def parse_card(card: Any) -> AgentCard:
         and card["capabilities"].get("streaming") is True,
         binding=binding,
         idempotent=_declares(card, IDEMPOTENT_EXTENSION),
+        safe=_declares(card, SAFE_EXTENSION),
     )

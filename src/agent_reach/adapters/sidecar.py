@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from agent_reach.adapters.exchange import call_service, variables_of
 from agent_reach.adapters.sidecar_stream import stream_service
@@ -51,6 +51,9 @@ class CapabilityConfig(BaseModel):
     input_schema: dict[str, Any] | None = None
     kind: Kind = "json"
     stream: bool = False  # the service answers server-sent events: relayed as they come
+    # This capability's own declarations, where they differ from the agent's.
+    safe: StrictBool | None = None
+    idempotent: StrictBool | None = None
 
 
 class AgentConfig(BaseModel):
@@ -59,7 +62,10 @@ class AgentConfig(BaseModel):
     id: str
     # The service executes a request id at most once (it keeps its own guard): the
     # coordinator may then re-send a request whose outcome is unknown (docs/delivery.md).
-    idempotent: bool = False
+    idempotent: StrictBool = False
+    # The service has no side effects (a lookup): re-sent when unsure, and answered from
+    # memory when it cannot answer (docs/delivery.md).
+    safe: StrictBool = False
     display_name: str = ""
     description: str = ""
     ttl: float = DEFAULT_TTL_S
@@ -123,11 +129,14 @@ class Sidecar:
                     description=c.description,
                     examples=c.examples,
                     input_schema=c.input_schema,
+                    safe=c.safe,
+                    idempotent=c.idempotent,
                 )
                 for c in config.capabilities
             ],
             health_check=self.is_service_healthy,
             idempotent=agent.idempotent,
+            safe=agent.safe,
         )
         self.agent.handler(self.handle)
         self.app = _CloseOnShutdown(self.agent.app, self.client)

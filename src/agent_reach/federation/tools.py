@@ -5,7 +5,8 @@ A tool `get_weather` of agent `weather-01` is the capability `weather-01.get_wea
 registration's `transport.tools` maps it: `{"get_weather": "weather.now"}` renames it,
 `{"drop_table": null}` leaves it out. Its description (and title) is the text it is
 routed by; its `inputSchema` is the capability's `input_schema`, so params are pulled
-from the words. The registration keeps `transport.tool_of` (capability -> tool) for
+from the words; its annotations `readOnlyHint` and `idempotentHint` declare it `safe`
+and `idempotent`. The registration keeps `transport.tool_of` (capability -> tool) for
 delivery and `transport.instance` (the agent id) to find the instance's session.
 """
 
@@ -152,13 +153,32 @@ def _problem(
 
 
 def _skill(capability: str, name: str, tool: dict[str, Any]) -> SkillSpec:
-    """The tool's card: its words (title, description, name) and its input schema."""
+    """The tool's card: its words (title, description, name), its input schema, and what
+    its annotations declare (`_declared`)."""
     words = [str(tool.get(k)) for k in ("title", "description") if tool.get(k)]
     words.append(name.replace("_", " "))
     description = " ".join(words)[:4000]
+    declared = _declared(tool)
     try:
         return SkillSpec(
-            capability=capability, description=description, input_schema=tool.get("inputSchema")
+            capability=capability,
+            description=description,
+            input_schema=tool.get("inputSchema"),
+            **declared,
         )
     except ValidationError:  # a schema we cannot use still leaves the tool routable by text
-        return SkillSpec(capability=capability, description=description)
+        return SkillSpec(capability=capability, description=description, **declared)
+
+
+def _declared(tool: dict[str, Any]) -> dict[str, bool]:
+    """The tool's annotations as declarations (docs/delivery.md): `readOnlyHint` -> safe,
+    `idempotentHint` -> idempotent; a hint that is absent or not a boolean declares
+    nothing (the registration's own word stands)."""
+    annotations = tool.get("annotations")
+    if not isinstance(annotations, dict):
+        return {}
+    hints = {
+        "safe": annotations.get("readOnlyHint"),
+        "idempotent": annotations.get("idempotentHint"),
+    }
+    return {field: hint for field, hint in hints.items() if isinstance(hint, bool)}

@@ -1,5 +1,8 @@
 """Earlier answers by capability and payload, for the last stage of the fallback chain.
 
+Only answers of capabilities declared `safe` are remembered and served
+(`invoke/semantics.py`): a refund is never answered from memory.
+
 Remembering is off the request path: answers wait in a bounded buffer that a
 writer drains every `FLUSH_S` (no task wake-up per request), so a slow store never
 slows a successful request; under overload the oldest are dropped. Answers over
@@ -18,6 +21,8 @@ import structlog
 
 from agent_reach.backends.protocols import AnswerCache
 from agent_reach.errors import StoreUnavailable
+from agent_reach.invoke.semantics import may_answer_from_memory
+from agent_reach.registry.index import RegistryIndex
 
 log = structlog.get_logger("agent_reach.answers")
 
@@ -34,18 +39,23 @@ def answer_key(capability: str, payload: Any) -> str:
 class AnswerMemory:
     """Writes answers in the background; reads them when everything else failed."""
 
-    def __init__(self, cache: AnswerCache, max_bytes: int) -> None:
+    def __init__(self, cache: AnswerCache, max_bytes: int, index: RegistryIndex) -> None:
         self.cache = cache
         self.max_bytes = max_bytes
+        self.index = index
         self.skipped = 0  # answers too large to remember
         self._pending: deque[tuple[str, Any, Any, float]] = deque(maxlen=PENDING_MAX)
 
     def remember(self, capability: str, payload: Any, result: Any, ttl_s: float) -> None:
-        """Buffer the answer for writing; never waits (the key and bytes are made later)."""
+        """Buffer the answer for writing; never waits (the key and bytes are made later).
+        The caller remembers only an answer of an instance that declared it safe."""
         self._pending.append((capability, payload, result, ttl_s))
 
     async def recall(self, capability: str, payload: Any) -> Any | None:
-        """The last remembered answer, decoded, or None."""
+        """The last remembered answer, decoded, or None (always, unless the capability's
+        registered instances all declare it safe)."""
+        if not may_answer_from_memory(self.index, capability):
+            return None
         raw = await self.cache.get(answer_key(capability, payload))
         return None if raw is None else orjson.loads(raw)
 

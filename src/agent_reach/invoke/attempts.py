@@ -49,6 +49,7 @@ from agent_reach.errors import (
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.plan import DeliveryPlan
+from agent_reach.invoke.semantics import may_resend
 from agent_reach.invoke.streaming import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.invoke.transports import Transports
 from agent_reach.invoke.transports.protocol import Normalization, Shaped
@@ -130,7 +131,7 @@ class AttemptLoop:
             generic=[] if decision.rule == "generic" else self._generic_ids(),
         )
         if owned is not None and owned.inherited:
-            self._idempotent_only(chain, owned.inherited)
+            self._idempotent_only(chain, owned.inherited, plan.delivery.capability)
         deadline, policy, retries = plan.deadline, plan.policy, plan.timeout_class.retries
         last_error: AgentFailed | None = None
         while True:
@@ -171,22 +172,23 @@ class AttemptLoop:
                 left_s = deadline - self.clock.monotonic()
                 await asyncio.sleep(backoff_pause(policy, chain.resends, left_s))
 
-    def _idempotent_only(self, chain: _Chain, reached: Sequence[str]) -> None:
+    def _idempotent_only(self, chain: _Chain, reached: Sequence[str], capability: str) -> None:
         """An earlier delivery may have acted (its owner died, or gave the id back with an
-        unknown outcome): re-sent only to an instance it reached that declared
-        `idempotent` (that instance's own guard knows the id; another's never saw it),
+        unknown outcome): re-sent only where its declarations allow (`may_resend`: any
+        instance of a `safe` capability, one it reached that declared `idempotent`),
         else not at all (`outcome_unknown`)."""
 
         def guarded(agent_id: str) -> bool:
             instance = self.index.by_id.get(agent_id)
-            return agent_id in reached and instance is not None and instance.spec.idempotent
+            return instance is not None and may_resend(instance, capability, reached)
 
         chain.order = [i for i in chain.order if guarded(i)]
         chain.generic = [i for i in chain.generic if guarded(i)]
         if not chain.order and not chain.generic:
             raise OutcomeUnknown(
                 "an earlier delivery of this request id may have acted and no instance "
-                "it reached declared it idempotent: it is not sent again",
+                "it reached declared it idempotent (nor is it declared safe): it is not "
+                "sent again",
                 outcome_unknown=True,
                 sent_to=list(reached),
             )

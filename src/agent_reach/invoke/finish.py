@@ -1,7 +1,8 @@
 """What a request leaves behind once it has its answer.
 
 A delivered answer teaches the router (factor weights, context affinity), is
-remembered for the degraded fallback, and becomes the caller's answer; then every
+remembered for the degraded fallback (an answer of a capability its instance declared
+`safe` only), and becomes the caller's answer; then every
 request, answered or failed, releases its idempotency claim and is recorded: its
 latency, its invoke span and its journal entry.
 """
@@ -89,12 +90,8 @@ class Finisher:
             self.routing.affinity.record(
                 request.context_id, delivered.instance.id, self.clock.monotonic()
             )
-        if policy.delivery.degraded_answers and decision.capability:
-            self.answers.remember(
-                decision.capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
-            )
-        if self.similar is not None and request.text and decision.capability:
-            self.similar.remember(decision.capability, request.text, task.task_id, delivered.result)
+        if decision.capability is not None:
+            self._remember(task, decision.capability, delivered, policy)
         self.metrics.child(self.metrics.requests, decision.capability or "", status).inc()
         if self.quality is not None:  # so that its caller may rate it
             self.quality.served(task.task_id, delivered.instance.id, task.principal)
@@ -203,6 +200,21 @@ class Finisher:
             self.metrics.recent.request(self.clock.wall(), capability, None, "refused")
         else:
             self.metrics.recent.request(self.clock.wall(), capability, latency_s, "error")
+
+    def _remember(
+        self, task: TaskEntry, capability: str, delivered: Delivered, policy: RoutingPolicy
+    ) -> None:
+        """Keep the answer for the degraded fallback, if its instance declared the
+        capability safe: an answer with side effects is never served from memory."""
+        if not delivered.instance.spec.is_safe(capability):
+            return
+        request = task.request
+        if policy.delivery.degraded_answers:
+            self.answers.remember(
+                capability, request.payload, delivered.result, policy.delivery.answer_ttl_s
+            )
+        if self.similar is not None and request.text:
+            self.similar.remember(capability, request.text, task.task_id, delivered.result)
 
     def _learn_weights(
         self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy

@@ -11,8 +11,9 @@ leaves behind).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -33,11 +34,12 @@ from agent_reach.invoke.finish import UNROUTED, Finisher, ended_answer, error_an
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, fingerprint
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.schemas import PayloadSchemas
+from agent_reach.invoke.semantics import may_answer_from_memory
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
-from agent_reach.invoke.unreached import unreached_instances
-from agent_reach.mesh.service import Mesh, delegated_limits
+from agent_reach.invoke.unreached import Disabled, expired, unreached_instances
+from agent_reach.mesh.service import Mesh, chain_expired, delegated_limits
 from agent_reach.mesh.tokens import delegation_record
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
@@ -292,7 +294,12 @@ class InvokeService:
         return answer
 
     async def run_task(self, task: TaskEntry) -> Answer:
-        """Execute a queued or suspended task now (called by the task board)."""
+        """Execute a queued or suspended task now (called by the task board).
+
+        A delegated task runs within what its chain has left (its deliveries' tokens
+        expire with it); once the chain's deadline has passed it is not delivered at
+        all: 504 `delegation_expired`.
+        """
         trace = TraceContext(task.trace_id)
         capability = task.request.capability or ""
         span = self.tracer.start(
@@ -301,6 +308,7 @@ class InvokeService:
         policy = self.routing.policy()
         owned: Owned | None = None
         try:
+            task = self._within_chain(task)
             # Claimed under its own key (the request id's record holds the 202): a task
             # taken over from a dead coordinator is re-sent only to an idempotent instance.
             claimed = await self.guard.claim_key(
@@ -332,12 +340,40 @@ class InvokeService:
             await self.finish.release(answer, error, task, policy, owned)
         return answer
 
-    async def expire_task(self, task: TaskEntry) -> Answer:
-        """A suspended task's time ran out: a remembered answer as `degraded`, else 503."""
+    def _within_chain(self, task: TaskEntry) -> TaskEntry:
+        """The task with the hops and deadline its chain has left now (a parked request
+        waited); `DelegationExpired` once nothing is left."""
+        chain = task.principal.chain
+        if chain is None:
+            return task
+        now = self.clock.wall()
+        if now >= chain.expires_at:
+            raise chain_expired(chain.expires_at)
+        hops, deadline_ms = delegated_limits(chain, task.hop_budget, task.deadline_ms, now)
+        return dataclasses.replace(task, hop_budget=hops, deadline_ms=deadline_ms)
+
+    async def expire_task(self, task: TaskEntry, last_failure: dict[str, Any] | None) -> Answer:
+        """A suspended task's time ran out: past its chain's deadline, 504
+        `delegation_expired`; else a remembered answer as `degraded` (a capability
+        declared safe only), else 503 saying what was true (`unreached.expired`)."""
         capability = task.request.capability
-        remembered = (
-            await self.answers.recall(capability, task.request.payload) if capability else None
-        )
+        chain = task.principal.chain
+        remembered: Any = None
+        error: ReachError | None = None
+        if chain is not None and self.clock.wall() >= chain.expires_at:
+            error = chain_expired(chain.expires_at)  # its caller waits no longer
+        else:
+            if capability:
+                remembered = await self.answers.recall(capability, task.request.payload)
+            if remembered is None:
+                instances = unreached_instances(
+                    self.routing.index,
+                    capability or "",
+                    [],
+                    self.clock.monotonic(),
+                    self._disabled(),
+                )
+                error = expired(capability or "(text)", instances, last_failure)
         self.tracer.end(
             self.tracer.start(
                 "task",
@@ -346,15 +382,11 @@ class InvokeService:
                 task.task_id,
                 principal=task.principal.name,
             ),
-            "no_instance" if remembered is None else "degraded",
+            "degraded" if error is None else error.code,
         )
-        if remembered is None:
+        if error is not None:
             self.metrics.requests.labels(capability or "", "error").inc()
-            return error_answer(
-                NoInstance("no instance became available before the suspended request expired"),
-                task.task_id,
-                TraceContext(task.trace_id),
-            )
+            return error_answer(error, task.task_id, TraceContext(task.trace_id))
         self.metrics.fallbacks.labels("degraded").inc()
         self.metrics.requests.labels(capability or "", "degraded").inc()
         return Answer.of(
@@ -464,6 +496,7 @@ class InvokeService:
                 capability,
                 exc.details.get("attempts") or [],
                 self.clock.monotonic(),
+                self._disabled(),
             )
             answer = await self.tasks.accept(
                 task, "suspended", suspend_s=policy.delivery.suspend_s, why=why
@@ -482,10 +515,18 @@ class InvokeService:
             return self.finish.streamed(task, trace, decision, delivered, policy, span), None
         return self.finish.succeeded(task, trace, decision, delivered, policy, span), None
 
+    def _disabled(self) -> Disabled:
+        """The kill switch's records (who disabled which agent, when), as last read."""
+        mesh = self.dispatch.mesh
+        return mesh.switch.records if mesh is not None else {}
+
     async def _similar_answer(
         self, task: TaskEntry, decision: RouteDecision, error: ReachError
     ) -> Answer | None:
-        """A text request whose delivery failed: the closest earlier answer, `degraded`."""
+        """A text request whose delivery failed: the closest earlier answer, `degraded`
+        (of a capability declared safe only)."""
         if self.similar is None or not task.request.text or not decision.capability:
+            return None
+        if not may_answer_from_memory(self.routing.index, decision.capability):
             return None
         return await self.similar.fallback(task, decision, error)

@@ -3,7 +3,11 @@
 `work` holds accepted asynchronous requests, run by whichever coordinator pulls them.
 `suspended` holds requests no instance could take: a coordinator parks them and
 replays them when an instance of their capability is available again, until their
-time runs out (then a remembered `degraded` answer, or an error). Both are durable
+time runs out (then a remembered `degraded` answer for a capability declared `safe`, or
+an error that says what was true: the instance disabled, or how its last replay
+failed). A delegated request is parked no longer than its chain's deadline: its token
+could not outlive it (`InvokeService.run_task` ends a replay past it with
+`delegation_expired`). Both are durable
 queues: a coordinator that dies leaves its entries pending, and once its liveness runs
 out (or after `stale_s` untouched) another coordinator takes them over. A task run again
 that way is re-sent only to an instance that declared `idempotent` (its own claim,
@@ -70,11 +74,13 @@ class TaskEntry:
         return owned_key(self.principal, self.task_id)
 
 
-_ENTRY = TypeAdapter(TaskEntry)
+ENTRY = TypeAdapter(TaskEntry)  # how an entry travels in a queue
 
 
 Runner = Callable[[TaskEntry], Awaitable[Answer]]
-Expirer = Callable[[TaskEntry], Awaitable[Answer]]
+# A suspended task whose time ran out, with its last replay's failure (its `error`
+# object), if one was made: the answer that ends it.
+Expirer = Callable[[TaskEntry, dict[str, Any] | None], Awaitable[Answer]]
 
 
 @dataclass(slots=True)
@@ -82,6 +88,7 @@ class _Parked:
     entry_id: str
     task: TaskEntry
     running: bool = False
+    last_failure: dict[str, Any] | None = None  # the last replay's error, while it waits
 
 
 @dataclass(slots=True)
@@ -114,7 +121,9 @@ class TaskBoard:
         now = self.clock.wall()
         queue = WORK if status == "queued" else SUSPENDED
         if queue == SUSPENDED:
-            task = dataclasses.replace(task, expires_at=now + suspend_s)
+            chain = task.principal.chain  # its token, and its caller, wait no longer
+            until = now + suspend_s if chain is None else min(now + suspend_s, chain.expires_at)
+            task = dataclasses.replace(task, expires_at=until)
         document = {
             "task_id": task.task_id,
             "request_id": task.task_id,
@@ -128,7 +137,7 @@ class TaskBoard:
             if why is not None:
                 document["instances"] = why
         await self.tasks.put(task.key, orjson.dumps(document), self.ttl_s)
-        await self.queues.push(queue, _ENTRY.dump_json(task))
+        await self.queues.push(queue, ENTRY.dump_json(task))
         return Answer.of(202, {**document, "poll": f"/v1/tasks/{task.task_id}"})
 
     async def get(self, principal: Principal, task_id: str) -> dict[str, Any]:
@@ -202,20 +211,15 @@ class TaskBoard:
     async def _replay(self, parked: _Parked, runner: Runner) -> None:
         async with self._replays:
             answer = await runner(parked.task)
-        error = _error(answer)
-        retryable = (
-            answer.status >= 500
-            and error.get("code") in REPLAY_AGAIN
-            and error.get("outcome_unknown") is not True
-        )
-        if retryable and self.clock.wall() < parked.task.expires_at:
+        if _may_wait(answer) and self.clock.wall() < parked.task.expires_at:
+            parked.last_failure = {**_error(answer), "at": self.clock.wall()}
             parked.running = False  # not yet: it stays parked for the next chance
             return
         self.metrics.fallbacks.labels("replayed").inc()
         await self._settle(parked, answer)
 
     async def _expire(self, parked: _Parked, expirer: Expirer) -> None:
-        await self._settle(parked, await expirer(parked.task))
+        await self._settle(parked, await expirer(parked.task, parked.last_failure))
 
     async def _settle(self, parked: _Parked, answer: Answer) -> None:
         try:
@@ -268,7 +272,7 @@ class TaskBoard:
             await asyncio.sleep(PULL_BLOCK_S)
             return []
         self._held.update((queue, entry_id) for entry_id, _ in raw)
-        return [(entry_id, _ENTRY.validate_json(payload)) for entry_id, payload in raw]
+        return [(entry_id, ENTRY.validate_json(payload)) for entry_id, payload in raw]
 
     async def _touch_forever(self) -> None:
         """Keep every entry this coordinator holds (running or parked) from going stale."""
@@ -280,6 +284,20 @@ class TaskBoard:
                     with contextlib.suppress(StoreUnavailable):
                         await self.queues.touch(queue, self.node_id, held)
                     honour_cancel()
+
+
+def _may_wait(answer: Answer) -> bool:
+    """Whether a replay's failure may change at the next chance: nobody took it, or its
+    instance declined it (503, 429) or failed with a 5xx answer. Not an answer stored for
+    the task (`replayed`: it is final, and would only be read again every second), an
+    unknown outcome, or a refusal the agent made final (another 4xx)."""
+    if answer.replayed or answer.status < 500:
+        return False
+    error = _error(answer)
+    if error.get("code") not in REPLAY_AGAIN or error.get("outcome_unknown") is True:
+        return False
+    agent_status = error.get("http_status")
+    return not isinstance(agent_status, int) or agent_status >= 500 or agent_status == 429
 
 
 def _error(answer: Answer) -> dict[str, Any]:

@@ -56,6 +56,14 @@ class DelegationCycle(ReachError):
     code = "delegation_cycle"
 
 
+class DelegationExpired(ReachError):
+    """The chain's deadline passed before the request could be delivered (it waited,
+    parked): it was not sent, and a token for it could not be valid any more."""
+
+    status = 504
+    code = "delegation_expired"
+
+
 class Mesh:
     """Tokens for deliveries, and the checks of delegated calls."""
 
@@ -257,6 +265,15 @@ def delegated_limits(
     """A delegated call's hop budget and deadline: never beyond what its token left."""
     left_ms = max(0, int((chain.expires_at - now) * 1000))
     return min(hops, chain.hop), left_ms if deadline_ms is None else min(deadline_ms, left_ms)
+
+
+def chain_expired(expired_at: float) -> DelegationExpired:
+    """The error of a delegated request that waited past its chain's deadline."""
+    return DelegationExpired(
+        "the delegation chain's deadline passed while the request waited (parked): it "
+        "was not delivered",
+        expired_at=expired_at,
+    )
 
 
 def _covers(rule: AccessRule, principal: Principal, capability: str) -> bool:

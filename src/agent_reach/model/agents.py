@@ -13,6 +13,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     field_validator,
     model_validator,
@@ -112,6 +113,9 @@ class SkillSpec(BaseModel):
     description: Annotated[str, StringConstraints(max_length=4000)] = ""
     examples: Annotated[list[Example], Field(max_length=2000)] = []
     input_schema: InputSchema = None
+    # This capability's own declarations (docs/delivery.md); None: as the agent declares.
+    safe: StrictBool | None = None
+    idempotent: StrictBool | None = None
 
 
 class AgentSpec(BaseModel):
@@ -158,7 +162,27 @@ class AgentSpec(BaseModel):
     negotiate: NegotiateSpec | None = None
     # "I execute a request id at most once; send it again if unsure" (docs/delivery.md):
     # only such an instance is sent a request whose earlier delivery's outcome is unknown.
-    idempotent: bool = False
+    # Strict: "yes" or 1 is refused (422 naming the field), never read as a promise.
+    idempotent: StrictBool = False
+    # "No side effects": may be re-sent after an unknown outcome, to any instance, and
+    # answered from memory (`degraded`) when no instance can answer (docs/delivery.md).
+    safe: StrictBool = False
+
+    def is_safe(self, capability: str) -> bool:
+        """Whether `capability` is declared safe here (its skill's word, else the agent's)."""
+        skill = self._skill_of(capability)
+        return self.safe if skill is None or skill.safe is None else skill.safe
+
+    def is_idempotent(self, capability: str) -> bool:
+        """Whether `capability` is declared idempotent here (its skill's word, else the
+        agent's)."""
+        skill = self._skill_of(capability)
+        return self.idempotent if skill is None or skill.idempotent is None else skill.idempotent
+
+    def _skill_of(self, capability: str) -> SkillSpec | None:
+        if not self.skills:  # most registrations: no generator per delivered answer
+            return None
+        return next((s for s in self.skills if s.capability == capability), None)
 
     @field_validator("capabilities")
     @classmethod
@@ -213,6 +237,13 @@ class InstanceStats(BaseModel):
     latency_ms_p90: float | None
 
 
+class SkillSemantics(BaseModel):
+    """What one capability of an instance declares: safe, idempotent, or neither."""
+
+    safe: bool
+    idempotent: bool
+
+
 class InstanceView(BaseModel):
     """An instance as `GET /v1/agents` shows it."""
 
@@ -222,6 +253,9 @@ class InstanceView(BaseModel):
     domain: str
     generic: bool
     idempotent: bool  # re-sent after an unknown outcome (docs/delivery.md)
+    safe: bool = False  # no side effects: re-sent, and answered from memory (docs/delivery.md)
+    # Each capability's declarations where a skill says otherwise than the agent.
+    semantics: dict[str, SkillSemantics] = {}
     weight: float
     timeout_class: str
     # None for a caller or agent key that does not own the instance (security/visibility.py)

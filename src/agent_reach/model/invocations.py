@@ -113,12 +113,22 @@ class InvokeResult:
     normalized: str = "json"
 
 
+class DisabledBy(BaseModel):
+    """An admin's kill switch on an instance: who pulled it, and when (wall seconds)."""
+
+    by: str | None
+    at: float | None
+
+
 class InstanceFailure(BaseModel):
     """An instance that could not take a suspended request: its health, and why."""
 
     agent_id: str
     status: HealthStatus
     last_error: str | None = Field(None, description="its latest failed delivery or probe")
+    disabled: DisabledBy | None = Field(
+        None, description="an admin disabled it (POST /v1/agents/{id}/disable): who, when"
+    )
 
 
 class TaskView(BaseModel):

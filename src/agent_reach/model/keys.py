@@ -100,5 +100,6 @@ ANONYMOUS = Principal("anonymous", "anonymous", "default", "admin")
 
 def owned_key(principal: Principal, request_id: str) -> str:
     """Where a caller's request id is kept: under its principal, so one caller can
-    neither replay nor poll another's requests by guessing or reusing an id."""
-    return request_id if principal == ANONYMOUS else f"{principal.name}/{request_id}"
+    neither replay nor poll another's requests by guessing or reusing an id (a delegated
+    call's, under its original caller's, with or without security)."""
+    return request_id if principal.on_its_own() == ANONYMOUS else f"{principal.name}/{request_id}"

@@ -20,7 +20,7 @@ from agent_reach.backends.protocols import (
 )
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownAgent
-from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
+from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView, SkillSemantics
 from agent_reach.model.quality import QualityView
 from agent_reach.registry.index import Instance, RegistryIndex
 
@@ -233,6 +233,14 @@ def view_of(instance: Instance, now: float) -> InstanceView:
         domain=spec.domain,
         generic=spec.generic,
         idempotent=spec.idempotent,
+        safe=spec.safe,
+        semantics={
+            s.capability: SkillSemantics(
+                safe=spec.is_safe(s.capability), idempotent=spec.is_idempotent(s.capability)
+            )
+            for s in spec.skills
+            if (s.safe, s.idempotent) != (None, None)
+        },
         weight=spec.weight,
         timeout_class=spec.timeout_class,
         transport=spec.transport,

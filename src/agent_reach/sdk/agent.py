@@ -275,6 +275,7 @@ class Agent:
         delegation: bool = False,
         negotiate: bool | dict[str, Any] = False,
         idempotent: bool = True,
+        safe: bool = False,
     ) -> None:
         """`skills` give capabilities their own description, examples and `input_schema`;
         `health_check`, when given, decides what `GET /health` answers (200 or 503);
@@ -299,7 +300,10 @@ class Agent:
         `idempotent` (declared by default, since a repeated `request_id` never runs a
         handler again while it is remembered) lets the coordinator re-send a request
         whose earlier delivery's outcome is unknown; pass False for a handler whose
-        failures may have acted (a failed run is forgotten and runs again)."""
+        failures may have acted (a failed run is forgotten and runs again). `safe`
+        declares the handlers free of side effects (a lookup, a quote): such a request
+        may be re-sent to any instance, and answered from an earlier answer (`degraded`)
+        when no instance can; a skill may declare either for its own capability."""
         self.id = id
         self.capabilities = list(capabilities)
         self.coordinator_url = coordinator_url
@@ -323,6 +327,7 @@ class Agent:
         self.delegation = delegation
         self.negotiate = negotiate
         self.idempotent = idempotent
+        self.safe = safe
         self._offer: OfferFn | None = None
         self.ssl_context = _serving_context(tls_cert, tls_key, tls_client_ca)
         self._coordinator_tls = coordinator_tls(coordinator_ca_file, client_cert, client_key)
@@ -410,6 +415,7 @@ class Agent:
             delegation=self.delegation,
             negotiate=self._negotiate_spec(),
             idempotent=self.idempotent,
+            safe=self.safe,
         )
 
     def _negotiate_spec(self) -> NegotiateSpec | None:

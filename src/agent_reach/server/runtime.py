@@ -167,7 +167,7 @@ async def open_runtime(
         liveness=liveness,
     )
     dead_letters = DeadLetters(backends.journal, clock, metrics)
-    answers = AnswerMemory(backends.answers, settings.answer_max_bytes)
+    answers = AnswerMemory(backends.answers, settings.answer_max_bytes, registry.index)
     contexts = await ContextService.open(backends.contexts, clock, settings)
     journal = RequestJournal(clock, node_id=node_id)
     similar = SimilarAnswers(policy, metrics)

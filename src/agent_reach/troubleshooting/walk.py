@@ -383,6 +383,11 @@ def _suspended(step: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         finding = "no instance could be tried, so it was suspended"
     else:  # neither the answer nor a trace here kept them
         finding = "suspended (its attempts are in its trace, not on this coordinator)"
+    off = [i for i in instances if isinstance(i.get("disabled"), dict)]
+    if off:  # nothing else will bring it back: an admin has to enable it
+        finding += "; " + ", ".join(
+            f"{i['agent_id']} is disabled (kill switch) by {i['disabled'].get('by')}" for i in off
+        )
     finding += ": replayed once an instance answers its probe"
     until, since = body.get("suspended_until"), body.get("created_at")
     if isinstance(until, int | float) and isinstance(since, int | float):

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agent_reach.adapters.a2a_cards import IDEMPOTENT_EXTENSION
+from agent_reach.adapters.a2a_cards import IDEMPOTENT_EXTENSION, SAFE_EXTENSION
 from agent_reach.testing.servers import ServerThread
 
 RPC_PATH = "/rpc"  # not the base URL: the card must be what tells where to send
@@ -114,7 +114,9 @@ def _v03_card(base: str) -> dict[str, Any]:
     }
 
 
-def start_travel_agent(version: str, *, idempotent: bool = False) -> tuple[ServerThread, Ledger]:
+def start_travel_agent(
+    version: str, *, idempotent: bool = False, safe: bool = False
+) -> tuple[ServerThread, Ledger]:
     """The agent on 127.0.0.1 (started); v1.0 serves its card at the new well-known path,
     v0.3 at the older `/.well-known/agent.json`, answering `message/send`; "rest" is v1.0
     whose card prefers HTTP+JSON (listed first, JSON-RPC second) and serves only that."""
@@ -143,7 +145,10 @@ def start_travel_agent(version: str, *, idempotent: bool = False) -> tuple[Serve
         ],
         capabilities=AgentCapabilities(
             streaming=False,
-            extensions=[AgentExtension(uri=IDEMPOTENT_EXTENSION)] if idempotent else [],
+            extensions=[
+                *([AgentExtension(uri=IDEMPOTENT_EXTENSION)] if idempotent else []),
+                *([AgentExtension(uri=SAFE_EXTENSION)] if safe else []),
+            ],
         ),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],

@@ -81,6 +81,7 @@ class A2ATransport:
             "capabilities": capabilities,
             "display_name": spec.display_name or card.name,
             "idempotent": spec.idempotent or card.idempotent,
+            "safe": spec.safe or card.safe,
             "description": spec.description or card.description,
             "skills": spec.skills or [s for tag, s in skills.items() if tag in capabilities],
             "transport": transport,

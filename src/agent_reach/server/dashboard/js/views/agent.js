@@ -54,6 +54,8 @@ function drawDetails(panel, a) {
     ["domain · class · weight", `${a.domain} · ${a.timeout_class} · ${a.weight}`],
     ["generic", a.generic ? "yes: catches what its capabilities' instances fail" : "no"],
     ["idempotent", a.idempotent ? "yes: re-sent when an earlier delivery's outcome is unknown" : "no: never re-sent after an unknown outcome"],
+    ["safe", a.safe ? "yes: no side effects; may be answered from memory (degraded)" : "no: never answered from memory"],
+    ...Object.entries(a.semantics || {}).map(([c, d]) => [`${c}`, `safe ${d.safe ? "yes" : "no"} · idempotent ${d.idempotent ? "yes" : "no"}`]),
     ["load", `${s.in_flight} in flight of ${s.capacity}`],
     ["success · calls", `${pct(s.success_rate)} of ${s.calls}`],
     ["latency p50 · p90", `${ms(s.latency_ms_p50)} · ${ms(s.latency_ms_p90)}`],
