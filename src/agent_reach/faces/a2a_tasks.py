@@ -106,8 +106,9 @@ def page(
     """(this page, next page token or "", total matching) of the newest-first `tasks`,
     filtered by `contextId`, `status` and `statusTimestampAfter`; `ValueError` for a
     parameter out of range or a token this face did not write."""
-    size = params.get("pageSize") or DEFAULT_PAGE_SIZE
-    if not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
+    size = params.get("pageSize")  # a given 0 is out of range, as the SDK's handler says
+    size = DEFAULT_PAGE_SIZE if size is None else size
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
         raise ValueError(f"pageSize must be 1 to {MAX_PAGE_SIZE}")
     context, state = params.get("contextId"), _state_filter(params.get("status"))
     after = _instant(params["statusTimestampAfter"]) if params.get("statusTimestampAfter") else None
