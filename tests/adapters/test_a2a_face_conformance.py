@@ -409,6 +409,33 @@ async def test_a_completed_task_takes_no_message_and_its_context_goes_on(
     assert list(chat.tasks[0].history[0].reference_task_ids) == [done.id]
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"raw": "dGNr", "mediaType": "application/x-unsupported-tck-type"},
+        {"url": "https://files.example/a.pdf", "mediaType": "application/pdf"},
+        {"kind": "file", "file": {"bytes": "dGNr", "mimeType": "image/png"}},  # v0.3
+        {"kind": "file", "file": "not an object"},
+    ],
+)
+def test_a_file_part_is_refused_as_a_content_type_not_supported(
+    http: httpx.Client, echo_agent: None, part: dict[str, Any]
+) -> None:
+    message = {
+        "messageId": secrets.token_hex(8),
+        "role": "ROLE_USER",
+        "parts": [{"text": "see attached"}, part],
+        "metadata": {"capability": "echo.say"},
+    }
+    refused = _rpc(http, "SendMessage", {"message": message})["error"]
+    assert refused["code"] == -32005, refused
+    assert refused["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    rest = http.post("/a2a/message:send", json={"message": message}, headers=V1)
+    assert rest.status_code == 400
+    assert rest.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    assert _rpc(http, "ListTasks", {})["result"]["tasks"] == []  # nothing was delivered
+
+
 def test_the_rest_binding_takes_and_answers_a2a_json(http: httpx.Client, echo_agent: None) -> None:
     a2a_json = {**V1, "content-type": "application/a2a+json"}
     message = {

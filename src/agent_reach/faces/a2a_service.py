@@ -51,6 +51,7 @@ from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.errors import ReachError, UnknownTask
 from agent_reach.faces import a2a_tasks as views
 from agent_reach.faces.a2a_errors import (
+    CONTENT_TYPE_NOT_SUPPORTED,
     INVALID_PARAMS,
     NOT_CANCELABLE,
     UNSUPPORTED,
@@ -152,6 +153,7 @@ class A2AFace:
         message = params.get("message")
         if not isinstance(message, dict):
             raise A2AError(INVALID_PARAMS, "params.message is required")
+        _check_parts(message.get("parts"))
         task_id = message.get("taskId")
         if task_id:
             task = await self.task(principal, str(task_id))  # -32001 when unknown
@@ -385,6 +387,21 @@ def _error_of(answer: Answer, document: Any) -> ReachError:
     exc.status = answer.status  # type: ignore[misc]
     exc.details = {k: v for k, v in error.items() if k not in ("code", "message")}
     return exc
+
+
+def _check_parts(parts: Any) -> None:
+    """-32005 for a part an agent behind the face cannot be given: a delivery carries
+    text and JSON, so a file (`raw`, `url`; v0.3 `file`) is refused, never dropped."""
+    for part in parts if isinstance(parts, list) else []:
+        if isinstance(part, dict) and ({"raw", "url", "file"} & part.keys()):
+            file = part.get("file")
+            inner = file.get("mimeType") if isinstance(file, dict) else None
+            media = part.get("mediaType") or inner or "file"
+            raise A2AError(
+                CONTENT_TYPE_NOT_SUPPORTED,
+                f"{media} parts are not accepted: send text or data parts",
+                {"mediaType": str(media), "accepted": ["text/plain", "application/json"]},
+            )
 
 
 def _wants_message(message: dict[str, Any]) -> bool:
