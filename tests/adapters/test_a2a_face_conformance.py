@@ -265,6 +265,30 @@ def test_cancel_answers_task_not_found_or_not_cancelable(
     assert gated.calls == 1
 
 
+def test_list_tasks_puts_the_most_recently_updated_first(
+    http: httpx.Client, gated: GatedAgent
+) -> None:
+    older = _async_send(http, "long-2")
+    wait_until(lambda: gated.calls == 1, "the task to reach the agent")
+    newer = _decline(http)
+    assert [t["id"] for t in _rpc(http, "ListTasks", {})["result"]["tasks"]] == [
+        newer["id"],
+        older["id"],
+    ]
+    gated.gate.set()
+    wait_until(
+        lambda: (
+            _rpc(http, "GetTask", {"id": older["id"]})["result"]["status"]["state"]
+            == "TASK_STATE_COMPLETED"
+        ),
+        "the older task to complete",
+    )
+    listed = _rpc(http, "ListTasks", {"pageSize": 1})["result"]
+    assert [t["id"] for t in listed["tasks"]] == [older["id"]]  # updated last: first
+    rest = _rpc(http, "ListTasks", {"pageSize": 1, "pageToken": listed["nextPageToken"]})
+    assert [t["id"] for t in rest["result"]["tasks"]] == [newer["id"]]
+
+
 def test_a_context_continues_and_a_known_task_takes_no_second_message(
     http: httpx.Client,
 ) -> None:

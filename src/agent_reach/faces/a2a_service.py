@@ -281,7 +281,7 @@ class A2AFace:
         return views.with_history(await self.task(principal, params.get("id")), length)
 
     async def list(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
-        """`ListTasks`: the caller's tasks, newest first, filtered and paged."""
+        """`ListTasks`: the caller's tasks, most recently updated first, filtered and paged."""
         length = params.get("historyLength")
         if length is not None and (not isinstance(length, int) or length < 0):
             raise A2AError(INVALID_PARAMS, "historyLength must be a whole number >= 0")
