@@ -169,6 +169,14 @@ def test_a_version_not_served_is_32009_on_json_rpc_and_400_on_rest(http: httpx.C
     assert rest.status_code == 400
     assert rest.json()["error"]["details"][0]["reason"] == "VERSION_NOT_SUPPORTED"
     assert _rpc(http, "GetTask", {"id": "x-1"})["error"]["code"] == -32001  # 1.0 is served
+    for patch in ("1.0.1", "1"):  # patch numbers are not negotiated
+        served = _rpc(http, "GetTask", {"id": "x-1"}, **{"A2A-Version": patch})
+        assert served["error"]["code"] == -32001, patch
+        assert http.get("/a2a/tasks/x-1", headers={"A2A-Version": patch}).status_code == 404
+    for other in ("1.1", "0.3", "2", "x"):
+        assert _rpc(http, "GetTask", {"id": "x-1"}, **{"A2A-Version": other})["error"]["code"] == (
+            -32009
+        ), other
 
 
 # -- declined messages, tasks, lists --------------------------------------------------------

@@ -32,6 +32,7 @@ from agent_reach.faces.a2a_errors import (
     error_of,
 )
 from agent_reach.faces.a2a_push import PushConfigs
+from agent_reach.faces.a2a_rpc import serves_v1
 from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
 from agent_reach.identity.certificates import PeerCertificate, peer_of
@@ -73,7 +74,7 @@ async def _principal(request: Request) -> Principal:
 async def _authenticated(
     runtime: Runtime, version: str | None, authorization: str | None, peer: PeerCertificate | None
 ) -> Principal:
-    if version not in (None, "", "1.0", "1"):
+    if not serves_v1(version):
         raise A2AError(
             VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not served on this binding: use 1.0"
         )

@@ -5,7 +5,7 @@ and body to send (or a stream to relay): no ASGI in it, so any edge can call it.
 envelope is checked as JSON-RPC 2.0 prescribes — unparseable JSON `-32700`; a batch, a
 wrong `jsonrpc`, a missing `method` or an id that is not a string, number or null
 `-32600`, with the request's id where it has a usable one. v1.0 calls take an
-`A2A-Version` header of 1.0 (or none); another version is `-32009`. An error's `data`
+`A2A-Version` header of 1.0, any patch (or none); another version is `-32009`. An error's `data`
 is a list of typed details (A2A v1.0.1: `[{"@type": ".../google.rpc.ErrorInfo", "reason",
 "domain", "metadata": <the error's data>}]`). v0.3 calls are answered in the v0.3 form
 (`kind`s, lower-case states, an error's data as the object itself).
@@ -66,6 +66,16 @@ V03_METHODS = {
     "tasks/resubscribe": "subscribe",
     "agent/getAuthenticatedExtendedCard": "extended_card",
 }
+
+
+def serves_v1(version: str | None) -> bool:
+    """A v1.0 call's `A2A-Version` is served: none, or 1.0 whatever its patch (`1`,
+    `1.0`, `1.0.1`; the spec: patch numbers are not negotiated)."""
+    if not version:
+        return True
+    major, _, rest = version.strip().partition(".")
+    minor = rest.partition(".")[0]
+    return major == "1" and minor in ("", "0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +159,7 @@ async def _dispatch(
     method, params = call["method"], call.get("params") or {}
     if method in V1_METHODS:
         version, action = "1.0", V1_METHODS[method]
-        if version_header not in (None, "", "1.0", "1"):
+        if not serves_v1(version_header):
             raise A2AError(
                 VERSION_NOT_SUPPORTED,
                 f"A2A version {version_header!r} is not served: use one of {SERVED_VERSIONS}",
