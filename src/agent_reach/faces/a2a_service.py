@@ -147,6 +147,7 @@ class A2AFace:
             "timestamp": views.timestamp(self.runtime.clock.wall()),
         }
         task = await self._keep(principal, task_id, context_id, "answered", message, status, done)
+        await self._watch(params, principal, task_id)  # its one state, pushed once
         return {"task": views.with_history(task, _history_length(params))}
 
     async def _message(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
