@@ -150,6 +150,8 @@ def _async_send(http: httpx.Client, message_id: str, **extra: Any) -> dict[str, 
         (b'{"jsonrpc": "2.0", "id": 4, "method": "NoSuchMethod"}', -32601, 4),
         (b'{"jsonrpc": "2.0", "id": 5, "method": "GetTask", "params": [1]}', -32602, 5),
         (b'{"jsonrpc": "2.0", "id": 6, "method": "GetTask", "params": {"id": "nope"}}', -32001, 6),
+        # the card declares no extended card: UnsupportedOperation (the spec's CORE-CAP-003)
+        (b'{"jsonrpc": "2.0", "id": 8, "method": "GetExtendedAgentCard"}', -32004, 8),
     ],
 )
 def test_each_json_rpc_violation_gets_its_code_and_the_request_id(

@@ -23,7 +23,6 @@ from agent_reach.faces.a2a_errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    NO_EXTENDED_CARD,
     PARSE_ERROR,
     UNSUPPORTED,
     VERSION_NOT_SUPPORTED,
@@ -194,7 +193,9 @@ async def _act(
     if action == "subscribe":
         raise A2AError(UNSUPPORTED, "re-subscribing to a task is not offered: poll GetTask")
     if action == "extended_card":
-        raise A2AError(NO_EXTENDED_CARD, "there is no extended card: the card is all")
+        raise A2AError(  # the card declares no extended card (the spec's CORE-CAP-003)
+            UNSUPPORTED, "GetExtendedAgentCard is not offered: the public card is all"
+        )
     configs = PushConfigs(face)
     if version == "0.3":
         params = _push_params_v03(action, params)
