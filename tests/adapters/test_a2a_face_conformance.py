@@ -465,7 +465,7 @@ def test_a_file_part_is_refused_as_a_content_type_not_supported(
     assert refused["code"] == -32005, refused
     assert refused["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
     rest = http.post("/a2a/message:send", json={"message": message}, headers=V1)
-    assert rest.status_code == 400
+    assert rest.status_code == 415  # the spec's mapping (section 5.4)
     assert rest.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
     assert _rpc(http, "ListTasks", {})["result"]["tasks"] == []  # nothing was delivered
 
