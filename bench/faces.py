@@ -9,6 +9,8 @@ server pinned to CPU 1, wrk to CPU 0. Each target is one POST that delivers `ech
 
   /v1/invoke             {"capability": "echo", "payload": ...}
   /a2a                   JSON-RPC SendMessage, `metadata.capability` echo, a data part
+                         (answered with a completed Task, kept for GetTask/ListTasks)
+  /a2a (a Message asked) the same with `metadata.reply: "message"`: no Task kept
   /a2a/message:send      the HTTP+JSON binding's SendMessage, the same message
   /mcp (2026-07-28)      tools/call `echo`, the per-request envelope (no session)
   /mcp (session)         tools/call `echo` in a 2025-11-25 session (Mcp-Session-Id)
@@ -58,6 +60,7 @@ from overhead import (
 GOAL_CPU_RATIO = 1.5  # issue 30: a face costs at most 1.5x /v1/invoke's CPU per request
 PAYLOAD = json.loads(BODY)["payload"]
 HANDSHAKE_VERSION, MODERN_VERSION = "2025-11-25", "2026-07-28"
+COMPLETED = b'"TASK_STATE_COMPLETED"'  # a send's answer: a completed Task
 COUNTER = "__N__"  # where the wrk script writes the request's number
 NUMBERED = """\
 local pre, post = %s, %s
@@ -100,7 +103,7 @@ class Face:
 
 
 def faces(key: str, session: str) -> list[Face]:
-    """The five targets, authenticated with the caller's `key`; `session` is the
+    """The six targets, authenticated with the caller's `key`; `session` is the
     2025-11-25 MCP session the session target calls in."""
     auth = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
     message = {
@@ -110,6 +113,8 @@ def faces(key: str, session: str) -> list[Face]:
         "metadata": {"capability": "echo"},
     }
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    asking = {**message, "metadata": {"capability": "echo", "reply": "message"}}
+    as_message = {**rpc, "params": {"message": asking}}  # no Task kept: no store write
     mcp_accept = {"Accept": "application/json, text/event-stream"}
     call = {"name": "echo", "arguments": {"payload": PAYLOAD}}
     modern_meta = {
@@ -120,13 +125,20 @@ def faces(key: str, session: str) -> list[Face]:
     modern = {**call, "_meta": modern_meta}
     return [
         Face("/v1/invoke", "/v1/invoke", auth, BODY, b'"ok"'),
-        Face("/a2a", "/a2a", {**auth, "A2A-Version": "1.0"}, _json(rpc), b'"message"'),
+        Face("/a2a", "/a2a", {**auth, "A2A-Version": "1.0"}, _json(rpc), COMPLETED),
+        Face(
+            "/a2a (a Message asked)",
+            "/a2a",
+            {**auth, "A2A-Version": "1.0"},
+            _json(as_message),
+            b'"message"',
+        ),
         Face(
             "/a2a/message:send",
             "/a2a/message:send",
             {**auth, "A2A-Version": "1.0"},
             _json({"message": message}),
-            b'"message"',
+            COMPLETED,
         ),
         Face(
             f"/mcp ({MODERN_VERSION})",

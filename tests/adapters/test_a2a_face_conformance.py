@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
@@ -45,6 +46,17 @@ def _rpc(http: httpx.Client, method: str, params: Any, call_id: Any = 1, **heade
     answer = http.post("/a2a", json=body, headers={**V1, **headers})
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+def _data(error: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC error's data as A2A v1.0.1 types it: one `google.rpc.ErrorInfo`."""
+    [info] = error["data"]
+    assert (info["@type"], info["domain"]) == (
+        "type.googleapis.com/google.rpc.ErrorInfo",
+        "a2a-protocol.org",
+    )
+    data: dict[str, Any] = info["metadata"]
+    return data
 
 
 def _decline(http: httpx.Client, context_id: str | None = None) -> dict[str, Any]:
@@ -138,6 +150,8 @@ def _async_send(http: httpx.Client, message_id: str, **extra: Any) -> dict[str, 
         (b'{"jsonrpc": "2.0", "id": 4, "method": "NoSuchMethod"}', -32601, 4),
         (b'{"jsonrpc": "2.0", "id": 5, "method": "GetTask", "params": [1]}', -32602, 5),
         (b'{"jsonrpc": "2.0", "id": 6, "method": "GetTask", "params": {"id": "nope"}}', -32001, 6),
+        # the card declares no extended card: UnsupportedOperation (the spec's CORE-CAP-003)
+        (b'{"jsonrpc": "2.0", "id": 8, "method": "GetExtendedAgentCard"}', -32004, 8),
     ],
 )
 def test_each_json_rpc_violation_gets_its_code_and_the_request_id(
@@ -157,6 +171,14 @@ def test_a_version_not_served_is_32009_on_json_rpc_and_400_on_rest(http: httpx.C
     assert rest.status_code == 400
     assert rest.json()["error"]["details"][0]["reason"] == "VERSION_NOT_SUPPORTED"
     assert _rpc(http, "GetTask", {"id": "x-1"})["error"]["code"] == -32001  # 1.0 is served
+    for patch in ("1.0.1", "1"):  # patch numbers are not negotiated
+        served = _rpc(http, "GetTask", {"id": "x-1"}, **{"A2A-Version": patch})
+        assert served["error"]["code"] == -32001, patch
+        assert http.get("/a2a/tasks/x-1", headers={"A2A-Version": patch}).status_code == 404
+    for other in ("1.1", "0.3", "2", "x"):
+        assert _rpc(http, "GetTask", {"id": "x-1"}, **{"A2A-Version": other})["error"]["code"] == (
+            -32009
+        ), other
 
 
 # -- declined messages, tasks, lists --------------------------------------------------------
@@ -220,7 +242,9 @@ def test_list_tasks_filters_and_pages_with_tokens_and_a_total(http: httpx.Client
     past, future = "2000-01-01T00:00:00Z", "2999-01-01T00:00:00+00:00"
     assert _rpc(http, "ListTasks", {"statusTimestampAfter": past})["result"]["totalSize"] == 5
     assert _rpc(http, "ListTasks", {"statusTimestampAfter": future})["result"]["totalSize"] == 0
-    assert _rpc(http, "ListTasks", {"pageSize": 101})["error"]["code"] == -32602
+    for size in (0, -1, 101, "ten"):
+        assert _rpc(http, "ListTasks", {"pageSize": size})["error"]["code"] == -32602, size
+        assert http.get("/a2a/tasks", params={"pageSize": size}).status_code == 400, size
     assert _rpc(http, "ListTasks", {"pageToken": "not-ours"})["error"]["code"] == -32602
 
 
@@ -233,7 +257,8 @@ def test_cancel_answers_task_not_found_or_not_cancelable(
     wait_until(lambda: gated.calls == 1, "the task to reach the agent")
     working = _rpc(http, "CancelTask", {"id": task["id"]})
     assert working["error"]["code"] == -32002
-    assert working["error"]["data"]["state"] == "TASK_STATE_WORKING"
+    assert working["error"]["data"][0]["reason"] == "TASK_NOT_CANCELABLE"
+    assert _data(working["error"])["state"] == "TASK_STATE_WORKING"
     gated.gate.set()
     wait_until(
         lambda: (
@@ -243,11 +268,35 @@ def test_cancel_answers_task_not_found_or_not_cancelable(
         "the task to complete",
     )
     ended = _rpc(http, "CancelTask", {"id": task["id"]})
-    assert (ended["error"]["code"], ended["error"]["data"]["state"]) == (
+    assert (ended["error"]["code"], _data(ended["error"])["state"]) == (
         -32002,
         "TASK_STATE_COMPLETED",
     )
     assert gated.calls == 1
+
+
+def test_list_tasks_puts_the_most_recently_updated_first(
+    http: httpx.Client, gated: GatedAgent
+) -> None:
+    older = _async_send(http, "long-2")
+    wait_until(lambda: gated.calls == 1, "the task to reach the agent")
+    newer = _decline(http)
+    assert [t["id"] for t in _rpc(http, "ListTasks", {})["result"]["tasks"]] == [
+        newer["id"],
+        older["id"],
+    ]
+    gated.gate.set()
+    wait_until(
+        lambda: (
+            _rpc(http, "GetTask", {"id": older["id"]})["result"]["status"]["state"]
+            == "TASK_STATE_COMPLETED"
+        ),
+        "the older task to complete",
+    )
+    listed = _rpc(http, "ListTasks", {"pageSize": 1})["result"]
+    assert [t["id"] for t in listed["tasks"]] == [older["id"]]  # updated last: first
+    rest = _rpc(http, "ListTasks", {"pageSize": 1, "pageToken": listed["nextPageToken"]})
+    assert [t["id"] for t in rest["result"]["tasks"]] == [newer["id"]]
 
 
 def test_a_context_continues_and_a_known_task_takes_no_second_message(
@@ -266,7 +315,7 @@ def test_a_context_continues_and_a_known_task_takes_no_second_message(
     }
     refused = _rpc(http, "SendMessage", {"message": follow})
     assert refused["error"]["code"] == -32004
-    assert refused["error"]["data"]["state"] == "TASK_STATE_REJECTED"
+    assert _data(refused["error"])["state"] == "TASK_STATE_REJECTED"
     unknown = _rpc(http, "SendMessage", {"message": {**follow, "taskId": "never-made"}})
     assert unknown["error"]["code"] == -32001
     assert "history" not in _rpc(http, "GetTask", {"id": first["id"], "historyLength": 0})["result"]
@@ -278,11 +327,14 @@ def test_a_context_continues_and_a_known_task_takes_no_second_message(
 def test_the_card_is_public_at_each_path_and_names_both_bindings(
     http: httpx.Client, coordinator: str
 ) -> None:
-    cards = [
-        http.get(p).json()
-        for p in ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a")
-    ]
-    assert cards[0] == cards[1] == cards[2]
+    paths = (
+        "/.well-known/agent-card.json",
+        "/.well-known/agent.json",
+        "/a2a",
+        "/a2a/.well-known/agent-card.json",  # where a client given the endpoint looks
+    )
+    cards = [http.get(p).json() for p in paths]
+    assert cards[0] == cards[1] == cards[2] == cards[3]
     bindings = {
         (i["protocolBinding"], i["protocolVersion"]) for i in cards[0]["supportedInterfaces"]
     }
@@ -343,7 +395,9 @@ async def test_the_official_client_sends_gets_lists_and_cancels(
             SendMessageRequest(message=_message("hi", capability="echo.say"))
         )
     ]
-    assert get_text_parts(replies[0].message.parts) == ["echo: hi"]
+    answered = replies[-1].task
+    assert answered.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_text_parts(answered.artifacts[0].parts) == ["echo: hi"]
     declined = _message("hi", capability="no.such.skill")
     events = [e async for e in sdk_client.send_message(SendMessageRequest(message=declined))]
     task = events[0].task
@@ -353,16 +407,94 @@ async def test_the_official_client_sends_gets_lists_and_cancels(
     assert read.status.state == TaskState.TASK_STATE_REJECTED
     assert len(read.history) == 1
     listed = await sdk_client.list_tasks(ListTasksRequest(page_size=10))
-    assert [t.id for t in listed.tasks] == [task.id]
-    assert listed.total_size == 1
-    with pytest.raises(TaskNotCancelableError):
+    assert [t.id for t in listed.tasks] == [task.id, answered.id]  # newest first
+    assert listed.total_size == 2
+    done = await sdk_client.get_task(GetTaskRequest(id=answered.id))
+    assert get_text_parts(done.artifacts[0].parts) == ["echo: hi"]
+    with pytest.raises(TaskNotCancelableError) as refused:
         await sdk_client.cancel_task(CancelTaskRequest(id=task.id))
+    assert refused.value.data["state"] == "TASK_STATE_REJECTED"  # read from the ErrorInfo
     with pytest.raises(TaskNotFoundError):
         await sdk_client.get_task(GetTaskRequest(id="never-made"))
     follow = _message("more")
     follow.task_id = task.id
     with pytest.raises(UnsupportedOperationError):
         [e async for e in sdk_client.send_message(SendMessageRequest(message=follow))]
+
+
+async def test_a_completed_task_takes_no_message_and_its_context_goes_on(
+    sdk_client: Any, echo_agent: None
+) -> None:
+    first = _message("hi", capability="echo.say")
+    first.context_id = "chat-1"
+    done = [e async for e in sdk_client.send_message(SendMessageRequest(message=first))][-1].task
+    assert (done.status.state, done.context_id) == (TaskState.TASK_STATE_COMPLETED, "chat-1")
+    again = _message("and again", capability="echo.say")
+    again.task_id = done.id
+    with pytest.raises(UnsupportedOperationError) as refused:  # the spec's CORE-SEND-002
+        [e async for e in sdk_client.send_message(SendMessageRequest(message=again))]
+    assert refused.value.data["state"] == "TASK_STATE_COMPLETED"
+    follow = _message("and again", capability="echo.say")
+    follow.context_id = done.context_id
+    follow.reference_task_ids.append(done.id)
+    [e async for e in sdk_client.send_message(SendMessageRequest(message=follow))]
+    chat = await sdk_client.list_tasks(ListTasksRequest(context_id="chat-1", history_length=1))
+    assert len(chat.tasks) == 2 and chat.tasks[1].id == done.id
+    assert list(chat.tasks[0].history[0].reference_task_ids) == [done.id]
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"raw": "dGNr", "mediaType": "application/x-unsupported-tck-type"},
+        {"url": "https://files.example/a.pdf", "mediaType": "application/pdf"},
+        {"kind": "file", "file": {"bytes": "dGNr", "mimeType": "image/png"}},  # v0.3
+        {"kind": "file", "file": "not an object"},
+    ],
+)
+def test_a_file_part_is_refused_as_a_content_type_not_supported(
+    http: httpx.Client, echo_agent: None, part: dict[str, Any]
+) -> None:
+    message = {
+        "messageId": secrets.token_hex(8),
+        "role": "ROLE_USER",
+        "parts": [{"text": "see attached"}, part],
+        "metadata": {"capability": "echo.say"},
+    }
+    refused = _rpc(http, "SendMessage", {"message": message})["error"]
+    assert refused["code"] == -32005, refused
+    assert refused["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    rest = http.post("/a2a/message:send", json={"message": message}, headers=V1)
+    assert rest.status_code == 415  # the spec's mapping (section 5.4)
+    assert rest.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+    assert _rpc(http, "ListTasks", {})["result"]["tasks"] == []  # nothing was delivered
+
+
+def test_the_rest_binding_takes_and_answers_a2a_json(http: httpx.Client, echo_agent: None) -> None:
+    a2a_json = {**V1, "content-type": "application/a2a+json"}
+    message = {
+        "messageId": "rest-a2a-json",
+        "role": "ROLE_USER",
+        "parts": [{"text": "typed"}],
+        "metadata": {"capability": "echo.say"},
+    }
+    sent = http.post(
+        "/a2a/message:send", content=orjson.dumps({"message": message}), headers=a2a_json
+    )
+    assert sent.status_code == 200, sent.text
+    assert sent.headers["content-type"] == "application/a2a+json"
+    task = sent.json()["task"]
+    assert task["artifacts"][0]["parts"][0] == {"text": "echo: typed"}
+    read = http.get(f"/a2a/tasks/{task['id']}", headers={**V1, "accept": "application/a2a+json"})
+    assert read.headers["content-type"] == "application/a2a+json"
+    assert read.json()["status"]["state"] == "TASK_STATE_COMPLETED"
+    missing = http.get("/a2a/tasks/never-made", headers=V1)
+    assert (missing.status_code, missing.headers["content-type"]) == (404, "application/a2a+json")
+    [info] = missing.json()["error"]["details"]
+    assert (info["@type"], info["reason"]) == (
+        "type.googleapis.com/google.rpc.ErrorInfo",
+        "TASK_NOT_FOUND",
+    )
 
 
 async def test_the_official_client_streams(sdk_client: Any, echo_agent: None) -> None:
@@ -373,8 +505,9 @@ async def test_the_official_client_streams(sdk_client: Any, echo_agent: None) ->
         )
     ]
     assert events  # the client asks for a stream when the card offers it
-    texts = [t for e in events if e.HasField("message") for t in get_text_parts(e.message.parts)]
-    assert texts == ["echo: streamed"]
+    tasks = [e.task for e in events if e.HasField("task")]
+    assert [t.status.state for t in tasks] == [TaskState.TASK_STATE_COMPLETED]
+    assert get_text_parts(tasks[0].artifacts[0].parts) == ["echo: streamed"]
 
 
 def test_with_keys_on_the_card_is_public_everywhere_and_the_rest_binding_asks_for_a_key() -> None:

@@ -97,8 +97,10 @@ def gated(http: httpx.Client) -> Iterator[GatedAgent]:
             agent.gate.set()
 
 
-def _send(http: httpx.Client, message_id: str, hook: str | None = None) -> dict[str, Any]:
-    configuration: dict[str, Any] = {"returnImmediately": True}
+def _send(
+    http: httpx.Client, message_id: str, hook: str | None = None, *, wait: bool = False
+) -> dict[str, Any]:
+    configuration: dict[str, Any] = {"returnImmediately": not wait}
     if hook:
         configuration["taskPushNotificationConfig"] = {"url": hook, "token": TOKEN}
     body = {
@@ -143,6 +145,20 @@ def test_each_state_of_a_task_is_pushed_once_with_the_clients_token(
         assert all(n == 1 for n in counts.values()), counts
     assert {token for _, _, token in webhook.pushes} == {TOKEN}
     assert gated.calls == 3
+
+
+def test_a_config_given_with_a_blocking_send_gets_the_completed_task_once(
+    http: httpx.Client, gated: GatedAgent
+) -> None:
+    gated.gate.set()
+    webhook = Webhook()
+    with _serve(webhook) as hook:
+        task = _send(http, "push-blocking", f"{hook.url}/hook", wait=True)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        wait_until(lambda: webhook.states(task["id"])["TASK_STATE_COMPLETED"], "the push")
+        later = _send(http, "push-blocking-2", f"{hook.url}/hook", wait=True)
+        wait_until(lambda: webhook.states(later["id"])["TASK_STATE_COMPLETED"], "a later push")
+    assert webhook.states(task["id"]) == Counter({"TASK_STATE_COMPLETED": 1})
 
 
 def test_a_refused_push_is_retried_and_delivered_once(

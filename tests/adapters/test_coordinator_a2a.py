@@ -12,7 +12,14 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
-from a2a.types import GetTaskRequest, Message, Role, SendMessageRequest, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
 from a2a.utils.errors import InvalidParamsError, InvalidRequestError
 from google.protobuf.json_format import MessageToDict
 from pydantic import SecretStr
@@ -87,24 +94,39 @@ def test_card_lists_live_capabilities_as_skills(
     assert "is the blue phone in stock" in card["skills"][0]["examples"]
 
 
-async def test_skill_named_in_metadata_and_text_routing_both_answer_messages(
+async def test_skill_named_in_metadata_and_text_routing_both_answer_completed_tasks(
     stock_agent: FakeAgent, a2a: Any
 ) -> None:
-    directed = await _send(a2a, _message(None, {"sku": "P-1"}, capability="inventory.check"))
-    assert directed.HasField("message")
-    assert get_text_parts(directed.message.parts) == ["有货: 3 in Shanghai"]
-    assert get_data_parts(directed.message.parts) == [{"text": "有货: 3 in Shanghai", "qty": 3.0}]
-    routed = await _send(a2a, _message("is the blue phone in stock?"))
-    assert routed.message.metadata["agent_id"] == "stock-1"
+    sent = _message(None, {"sku": "P-1"}, capability="inventory.check")
+    directed = (await _send(a2a, sent)).task
+    assert (directed.id, directed.status.state) == (sent.message_id, TaskState.TASK_STATE_COMPLETED)
+    answer = directed.artifacts[0].parts
+    assert get_text_parts(answer) == ["有货: 3 in Shanghai"]
+    assert get_data_parts(answer) == [{"text": "有货: 3 in Shanghai", "qty": 3.0}]
+    routed = (await _send(a2a, _message("is the blue phone in stock?"))).task
+    assert routed.metadata["agent_id"] == "stock-1"
     assert [r.body["payload"] for r in stock_agent.received] == [{"sku": "P-1"}, None]
     assert stock_agent.received[1].body["text"] == "is the blue phone in stock?"
+    read = await a2a.get_task(GetTaskRequest(id=directed.id))
+    assert MessageToDict(read.artifacts[0]) == MessageToDict(directed.artifacts[0])
+    listed = await a2a.list_tasks(ListTasksRequest(include_artifacts=True))
+    assert {t.id for t in listed.tasks} == {directed.id, routed.id}
+
+
+async def test_a_client_that_asks_for_a_message_gets_one_and_no_task_is_listed(
+    stock_agent: FakeAgent, a2a: Any
+) -> None:
+    replied = await _send(a2a, _message("is the blue phone in stock?", reply="message"))
+    assert get_text_parts(replied.message.parts) == ["有货: 3 in Shanghai"]
+    assert replied.message.metadata["agent_id"] == "stock-1"
+    assert list((await a2a.list_tasks(ListTasksRequest())).tasks) == []
 
 
 async def test_a_resent_message_id_runs_once(stock_agent: FakeAgent, a2a: Any) -> None:
     message = _message("is the blue phone in stock?")
     first = await _send(a2a, message)
     again = await _send(a2a, message)
-    assert MessageToDict(first.message)["parts"] == MessageToDict(again.message)["parts"]
+    assert MessageToDict(first.task.artifacts[0]) == MessageToDict(again.task.artifacts[0])
     assert len(stock_agent.received) == 1
 
 
@@ -168,9 +190,17 @@ def test_v03_message_send_is_answered_in_the_v03_form(
             }
         },
     }
-    answer = http.post("/a2a", json=body).json()
-    assert answer["result"]["kind"] == "message"
-    assert answer["result"]["parts"][0] == {"kind": "text", "text": "有货: 3 in Shanghai"}
+    answer = http.post("/a2a", json=body).json()["result"]
+    assert (answer["kind"], answer["status"]["state"]) == ("task", "completed")
+    parts = answer["artifacts"][0]["parts"]
+    assert parts[0] == {"kind": "text", "text": "有货: 3 in Shanghai"}
+    body["params"]["message"] = {
+        **body["params"]["message"],
+        "messageId": "old-2",
+        "metadata": {"reply": "message"},
+    }
+    replied = http.post("/a2a", json=body).json()["result"]
+    assert (replied["kind"], replied["parts"][0]) == ("message", parts[0])
 
 
 async def _post_a2a(url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
@@ -225,7 +255,7 @@ async def test_keys_and_access_rules_apply(tmp_path: Path) -> None:
                 },
             )
             assert anonymous.status_code == 401
-            assert anonymous.json()["error"]["data"]["code"] == "unauthorized"
+            assert anonymous.json()["error"]["data"][0]["metadata"]["code"] == "unauthorized"
         async with httpx.AsyncClient(headers=bearer, timeout=10) as http:
             client = await create_client(
                 url,
@@ -234,8 +264,8 @@ async def test_keys_and_access_rules_apply(tmp_path: Path) -> None:
             )
             sent = _message(None, {"a": 1}, capability="inventory.check")
             ok = await _send(client, sent)
-            assert ok.message.metadata["agent_id"] == "inventory-check"
-            # its record reads back as a Task for its sender only
+            assert ok.task.metadata["agent_id"] == "inventory-check"
+            # its Task reads back for its sender only
             mine = await client.get_task(GetTaskRequest(id=sent.message_id))
             assert mine.status.state == TaskState.TASK_STATE_COMPLETED
             get = {

@@ -29,6 +29,17 @@ async def test_tasks_are_listed_newest_first_up_to_the_limit_and_per_owner(
     assert await store.get_task(OTHER, "t2") is None
 
 
+async def test_only_the_newest_thousand_tasks_of_an_owner_are_listed(backends: Backends) -> None:
+    store = backends.a2a
+    made = 1000 + 150  # past the cap and past the memory index's trimming slack
+    for n in range(made):
+        await store.put_task(OWNER, f"t{n}", f"doc{n}".encode(), float(n), LONG_S)
+
+    listed = await store.list_tasks(OWNER, 5000)
+    assert listed == [f"doc{n}".encode() for n in range(made - 1, made - 1001, -1)]
+    assert await store.list_tasks(OWNER, 3) == [b"doc1149", b"doc1148", b"doc1147"]
+
+
 async def test_a_replaced_task_keeps_its_place_and_takes_the_new_document(
     backends: Backends,
 ) -> None:

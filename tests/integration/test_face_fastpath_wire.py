@@ -238,7 +238,10 @@ def test_a2a_json_rpc_answers_agree(sides: tuple[Side, Side]) -> None:
     fast, full = sides
     v1 = {"a2a-version": "1.0"}
     sent = _same(fast, full, "/a2a", _rpc("SendMessage", {"message": _message()}), v1)
-    assert b'"message"' in sent.body and b"pong" in sent.body
+    assert b"TASK_STATE_COMPLETED" in sent.body and b"pong" in sent.body
+    asks = _message(None, metadata={"capability": "echo.say", "reply": "message"})
+    replied = _same(fast, full, "/a2a", _rpc("SendMessage", {"message": asks}), v1)
+    assert b'"message"' in replied.body and b"pong" in replied.body
     v03 = {**_message(), "role": "user", "kind": "message"}
     assert _same(fast, full, "/a2a", _rpc("message/send", {"message": v03}), {}).status == 200
     for auth in (None, "Bearer nope"):
@@ -284,11 +287,11 @@ def test_a2a_json_rpc_answers_agree(sides: tuple[Side, Side]) -> None:
     assert b'"error"' in failed.body
     streamed = _same(fast, full, "/a2a", _rpc("SendStreamingMessage", {"message": _message()}), v1)
     assert streamed.headers["content-type"].startswith("text/event-stream")
-    # one execution per delivered message, on each side: 3 echoes, 1 broken attempt
-    assert _counts(fast) == _counts(full) == (3, 1)
+    # one execution per delivered message, on each side: 4 echoes, 1 broken attempt
+    assert _counts(fast) == _counts(full) == (4, 1)
     # the fast side answered all but the foreign Origin and the stream (and the session's
     # three opening requests); the other has no fast path
-    assert fast.taken() == (12, 5) and full.edge.faces is None
+    assert fast.taken() == (13, 5) and full.edge.faces is None
 
 
 def test_a2a_rest_send_answers_agree(sides: tuple[Side, Side]) -> None:

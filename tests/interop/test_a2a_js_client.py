@@ -69,13 +69,14 @@ def test_the_javascript_sdk_client_sends_reads_lists_cancels_and_streams(
     )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
-    assert out["reply"] == ["echo: hi"]
+    assert out["reply"] == {"state": "TASK_STATE_COMPLETED", "texts": ["echo: hi"]}
+    assert out["asked"] == ["echo: hi"]  # a Message, as the message's metadata asked
     assert out["declined"]["state"] == "TASK_STATE_REJECTED"
     assert "no registered agent offers the capability" in out["declined"]["why"][0]
     assert out["read"] == {"state": "TASK_STATE_REJECTED", "history": 1}
-    assert out["listed"]["ids"] == [out["listed"]["mine"]]
-    assert out["listed"]["totalSize"] == 1
+    assert out["listed"]["ids"] == out["listed"]["mine"]  # newest first
+    assert out["listed"]["totalSize"] == 2
     assert out["cancel"]["error"].endswith("TaskNotCancelableError"), out["cancel"]
     assert out["unknown"]["error"].endswith("TaskNotFoundError"), out["unknown"]
     assert out["streamedText"] == ["echo: streamed"]
-    assert echo_agent == ["hi", "streamed"]
+    assert echo_agent == ["hi", "hi", "streamed"]

@@ -1,5 +1,6 @@
-"""`GET /.well-known/agent-card.json` (and the v0.2 `/.well-known/agent.json`, and `GET /a2a`,
-the URL the card names): the coordinator as an A2A v1.0 agent.
+"""`GET /.well-known/agent-card.json` (and the v0.2 `/.well-known/agent.json`, `GET /a2a`,
+the URL the card names, and `/a2a/.well-known/agent-card.json`, where a client given that
+URL looks): the coordinator as an A2A v1.0 agent.
 
 It offers the JSON-RPC binding (v1.0, and v0.3 method names at the same URL) and the
 HTTP+JSON binding (`/a2a/message:send`, ...), streaming and push notifications. Skills are
@@ -16,8 +17,10 @@ from agent_reach.faces.catalog import LiveCapability
 
 A2A_VERSION = "1.0"
 CARD_PATH = "/.well-known/agent-card.json"
-CARD_PATHS = (CARD_PATH, "/.well-known/agent.json")  # v1.0 / v0.3, then v0.2
 RPC_PATH = "/a2a"
+# v1.0 / v0.3, v0.2, and under the endpoint the card names: clients given `<base>/a2a`
+# look for the card there
+CARD_PATHS = (CARD_PATH, "/.well-known/agent.json", RPC_PATH + CARD_PATH)
 
 
 def agent_card(

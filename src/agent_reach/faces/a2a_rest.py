@@ -7,7 +7,9 @@ call the same operations as the JSON-RPC binding (`a2a_service.py`). Errors are
 <HTTP status>, "status", "message", "details": [{"@type": ".../google.rpc.ErrorInfo",
 "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org", "metadata"}]}}`, so a client
 maps each back to its A2A error. An `A2A-Version` other than 1.0 is 400
-`VERSION_NOT_SUPPORTED`.
+`VERSION_NOT_SUPPORTED`. Bodies are read whatever their JSON media type
+(`application/json`, or v1.0.1's `application/a2a+json`) and answered as
+`application/a2a+json`, which any JSON client reads.
 """
 
 from __future__ import annotations
@@ -20,8 +22,17 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response, StreamingResponse
 
 from agent_reach.errors import ReachError
-from agent_reach.faces.a2a_errors import INVALID_PARAMS, VERSION_NOT_SUPPORTED, A2AError, error_of
+from agent_reach.faces.a2a_errors import (
+    INTERNAL,
+    INVALID_PARAMS,
+    REASONS,
+    VERSION_NOT_SUPPORTED,
+    A2AError,
+    error_info,
+    error_of,
+)
 from agent_reach.faces.a2a_push import PushConfigs
+from agent_reach.faces.a2a_rpc import serves_v1
 from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
 from agent_reach.identity.certificates import PeerCertificate, peer_of
@@ -30,42 +41,25 @@ from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.runtime import Runtime, runtime_of
 
 router = APIRouter(tags=["a2a"])
-# JSON-RPC code -> (HTTP status, google.rpc status, A2A reason): the A2A spec's table
-REASONS = {
-    -32001: (404, "NOT_FOUND", "TASK_NOT_FOUND"),
-    -32002: (400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
-    -32003: (400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"),
-    -32004: (400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"),
-    -32007: (400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
-    -32009: (400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
-    -32700: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
-    -32600: (400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
-    -32601: (404, "NOT_FOUND", "METHOD_NOT_FOUND"),
-    -32602: (400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
-    -32603: (500, "INTERNAL", "INTERNAL_ERROR"),
-}
+MEDIA_TYPE = "application/a2a+json"  # A2A v1.0.1, HTTP+JSON binding
 _STATUS_NAMES = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
 _INT_QUERY = ("pageSize", "historyLength")
 
 
 def status_body(exc: A2AError) -> Response:
     """An A2A error as a `google.rpc.Status` response."""
-    status, name, reason = REASONS.get(exc.code, REASONS[-32603])
+    status, name, _ = REASONS.get(exc.code, REASONS[INTERNAL])
     if exc.http_status is not None:
         status, name = exc.http_status, _STATUS_NAMES.get(exc.http_status, name)
     elif exc.data and exc.data.get("code") == "forbidden":
         status, name = 403, _STATUS_NAMES[403]
-    info: dict[str, Any] = {
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": reason,
-        "domain": "a2a-protocol.org",
+    data = exc.data or {}
+    metadata = {  # google.rpc.ErrorInfo's metadata is a map of strings
+        k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in data.items()
     }
-    if exc.data:
-        info["metadata"] = {
-            k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in exc.data.items()
-        }
+    info = error_info(exc, metadata)
     body = {"error": {"code": status, "status": name, "message": exc.message, "details": [info]}}
-    return Response(orjson.dumps(body), status, media_type="application/json")
+    return Response(orjson.dumps(body), status, media_type=MEDIA_TYPE)
 
 
 async def _principal(request: Request) -> Principal:
@@ -80,7 +74,7 @@ async def _principal(request: Request) -> Principal:
 async def _authenticated(
     runtime: Runtime, version: str | None, authorization: str | None, peer: PeerCertificate | None
 ) -> Principal:
-    if version not in (None, "", "1.0", "1"):
+    if not serves_v1(version):
         raise A2AError(
             VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not served on this binding: use 1.0"
         )
@@ -118,7 +112,7 @@ def _query(request: Request) -> dict[str, Any]:
 
 
 def _json(value: Any) -> Response:
-    return Response(orjson.dumps(value), media_type="application/json")
+    return Response(orjson.dumps(value), media_type=MEDIA_TYPE)
 
 
 @router.post("/a2a/message:send")
@@ -133,7 +127,7 @@ async def send(request: Request) -> Response:
         peer_of(request.scope),
         headers.get("traceparent"),
     )
-    return Response(body, status, media_type="application/json")
+    return Response(body, status, media_type=MEDIA_TYPE)
 
 
 async def send_answer(

@@ -5,8 +5,10 @@ and body to send (or a stream to relay): no ASGI in it, so any edge can call it.
 envelope is checked as JSON-RPC 2.0 prescribes — unparseable JSON `-32700`; a batch, a
 wrong `jsonrpc`, a missing `method` or an id that is not a string, number or null
 `-32600`, with the request's id where it has a usable one. v1.0 calls take an
-`A2A-Version` header of 1.0 (or none); another version is `-32009`. v0.3 calls are
-answered in the v0.3 form (`kind`s, lower-case states).
+`A2A-Version` header of 1.0, any patch (or none); another version is `-32009`. An error's `data`
+is a list of typed details (A2A v1.0.1: `[{"@type": ".../google.rpc.ErrorInfo", "reason",
+"domain", "metadata": <the error's data>}]`). v0.3 calls are answered in the v0.3 form
+(`kind`s, lower-case states, an error's data as the object itself).
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from agent_reach.faces.a2a_errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    NO_EXTENDED_CARD,
     PARSE_ERROR,
     UNSUPPORTED,
     VERSION_NOT_SUPPORTED,
     A2AError,
+    error_info,
 )
 from agent_reach.faces.a2a_push import PushConfigs
 from agent_reach.faces.a2a_service import A2AFace
@@ -65,6 +67,16 @@ V03_METHODS = {
 }
 
 
+def serves_v1(version: str | None) -> bool:
+    """A v1.0 call's `A2A-Version` is served: none, or 1.0 whatever its patch (`1`,
+    `1.0`, `1.0.1`; the spec: patch numbers are not negotiated)."""
+    if not version:
+        return True
+    major, _, rest = version.strip().partition(".")
+    minor = rest.partition(".")[0]
+    return major == "1" and minor in ("", "0")
+
+
 @dataclass(frozen=True, slots=True)
 class RpcAnswer:
     """What to send back: a JSON body, or (`stream`) an event stream for call `call_id`."""
@@ -75,10 +87,16 @@ class RpcAnswer:
     call_id: Any = None
 
 
-def error_answer(exc: A2AError, call_id: Any) -> RpcAnswer:
+def error_answer(exc: A2AError, call_id: Any, version: str = "1.0") -> RpcAnswer:
+    """The JSON-RPC error response; its `data` a list of typed details (A2A v1.0.1: one
+    `google.rpc.ErrorInfo` whose metadata is the error's data), or for a v0.3 method the
+    data object itself, as v0.3 had it."""
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    if exc.data is not None:
-        error["data"] = exc.data
+    if version == "0.3":
+        if exc.data is not None:
+            error["data"] = exc.data
+    else:
+        error["data"] = [error_info(exc)]
     body = orjson.dumps({"jsonrpc": "2.0", "id": call_id, "error": error})
     return RpcAnswer(exc.http_status or 200, body, call_id=call_id)
 
@@ -92,12 +110,14 @@ async def answer_rpc(
 ) -> RpcAnswer:
     """The answer to one JSON-RPC request body for an authenticated principal."""
     call_id: Any = None
+    version = "1.0"
     try:
         call = _envelope(body)
         call_id = call.get("id")
+        version = "0.3" if call["method"] in V03_METHODS else "1.0"
         result = await _dispatch(A2AFace(runtime), call, principal, trace, version_header)
     except A2AError as exc:
-        return error_answer(exc, call_id if call_id is not None else exc.call_id)
+        return error_answer(exc, call_id if call_id is not None else exc.call_id, version)
     if isinstance(result, StreamedReply):
         return RpcAnswer(stream=result, call_id=call_id)
     return RpcAnswer(body=orjson.dumps({"jsonrpc": "2.0", "id": call_id, "result": result}))
@@ -138,7 +158,7 @@ async def _dispatch(
     method, params = call["method"], call.get("params") or {}
     if method in V1_METHODS:
         version, action = "1.0", V1_METHODS[method]
-        if version_header not in (None, "", "1.0", "1"):
+        if not serves_v1(version_header):
             raise A2AError(
                 VERSION_NOT_SUPPORTED,
                 f"A2A version {version_header!r} is not served: use one of {SERVED_VERSIONS}",
@@ -173,7 +193,9 @@ async def _act(
     if action == "subscribe":
         raise A2AError(UNSUPPORTED, "re-subscribing to a task is not offered: poll GetTask")
     if action == "extended_card":
-        raise A2AError(NO_EXTENDED_CARD, "there is no extended card: the card is all")
+        raise A2AError(  # the card declares no extended card (the spec's CORE-CAP-003)
+            UNSUPPORTED, "GetExtendedAgentCard is not offered: the public card is all"
+        )
     configs = PushConfigs(face)
     if version == "0.3":
         params = _push_params_v03(action, params)

@@ -4,18 +4,23 @@ and the authenticated principal and returns the v1.0 result, or raises `A2AError
 A message is one invocation: `metadata.capability` names the skill (client-directed),
 otherwise its text is routed. Text parts are the text, the first data part the payload,
 and a `messageId` that is a valid request id is the request_id (a re-sent message is
-answered from the idempotency store, never run twice). A synchronous answer is a
-Message. An asynchronous or suspended one is a Task (`board`), a streamed reply too
-(`stream`, its id the request id), and a message no registered capability fits
-(`no_match`, `ambiguous`, `no_capability`) is a Task in `TASK_STATE_REJECTED` whose status
-message says why, with the route's candidates. Those Tasks are kept in the `A2AStore`
-for `GetTask`, `ListTasks`, `CancelTask` and push configs; a synchronous message's id
-also reads back as a Task (from its idempotency record), but is not listed.
+answered from the idempotency store, never run twice). A synchronous answer is a Task in
+`TASK_STATE_COMPLETED` (`answered`: the record is the whole task) whose artifact is the
+agent's answer, its id the request id; a client that asks for a Message (message
+metadata `{"reply": "message"}`) gets the answer as one, and nothing is kept. An
+asynchronous or suspended answer is a Task (`board`), a streamed reply too (`stream`,
+its id the request id), and a message no registered capability fits (`no_match`,
+`ambiguous`, `no_capability`) is a Task in `TASK_STATE_REJECTED` whose status message
+says why, with the route's candidates. Those Tasks are kept in the `A2AStore` for
+`GetTask`, `ListTasks`, `CancelTask` and push configs; a Message's id also reads back as
+a Task (from its idempotency record), but is not listed.
 
 A Task never takes a second message: every delivery runs once, to its end, so a message
-naming a known `taskId` is refused (`-32004`, the task's state in the message), and no
-Task is cancelable (`-32002`): a delivery the coordinator accepted is never abandoned
-half-way. A `contextId` is kept: the next message in the same context lists with it.
+naming a known `taskId` is refused (`-32004`, the task's state in the message; the spec's
+CORE-SEND-002 for a task that ended), and no Task is cancelable (`-32002`): a delivery
+the coordinator accepted is never abandoned half-way. A `contextId` is kept: a follow-up
+is a new message in the task's context (`referenceTaskIds` may name the task), and lists
+with it.
 
 Why hand-written, not the a2a-sdk's `DefaultRequestHandler` and task store (issue 34):
 the face must cost at most 1.5x `/v1/invoke`'s CPU per message send. Measured with
@@ -24,12 +29,13 @@ SDK's own server answering a fixed Message with no delivery at all costs 2.03 ms
 request; the coordinator's `/v1/invoke` with a full delivery 0.48 ms, this face's `/a2a`
 1.03 ms. A face on the SDK handler would start at 4.2x `/v1/invoke` before routing
 anything (its protobuf conversions, event queue and task-store round trips per send), so
-the goal is out of its reach; here a synchronous send is one invocation and no store
-write. With the edge's fast path (`server/fastfaces/a2a.py`) a send costs 1.13-1.47x
-`/v1/invoke`'s CPU (`bench/faces.py`, wrk, the same agent). The SDK stays the reference
-we test against (its Python and JavaScript clients, its server as the agent behind the
-`a2a` transport). Entry points for an edge without
-ASGI: `a2a_rpc.answer_rpc(runtime, body, principal, trace, version)` and `A2AFace`.
+the goal is out of its reach; here a synchronous send is one invocation and one store
+write (its Task; none when the client asks for a Message). With the edge's fast path
+(`server/fastfaces/a2a.py`) a send cost 1.13-1.47x `/v1/invoke`'s CPU (`bench/faces.py`,
+wrk, the same agent), measured when a send kept no Task. The SDK stays the reference we
+test against (its Python and JavaScript clients, its server as the agent behind the
+`a2a` transport). Entry points for an edge without ASGI:
+`a2a_rpc.answer_rpc(runtime, body, principal, trace, version)` and `A2AFace`.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.errors import ReachError, UnknownTask
 from agent_reach.faces import a2a_tasks as views
 from agent_reach.faces.a2a_errors import (
+    CONTENT_TYPE_NOT_SUPPORTED,
     INVALID_PARAMS,
     NOT_CANCELABLE,
     UNSUPPORTED,
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
     from agent_reach.server.runtime import Runtime
 
 REJECTING = frozenset({"no_match", "ambiguous", "no_capability"})  # "no skill fits": declined
+LIVE_KINDS = frozenset({"board", "stream"})  # records whose state is read elsewhere
 MAX_CANDIDATES = 5  # of the route, named in a rejection
 _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 
@@ -125,12 +133,28 @@ class A2AFace:
             return {"task": views.with_history({**task, "status": status}, None)}
         if answer.status >= 300:
             return await self._refusal(params, principal, request, message, answer, document)
-        return {"message": _reply(document, context_id)}
+        if _wants_message(message):
+            return {"message": _reply(document, context_id)}
+        task_id = str(document.get("request_id") or request.request_id or uuid.uuid4().hex)
+        done = {
+            "artifacts": [
+                {"artifactId": f"{task_id}-result", "parts": views.parts(document.get("result"))}
+            ],
+            "metadata": _answer_ids(document),
+        }
+        status = {
+            "state": views.STATES.get(str(document.get("status")), "TASK_STATE_COMPLETED"),
+            "timestamp": views.timestamp(self.runtime.clock.wall()),
+        }
+        task = await self._keep(principal, task_id, context_id, "answered", message, status, done)
+        await self._watch(params, principal, task_id)  # its one state, pushed once
+        return {"task": views.with_history(task, _history_length(params))}
 
     async def _message(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
         message = params.get("message")
         if not isinstance(message, dict):
             raise A2AError(INVALID_PARAMS, "params.message is required")
+        _check_parts(message.get("parts"))
         task_id = message.get("taskId")
         if task_id:
             task = await self.task(principal, str(task_id))  # -32001 when unknown
@@ -184,8 +208,10 @@ class A2AFace:
         kind: str,
         message: dict[str, Any],
         status: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Record a new face task; its history is the message (with the task's ids)."""
+        """Record a new face task (with `extra` fields: artifacts, metadata); its history
+        is the message (with the task's ids)."""
         now = self.runtime.clock.wall()
         context = context_id or task_id
         record: dict[str, Any] = {
@@ -196,6 +222,7 @@ class A2AFace:
             "history": [{**message, "taskId": task_id, "contextId": context}],
             "status": status
             or {"state": "TASK_STATE_SUBMITTED", "timestamp": views.timestamp(now)},
+            **(extra or {}),
         }
         try:
             await self.runtime.backends.a2a.put_task(
@@ -255,7 +282,7 @@ class A2AFace:
         return views.with_history(await self.task(principal, params.get("id")), length)
 
     async def list(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
-        """`ListTasks`: the caller's tasks, newest first, filtered and paged."""
+        """`ListTasks`: the caller's tasks, most recently updated first, filtered and paged."""
         length = params.get("historyLength")
         if length is not None and (not isinstance(length, int) or length < 0):
             raise A2AError(INVALID_PARAMS, "historyLength must be a whole number >= 0")
@@ -269,7 +296,7 @@ class A2AFace:
             try:
                 tasks.append(
                     await self.task(principal, record["id"])
-                    if record["kind"] != "rejected"
+                    if record["kind"] in LIVE_KINDS
                     else record
                 )
             except A2AError:
@@ -363,11 +390,40 @@ def _error_of(answer: Answer, document: Any) -> ReachError:
     return exc
 
 
+def _check_parts(parts: Any) -> None:
+    """-32005 for a part an agent behind the face cannot be given: a delivery carries
+    text and JSON, so a file (`raw`, `url`; v0.3 `file`) is refused, never dropped."""
+    for part in parts if isinstance(parts, list) else []:
+        if isinstance(part, dict) and ({"raw", "url", "file"} & part.keys()):
+            file = part.get("file")
+            inner = file.get("mimeType") if isinstance(file, dict) else None
+            media = part.get("mediaType") or inner or "file"
+            raise A2AError(
+                CONTENT_TYPE_NOT_SUPPORTED,
+                f"{media} parts are not accepted: send text or data parts",
+                {"mediaType": str(media), "accepted": ["text/plain", "application/json"]},
+            )
+
+
+def _wants_message(message: dict[str, Any]) -> bool:
+    """The client asked for the answer as a Message, not a Task (`metadata.reply`): the
+    A2A spec lets an agent answer either way and gives a client no field to choose."""
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("reply") == "message"
+
+
+def _history_length(params: dict[str, Any]) -> int | None:
+    """`configuration.historyLength` (the messages of history in the answer), when valid."""
+    configuration = params.get("configuration")
+    length = configuration.get("historyLength") if isinstance(configuration, dict) else None
+    return length if isinstance(length, int) and not isinstance(length, bool) else None
+
+
+def _answer_ids(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: document.get(key) for key in ("request_id", "trace_id", "agent_id", "status")}
+
+
 def _reply(document: dict[str, Any], context_id: str | None) -> dict[str, Any]:
     return views.agent_message(
-        views.parts(document.get("result")),
-        context_id,
-        metadata={
-            key: document.get(key) for key in ("request_id", "trace_id", "agent_id", "status")
-        },
+        views.parts(document.get("result")), context_id, metadata=_answer_ids(document)
     )

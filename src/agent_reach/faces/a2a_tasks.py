@@ -103,11 +103,14 @@ def with_history(task: dict[str, Any], history_length: int | None) -> dict[str, 
 def page(
     tasks: list[dict[str, Any]], params: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], str, int]:
-    """(this page, next page token or "", total matching) of the newest-first `tasks`,
-    filtered by `contextId`, `status` and `statusTimestampAfter`; `ValueError` for a
-    parameter out of range or a token this face did not write."""
-    size = params.get("pageSize") or DEFAULT_PAGE_SIZE
-    if not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
+    """(this page, next page token or "", total matching) of `tasks`, most recently
+    updated first, filtered by `contextId`, `status` and `statusTimestampAfter`;
+    `ValueError` for a parameter out of range or a token this face did not write. A token
+    is the last task's place, so it holds when that task changes or goes (a task updated
+    during the listing may move above it, as in the a2a-sdk's own store)."""
+    size = params.get("pageSize")  # a given 0 is out of range, as the SDK's handler says
+    size = DEFAULT_PAGE_SIZE if size is None else size
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_PAGE_SIZE:
         raise ValueError(f"pageSize must be 1 to {MAX_PAGE_SIZE}")
     context, state = params.get("contextId"), _state_filter(params.get("status"))
     after = _instant(params["statusTimestampAfter"]) if params.get("statusTimestampAfter") else None
@@ -151,7 +154,10 @@ def _state_filter(value: Any) -> str | None:
 
 
 def _cursor(task: dict[str, Any]) -> tuple[float, str]:
-    return float(task.get("createdAt", 0.0)), str(task["id"])
+    """Where a task sorts: by its status timestamp (the spec's ListTasks order, most
+    recently updated first; its creation when it has none), then by id."""
+    stamp = task["status"].get("timestamp")
+    return (_instant(stamp) if stamp else float(task.get("createdAt", 0.0))), str(task["id"])
 
 
 def _token(task: dict[str, Any]) -> str:

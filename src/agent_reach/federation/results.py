@@ -1,14 +1,18 @@
 """A `tools/call` result as the caller's result (or as the tool's own failure).
 
-`structuredContent` is the result as it is; without it, the text content is
-`{"text": ...}` (every text item, joined by newlines) and any other content (images,
-resources) comes along as `content`. `isError: true` is the tool saying it failed: a
-final agent error (502 `mcp_tool_error`) carrying what it said, never retried.
+`structuredContent` is the result as it is. Without it, a tool whose whole content is one
+text item holding a JSON object gives that object (the official Python SDK's FastMCP 1.x,
+and any tool declared without structured output, returns a dict that way); otherwise the
+text content is `{"text": ...}` (every text item, joined by newlines) and any other
+content (images, resources) comes along as `content`. `isError: true` is the tool saying
+it failed: a final agent error (502 `mcp_tool_error`) carrying what it said, never retried.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from agent_reach.errors import AgentFailed
 from agent_reach.invoke.transports.protocol import Shaped
@@ -34,4 +38,19 @@ def result_of(result: dict[str, Any]) -> Shaped:
         raise failure
     if structured is not None:
         return Shaped(structured, "json")
+    if len(content) == 1 and len(texts) == 1:
+        document = _json_object(str(texts[0]))
+        if document is not None:
+            return Shaped(document, "json")
     return Shaped(said, "text")
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object `text` holds whole, or None (a list, a number, prose)."""
+    if not text.lstrip().startswith("{"):  # most prose is out at the first character
+        return None
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return document if isinstance(document, dict) else None

@@ -29,9 +29,10 @@ class McpServer(ChildProcess):
     """One MCP server process; `url` is its streamable HTTP endpoint. The first start
     binds port 0 and reads the port from the server's first line; a restart keeps it."""
 
-    def __init__(self, kind: str, ledger: Path) -> None:
+    def __init__(self, kind: str, ledger: Path, script: str = "mcp_tools_server.py") -> None:
         super().__init__()
         self.kind = kind
+        self.script = script  # the Python server's (a peer in this folder)
         self.ledger = ledger
         self.log = ledger.with_name(f"{ledger.stem}-{kind}-server.log")
         self.port = 0
@@ -42,7 +43,7 @@ class McpServer(ChildProcess):
 
     def start(self) -> McpServer:
         if self.kind == "python":
-            command = [sys.executable, str(HERE / "mcp_tools_server.py")]
+            command = [sys.executable, str(HERE / self.script)]
             cwd = HERE
         else:
             node = shutil.which("node")

@@ -39,19 +39,21 @@ async function attempt(call) {
 
 const out = {};
 const reply = await client.sendMessage({ message: message("hi", "echo.say") });
-out.reply = texts(reply.parts);
+out.reply = { state: state(reply), texts: texts(reply.artifacts?.[0]?.parts) };
+const asked = await client.sendMessage({ message: message("hi", undefined, { metadata: { capability: "echo.say", reply: "message" } }) });
+out.asked = texts(asked.parts);
 const declined = await client.sendMessage({ message: message("hi", "no.such.skill") });
 out.declined = { state: state(declined), why: texts(declined.status.message?.parts) };
 const read = await client.getTask({ id: declined.id, historyLength: 1 });
 out.read = { state: state(read), history: read.history.length };
 const listed = await client.listTasks({ pageSize: 10 });
-out.listed = { ids: listed.tasks.map((t) => t.id), totalSize: listed.totalSize, mine: declined.id };
+out.listed = { ids: listed.tasks.map((t) => t.id), totalSize: listed.totalSize, mine: [declined.id, reply.id] };
 out.cancel = await attempt(() => client.cancelTask({ id: declined.id }));
 out.unknown = await attempt(() => client.getTask({ id: "never-made" }));
 out.streamed = [];
 for await (const event of client.sendMessageStream({ message: message("streamed", "echo.say") })) {
   const payload = event.payload ?? event;
   out.streamed.push(payload.$case ?? Object.keys(event).join(","));
-  if (payload.$case === "message") out.streamedText = texts(payload.value.parts);
+  if (payload.$case === "task") out.streamedText = texts(payload.value.artifacts?.[0]?.parts);
 }
 console.log(JSON.stringify(out));

@@ -10,10 +10,16 @@ import orjson
 
 from agent_reach.errors import ReachError
 from agent_reach.faces.a2a_errors import error_of
-from agent_reach.faces.a2a_rest import send_answer
+from agent_reach.faces.a2a_rest import MEDIA_TYPE, send_answer
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.fastfaces.wire import FaceAnswer, Request, given, json_answer
+from agent_reach.server.fastfaces.wire import (
+    FaceAnswer,
+    RawHeaders,
+    Request,
+    given,
+    json_answer,
+)
 
 if TYPE_CHECKING:
     from agent_reach.server.runtime import Runtime
@@ -31,7 +37,12 @@ async def a2a_send(runtime: Runtime, request: Request, body: bytes) -> FaceAnswe
         request.peer,
         request.traceparent,
     )
-    return json_answer(status, answer)
+    return FaceAnswer(status, _rest_headers(answer), answer)
+
+
+def _rest_headers(body: bytes) -> RawHeaders:
+    """Starlette's for the binding's `Response`: its length, then its type."""
+    return [(b"content-length", b"%d" % len(body)), (b"content-type", MEDIA_TYPE.encode())]
 
 
 async def a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer | None:
