@@ -1,6 +1,7 @@
 // The dashboard shell: hash routes to views, polls the active view, shows the connection.
 import { ApiError, getJSON, setKey } from "./api.js";
 import { h } from "./dom.js";
+import { redrawWhenFontsArrive } from "./fonts.js";
 import * as agent from "./views/agent.js";
 import * as decisions from "./views/decisions.js";
 import * as policy from "./views/policy.js";
@@ -139,5 +140,6 @@ document.addEventListener("visibilitychange", () => {
     tick(generation);
   }
 });
+redrawWhenFontsArrive();
 takeKeyFromHash();
 show();
