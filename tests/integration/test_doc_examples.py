@@ -10,6 +10,8 @@ its language. A shell block (`bash`, `sh`, `console`, `shell`) or a Python block
   (`127.0.0.1:8500`, `localhost:8500`; only the port changes), with `AR_ADMIN_KEY`,
   `AR_API_KEY` (the same admin key) and `AR_COORDINATOR_URL` set and agents serving the
   capabilities the examples name;
+- a file of an example: its first line names it (`# examples/mesh/cs_bot.py: ...`), it
+  is that file as it is, and `test_examples.py` runs the example;
 - illustrative: its first line is `# illustrative: <why it cannot run as it stands>`,
   and it is not run.
 
@@ -43,6 +45,7 @@ PYTHON = {"python"}
 KNOWN = SHELL | PYTHON | {"json", "yaml", "toml", "http", "text"}
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 ILLUSTRATIVE = re.compile(r"# illustrative: \S")
+EXAMPLE_FILE = re.compile(r"# (examples/[\w./-]+):")
 ADMIN_KEY = "doc-examples-admin-key-0123456789"
 BLOCK_TIMEOUT_S = 60.0  # a hang guard; each example takes well under a second
 # The capabilities the examples call, with what their agent answers.
@@ -84,6 +87,13 @@ class Block:
         return self.language in SHELL | PYTHON
 
     @property
+    def example_file(self) -> Path | None:
+        """The file of `examples/` the block shows, when its first line names one."""
+        first = self.code.splitlines()[0] if self.code else ""
+        named = EXAMPLE_FILE.match(first)
+        return None if named is None else REPOSITORY / named.group(1)
+
+    @property
     def illustrative(self) -> bool:
         first = self.code.splitlines()[0] if self.code else ""
         return ILLUSTRATIVE.match(first) is not None
@@ -113,7 +123,11 @@ def in_the_tour(block: Block) -> bool:
 
 def examples() -> list[Block]:
     """The blocks this module runs."""
-    return [b for b in blocks() if b.runnable and not b.illustrative and not in_the_tour(b)]
+    return [
+        b
+        for b in blocks()
+        if b.runnable and not b.illustrative and not in_the_tour(b) and b.example_file is None
+    ]
 
 
 def test_every_block_names_a_known_language() -> None:
@@ -125,14 +139,24 @@ def test_every_command_block_is_run_by_a_test_or_marked_illustrative() -> None:
     runnable = [b for b in blocks() if b.runnable]
     tour = [b for b in runnable if in_the_tour(b)]
     marked = [b for b in runnable if b.illustrative]
+    files = [b for b in runnable if b.example_file is not None]
     run_here = examples()
 
     assert len(tour) == 7  # the tour's four shell and three Python blocks
     assert not [b.name for b in tour if b.illustrative], "the tour runs every block"
-    assert sorted(b.name for b in tour + marked + run_here) == sorted(b.name for b in runnable)
+    assert len(files) >= 4  # the mesh's worked example (test_examples.py runs it)
+    assert sorted(b.name for b in tour + marked + files + run_here) == sorted(
+        b.name for b in runnable
+    )
     assert len(run_here) >= 4 and len(marked) >= 4
     half_marked = [b.name for b in runnable if "illustrative" in b.code and not b.illustrative]
     assert half_marked == [], "the marker is the first line: '# illustrative: <why>'"
+
+
+def test_a_block_showing_an_example_file_is_that_file_as_it_is() -> None:
+    shown = [b for b in blocks() if b.example_file is not None]
+    differ = [b.name for b in shown if b.example_file.read_text("utf-8") != b.code]  # type: ignore[union-attr]
+    assert shown and differ == [], "copy the file into the block again (or the block into it)"
 
 
 def _matching_current(url: str, auth: dict[str, str]) -> bool:
