@@ -12,6 +12,8 @@ its language. A shell block (`bash`, `sh`, `console`, `shell`) or a Python block
   capabilities the examples name;
 - a file of an example: its first line names it (`# examples/mesh/cs_bot.py: ...`), it
   is that file as it is, and `test_examples.py` runs the example;
+- run by another test, which its first line names (`# run by tests/security/
+  test_tls_docs.py: <what it needs>`): one that needs a setting of its own;
 - illustrative: its first line is `# illustrative: <why it cannot run as it stands>`,
   and it is not run.
 
@@ -46,6 +48,7 @@ KNOWN = SHELL | PYTHON | {"json", "yaml", "toml", "http", "text"}
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 ILLUSTRATIVE = re.compile(r"# illustrative: \S")
 EXAMPLE_FILE = re.compile(r"# (examples/[\w./-]+):")
+RUN_ELSEWHERE = re.compile(r"# run by (tests/[\w/-]+\.py): \S")
 ADMIN_KEY = "doc-examples-admin-key-0123456789"
 BLOCK_TIMEOUT_S = 60.0  # a hang guard; each example takes well under a second
 # The capabilities the examples call, with what their agent answers.
@@ -94,6 +97,13 @@ class Block:
         return None if named is None else REPOSITORY / named.group(1)
 
     @property
+    def runner(self) -> Path | None:
+        """The test that runs the block, when its first line names one."""
+        first = self.code.splitlines()[0] if self.code else ""
+        named = RUN_ELSEWHERE.match(first)
+        return None if named is None else REPOSITORY / named.group(1)
+
+    @property
     def illustrative(self) -> bool:
         first = self.code.splitlines()[0] if self.code else ""
         return ILLUSTRATIVE.match(first) is not None
@@ -126,7 +136,11 @@ def examples() -> list[Block]:
     return [
         b
         for b in blocks()
-        if b.runnable and not b.illustrative and not in_the_tour(b) and b.example_file is None
+        if b.runnable
+        and not b.illustrative
+        and not in_the_tour(b)
+        and b.example_file is None
+        and b.runner is None
     ]
 
 
@@ -140,14 +154,17 @@ def test_every_command_block_is_run_by_a_test_or_marked_illustrative() -> None:
     tour = [b for b in runnable if in_the_tour(b)]
     marked = [b for b in runnable if b.illustrative]
     files = [b for b in runnable if b.example_file is not None]
+    elsewhere = [b for b in runnable if b.runner is not None]
     run_here = examples()
 
     assert len(tour) == 7  # the tour's four shell and three Python blocks
     assert not [b.name for b in tour if b.illustrative], "the tour runs every block"
     assert len(files) >= 4  # the mesh's worked example (test_examples.py runs it)
-    assert sorted(b.name for b in tour + marked + files + run_here) == sorted(
+    assert sorted(b.name for b in tour + marked + files + elsewhere + run_here) == sorted(
         b.name for b in runnable
     )
+    runners = [b for b in elsewhere if b.path.name not in b.runner.read_text("utf-8")]  # type: ignore[union-attr]
+    assert runners == [], "the test a block names reads that block's document"
     assert len(run_here) >= 4 and len(marked) >= 4
     half_marked = [b.name for b in runnable if "illustrative" in b.code and not b.illustrative]
     assert half_marked == [], "the marker is the first line: '# illustrative: <why>'"
