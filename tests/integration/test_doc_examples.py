@@ -186,7 +186,7 @@ def _matching_current(url: str, auth: dict[str, str]) -> bool:
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A secured coordinator and the examples' agents; the environment a reader has."""
-    settings = Settings(decision_log="off", admin_key=SecretStr(ADMIN_KEY))
+    settings = Settings(decision_log="off", auth="on", admin_key=SecretStr(ADMIN_KEY))
     servers = [
         ServerThread(FakeAgent(name=name, answer=answer)) for name, (_, answer) in AGENTS.items()
     ]
