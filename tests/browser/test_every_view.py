@@ -147,6 +147,7 @@ def test_the_routed_text_is_shown_in_the_request_decision_and_trace_views(
 
     _open(page, coordinator, f"trace/{traffic['trace']}", "#timeline .span-route")
     expect(page.locator("#timeline .span-route")).to_contain_text(TEXT)
+    screenshot("trace-text")
 
 
 def test_a_request_routed_by_capability_shows_no_text(page: Page, coordinator: str, http) -> None:
