@@ -20,13 +20,7 @@ from agent_reach.backends.protocols import (
 )
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownAgent
-from agent_reach.model.agents import (
-    AgentCard,
-    AgentSpec,
-    InstanceStats,
-    InstanceView,
-    SkillCard,
-)
+from agent_reach.model.agents import AgentSpec, InstanceStats, InstanceView
 from agent_reach.model.quality import QualityView
 from agent_reach.registry.index import Instance, RegistryIndex
 
@@ -259,33 +253,4 @@ def view_of(instance: Instance, now: float) -> InstanceView:
             latency_ms_p50=window.latency_ms(0.5),
             latency_ms_p90=window.latency_ms(0.9),
         ),
-    )
-
-
-SKILL_SEMANTICS = ("safe", "idempotent")  # declared per skill, shown when a skill declares them
-
-
-def card_of(spec: AgentSpec, visible: list[str]) -> AgentCard:
-    """The instance's routing text, only of the `visible` capabilities."""
-    skills = [
-        SkillCard(
-            capability=skill.capability,
-            description=skill.description,
-            examples=skill.examples,
-            **{
-                name: value
-                for name in SKILL_SEMANTICS
-                if (value := getattr(skill, name, None)) is not None
-            },
-        )
-        for skill in spec.skills
-        if skill.capability in visible
-    ]
-    complete = set(spec.capabilities) <= set(visible)
-    return AgentCard(
-        id=spec.id,
-        description=spec.description if complete else "",
-        examples=spec.examples if complete else [],
-        skills=skills,
-        complete=complete,
     )

@@ -26,7 +26,7 @@ from agent_reach.model.agents import (
     InstanceView,
 )
 from agent_reach.model.keys import Principal
-from agent_reach.registry.service import card_of
+from agent_reach.registry.cards import card_of
 from agent_reach.security.visibility import visible_view
 from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response

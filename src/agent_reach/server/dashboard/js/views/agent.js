@@ -61,7 +61,7 @@ function drawDetails(panel, a) {
     ["endpoint", h("code", {}, a.transport.endpoint)],
     ["domain · class · weight", `${a.domain} · ${a.timeout_class} · ${a.weight}`],
     ["generic", a.generic ? "yes: catches what its capabilities' instances fail" : "no"],
-    ...semantics(a),
+    ["idempotent", a.idempotent ? "yes: re-sent when an earlier delivery's outcome is unknown" : "no: never re-sent after an unknown outcome"],
     ["load", `${s.in_flight} in flight of ${s.capacity}`],
     ["success · calls", `${pct(s.success_rate)} of ${s.calls}`],
     ["latency p50 · p90", `${ms(s.latency_ms_p50)} · ${ms(s.latency_ms_p90)}`],
@@ -71,15 +71,10 @@ function drawDetails(panel, a) {
   panel.replaceChildren(h("dl", { class: "kv" }, pairs.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
 }
 
-// What it declared about repeating a request (docs/delivery.md); `safe` when the API gives it.
-const SAID = {
-  safe: ["yes: no side effects, so re-sent after an unknown outcome and answered from memory", "no"],
-  idempotent: ["yes: re-sent when an earlier delivery's outcome is unknown", "no: never re-sent after an unknown outcome"],
-};
-
-function semantics(declared) {
-  return Object.keys(SAID).filter((name) => declared[name] !== undefined)
-    .map((name) => [name, SAID[name][declared[name] ? 0 : 1]]);
+// What a skill declares about repeating a request (docs/delivery.md), when it declares it.
+function semantics(skill) {
+  return ["safe", "idempotent"].filter((name) => skill[name] !== undefined && skill[name] !== null)
+    .map((name) => `${name}: ${skill[name] ? "yes" : "no"}`);
 }
 
 function examples(list) {
@@ -97,7 +92,7 @@ function drawCard(panel, c) {
       h("td", { class: "mono" }, s.capability),
       h("td", {}, s.description || h("span", { class: "muted" }, "–")),
       h("td", {}, examples(s.examples)),
-      h("td", {}, semantics(s).map(([name, said]) => h("div", {}, `${name}: ${said.split(":")[0]}`))))),
+      h("td", {}, semantics(s).map((said) => h("div", {}, said))))),
     { id: "agent-skills" }) : h("p", { class: "hint" }, "No skill of its own: every capability is matched on the description and examples above.");
   panel.replaceChildren(h("dl", { class: "kv" }, pairs.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])), skills);
 }
