@@ -11,8 +11,6 @@ bash scripts/ensure-redis.sh
 # worked example is run as written).
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
-# Chinese capability names in the dashboard's browser tests: boxes without a CJK font
-fc-list 2>/dev/null | grep -qi cjk || missing+=(fonts-noto-cjk)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v java >/dev/null || missing+=(default-jdk-headless)

@@ -1,20 +1,18 @@
 """Headless Chromium (Debian's `chromium` package) driven by Playwright, against a real coordinator.
 
 Playwright never downloads a browser here: it launches `/usr/bin/chromium`, which
-`scripts/test.sh` installs with apt-get when it is missing, as it installs a CJK font
-(`fonts-noto-cjk`) when none is there.
+`scripts/test.sh` installs with apt-get when it is missing. No CJK font is needed: the
+dashboard serves its own (test_cjk_font.py).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
 from agent_reach.config import Settings
 from agent_reach.testing.fake_agent import FakeAgent
@@ -47,28 +45,32 @@ suspend_s = 30
 StartAgent = Callable[..., tuple[FakeAgent, ServerThread]]
 
 
-def has_cjk_font() -> bool:
-    """A font with Chinese glyphs is installed (fontconfig, which Chromium asks)."""
-    fc_list = shutil.which("fc-list")
-    if fc_list is None:
-        return False
-    found = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True)
-    return bool(found.stdout.strip())
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/test.sh or apt-get install -y chromium")
+    with sync_playwright() as driver:
+        yield driver
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/test.sh or apt-get install -y chromium")
-    if not has_cjk_font():
-        pytest.fail(
-            "no CJK font: Chinese names would be drawn as boxes in the screenshots; "
-            "run scripts/test.sh or apt-get install -y fonts-noto-cjk"
+def launch_chromium(playwright: Playwright) -> Callable[..., Browser]:
+    """`launch_chromium(env=...)`: Debian's Chromium, headless; `env` replaces its
+    environment (fontconfig's, say). The caller closes it."""
+
+    def launch(env: dict[str, str] | None = None) -> Browser:
+        return playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, env=env
         )
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+
+    return launch
+
+
+@pytest.fixture(scope="session")
+def browser(launch_chromium: Callable[..., Browser]) -> Iterator[Browser]:
+    browser = launch_chromium()
+    yield browser
+    browser.close()
 
 
 OPEN_CONTEXT = pytest.StashKey[BrowserContext]()
@@ -156,11 +158,17 @@ def start_agent(http: httpx.Client) -> Iterator[StartAgent]:
 
 
 @pytest.fixture
-def screenshot(page: Page) -> Callable[[str], None]:
-    """`screenshot("trace")` keeps what the page shows now under test-artifacts/screenshots/."""
+def screenshots() -> Path:
+    """test-artifacts/screenshots/, where the tests keep what the pages showed."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+@pytest.fixture
+def screenshot(page: Page, screenshots: Path) -> Callable[[str], None]:
+    """`screenshot("trace")` keeps what the page shows now under test-artifacts/screenshots/."""
 
     def save(name: str) -> None:
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
 
     return save

@@ -52,3 +52,23 @@ def test_the_dashboard_asks_for_an_observer_key_and_says_why_a_caller_key_is_not
         expect(page.locator("form.key-form")).to_have_count(0)
         context.close()
         assert uncaught == []
+
+
+def test_with_a_caller_key_the_registry_shows_only_the_warning(browser: Browser) -> None:
+    settings = Settings(auth="on", admin_key=ADMIN_KEY, decision_log="off")
+    with run_coordinator(settings) as (url, _):
+        caller = _mint(url, "cs-bot", "caller")
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        page.goto(f"{url}/ui/#/registry?key={caller}")
+        expect(page.locator("form.key-form")).to_contain_text("This key is cs-bot's")
+        # the registry read nothing: no "no instance matches" under the warning
+        expect(page.get_by_text("No instance matches")).to_be_hidden()
+        expect(page.locator("#registry")).to_be_hidden()
+
+        observer = _mint(url, "ops", "observer")
+        page.locator("form.key-form input").fill(observer)
+        page.locator("form.key-form button").click()
+        expect(page.locator("#connection")).to_have_class(re.compile(r"\blive\b"))
+        expect(page.get_by_text("No instance matches")).to_be_visible()  # now it is true
+        context.close()

@@ -10,6 +10,10 @@ its language. A shell block (`bash`, `sh`, `console`, `shell`) or a Python block
   (`127.0.0.1:8500`, `localhost:8500`; only the port changes), with `AR_ADMIN_KEY`,
   `AR_API_KEY` (the same admin key) and `AR_COORDINATOR_URL` set and agents serving the
   capabilities the examples name;
+- a file of an example: its first line names it (`# examples/mesh/cs_bot.py: ...`), it
+  is that file as it is, and `test_examples.py` runs the example;
+- run by another test, which its first line names (`# run by tests/security/
+  test_tls_docs.py: <what it needs>`): one that needs a setting of its own;
 - illustrative: its first line is `# illustrative: <why it cannot run as it stands>`,
   and it is not run.
 
@@ -45,6 +49,8 @@ PYTHON = {"python"}
 KNOWN = SHELL | PYTHON | {"json", "yaml", "toml", "http", "text", "ts"}
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 ILLUSTRATIVE = re.compile(r"# illustrative: \S")
+EXAMPLE_FILE = re.compile(r"# (examples/[\w./-]+):")
+RUN_ELSEWHERE = re.compile(r"# run by (tests/[\w/-]+\.py): \S")
 ADMIN_KEY = "doc-examples-admin-key-0123456789"
 BLOCK_TIMEOUT_S = 60.0  # a hang guard; each example takes well under a second
 # The capabilities the examples call, with what their agent answers.
@@ -86,6 +92,20 @@ class Block:
         return self.language in SHELL | PYTHON
 
     @property
+    def example_file(self) -> Path | None:
+        """The file of `examples/` the block shows, when its first line names one."""
+        first = self.code.splitlines()[0] if self.code else ""
+        named = EXAMPLE_FILE.match(first)
+        return None if named is None else REPOSITORY / named.group(1)
+
+    @property
+    def runner(self) -> Path | None:
+        """The test that runs the block, when its first line names one."""
+        first = self.code.splitlines()[0] if self.code else ""
+        named = RUN_ELSEWHERE.match(first)
+        return None if named is None else REPOSITORY / named.group(1)
+
+    @property
     def illustrative(self) -> bool:
         first = self.code.splitlines()[0] if self.code else ""
         return ILLUSTRATIVE.match(first) is not None
@@ -115,7 +135,15 @@ def in_the_tour(block: Block) -> bool:
 
 def examples() -> list[Block]:
     """The blocks this module runs."""
-    return [b for b in blocks() if b.runnable and not b.illustrative and not in_the_tour(b)]
+    return [
+        b
+        for b in blocks()
+        if b.runnable
+        and not b.illustrative
+        and not in_the_tour(b)
+        and b.example_file is None
+        and b.runner is None
+    ]
 
 
 def test_every_block_names_a_known_language() -> None:
@@ -127,14 +155,27 @@ def test_every_command_block_is_run_by_a_test_or_marked_illustrative() -> None:
     runnable = [b for b in blocks() if b.runnable]
     tour = [b for b in runnable if in_the_tour(b)]
     marked = [b for b in runnable if b.illustrative]
+    files = [b for b in runnable if b.example_file is not None]
+    elsewhere = [b for b in runnable if b.runner is not None]
     run_here = examples()
 
     assert len(tour) == 7  # the tour's four shell and three Python blocks
     assert not [b.name for b in tour if b.illustrative], "the tour runs every block"
-    assert sorted(b.name for b in tour + marked + run_here) == sorted(b.name for b in runnable)
+    assert len(files) >= 4  # the mesh's worked example (test_examples.py runs it)
+    assert sorted(b.name for b in tour + marked + files + elsewhere + run_here) == sorted(
+        b.name for b in runnable
+    )
+    runners = [b for b in elsewhere if b.path.name not in b.runner.read_text("utf-8")]  # type: ignore[union-attr]
+    assert runners == [], "the test a block names reads that block's document"
     assert len(run_here) >= 4 and len(marked) >= 4
     half_marked = [b.name for b in runnable if "illustrative" in b.code and not b.illustrative]
     assert half_marked == [], "the marker is the first line: '# illustrative: <why>'"
+
+
+def test_a_block_showing_an_example_file_is_that_file_as_it_is() -> None:
+    shown = [b for b in blocks() if b.example_file is not None]
+    differ = [b.name for b in shown if b.example_file.read_text("utf-8") != b.code]  # type: ignore[union-attr]
+    assert shown and differ == [], "copy the file into the block again (or the block into it)"
 
 
 def _matching_current(url: str, auth: dict[str, str]) -> bool:
@@ -147,7 +188,7 @@ def _matching_current(url: str, auth: dict[str, str]) -> bool:
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A secured coordinator and the examples' agents; the environment a reader has."""
-    settings = Settings(decision_log="off", admin_key=SecretStr(ADMIN_KEY))
+    settings = Settings(decision_log="off", auth="on", admin_key=SecretStr(ADMIN_KEY))
     servers = [
         ServerThread(FakeAgent(name=name, answer=answer)) for name, (_, answer) in AGENTS.items()
     ]

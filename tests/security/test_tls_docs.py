@@ -1,26 +1,31 @@
-"""docs/security.md's TLS example works as written: its openssl commands make the
-certificates, a coordinator with its settings and policy takes the order agent's
-registration by certificate alone (its curl command) and a caller's invoke."""
+"""docs/security.md's TLS walk-through works as written: its openssl commands make the
+certificates, its `serve` command (with the policy of the next section) runs a mutual
+TLS coordinator, the order agent's `registration.json` registers by certificate alone
+(its curl command), and the web shop's certificate invokes it."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
+import ssl
 import subprocess
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
-from attack_kit import stop_all
 
-from agent_reach.config import Settings
-from agent_reach.server.app import create_app
 from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
 from agent_reach.testing.servers import ServerThread
+from agent_reach.testing.waiting import wait_until
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+REPOSITORY = Path(__file__).resolve().parents[2]
+DOC = REPOSITORY / "docs" / "security.md"
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+SERVE_TIMEOUT_S = 30.0  # a hang guard for the coordinator's start
 
 
 def _blocks(heading: str) -> list[tuple[str, str]]:
@@ -30,72 +35,93 @@ def _blocks(heading: str) -> list[tuple[str, str]]:
     return BLOCK.findall(section)
 
 
-def _curl(*args: str) -> tuple[int, dict[str, object]]:
-    curl = shutil.which("curl")
-    assert curl is not None, "curl is missing: scripts/test.sh installs it"
-    done = subprocess.run(
-        [curl, "-sS", "-w", "\n%{http_code}", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=30,
+def _reader_env() -> dict[str, str]:
+    """A user's environment (no `AR_*`), with the repository's `.venv` on the PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AR_")}
+    env["PATH"] = f"{REPOSITORY / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _serve(folder: Path, command: str, port: int) -> subprocess.Popen[str]:
+    """The documented serve command in `folder`, on `port` (AR_PORT: the command names
+    none), once it answers a certificate-holding client."""
+    log = (folder / "serve.log").open("w")
+    process = subprocess.Popen(  # noqa: S602 - the document's own shell command
+        command, shell=True, cwd=folder, env={**_reader_env(), "AR_PORT": str(port)},
+        stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    tls = ssl.create_default_context(cafile=folder / "ca.pem")
+    tls.load_cert_chain(folder / "web.pem", folder / "web.key")
+    client = httpx.Client(verify=tls)
+
+    def up() -> bool:
+        if process.poll() is not None:
+            output = (folder / "serve.log").read_text()
+            if port_was_taken(output):
+                raise PortTaken(output)
+            raise AssertionError(f"serve stopped: {output}")
+        try:
+            return client.get(f"https://localhost:{port}/healthz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(up, "the documented coordinator to serve", timeout_s=SERVE_TIMEOUT_S)
+    except BaseException:
+        _stop(process)
+        raise
+    finally:
+        client.close()
+    return process
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, 15)
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def agent() -> Iterator[tuple[FakeAgent, ServerThread]]:
+    fake = FakeAgent(answer={"order": "shipped"})
+    server = ServerThread(fake).start()
+    yield fake, server
+    server.stop()
+
+
+def test_the_documented_tls_walk_through_runs_as_written(tmp_path, agent):
+    fake, agent_server = agent
+    [(language, commands), (_, serve), (json_language, registration), (_, calls)] = _blocks(
+        "### TLS in and out"
     )
-    assert done.returncode == 0, done.stderr
-    body, status = done.stdout.rsplit("\n", 1)
-    return int(status), json.loads(body)
-
-
-def test_the_documented_openssl_example_gives_a_working_mutual_tls_coordinator(tmp_path):
-    [(language, commands), (_, serve)] = _blocks("### TLS in and out")
-    assert language == "sh"
+    assert (language, json_language) == ("sh", "json")
     subprocess.run(["sh", "-e", "-c", commands], cwd=tmp_path, check=True, capture_output=True)
     [(toml, policy)] = _blocks("### Client certificates")
     assert toml == "toml"
-    (tmp_path / "policy.toml").write_text(policy)
     tomllib.loads(policy)
-    # The documented command's settings and flags, on a port of the test's own.
-    assert "--tls-cert reach.pem --tls-key reach.key --tls-client-ca ca.pem" in serve
-    settings = Settings(
-        auth="on",
-        decision_log="off",
-        policy_file=tmp_path / "policy.toml",
-        agent_ca_file=tmp_path / "ca.pem",
-        agent_client_cert=tmp_path / "reach.pem",
-        agent_client_key=tmp_path / "reach.key",
-        tls_cert=tmp_path / "reach.pem",
-        tls_key=tmp_path / "reach.key",
-        tls_client_ca=tmp_path / "ca.pem",
-    )
-    for name in re.findall(r"(AR_[A-Z_]+)=", serve):
-        assert name.removeprefix("AR_").lower() in Settings.model_fields, name
-    agent = FakeAgent(answer={"order": "shipped"})
-    servers = [ServerThread(create_app(settings)).start(), ServerThread(agent).start()]
-    coordinator, agent_server = servers
+    (tmp_path / "policy.toml").write_text(policy)
+    agent_port = agent_server.url.rsplit(":", 1)[1]
+    (tmp_path / "registration.json").write_text(registration.replace(":9040", f":{agent_port}"))
+    assert json.loads(registration)["id"] == "order-1"
+    assert calls.startswith("# run by tests/security/test_tls_docs.py")
+
+    coordinator, port = on_free_ports(lambda port: (_serve(tmp_path, serve, port), port))
     try:
-        url = coordinator.url.replace("127.0.0.1", "localhost")  # the name in reach.pem
-        registration = {
-            "id": "order-1",
-            "capabilities": ["order.track"],
-            "transport": {"type": "http", "endpoint": f"{agent_server.url}/invoke"},
-        }
-        (tmp_path / "registration.json").write_text(json.dumps(registration))
-        status, answer = _curl(
-            "--cacert", str(tmp_path / "ca.pem"),
-            "--cert", str(tmp_path / "order.pem"), "--key", str(tmp_path / "order.key"),
-            f"{url}/v1/agents", "-H", "content-type: application/json",
-            "-d", f"@{tmp_path / 'registration.json'}",
+        served = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", calls.replace(":8500", f":{port}")],
+            cwd=tmp_path, env=_reader_env(), capture_output=True, text=True, timeout=60,
+            check=False,
         )  # fmt: skip
-        assert status == 201, answer
-        status, answer = _curl(
-            "--cacert", str(tmp_path / "ca.pem"),
-            "--cert", str(tmp_path / "web.pem"), "--key", str(tmp_path / "web.key"),
-            f"{url}/v1/invoke", "-H", "content-type: application/json",
-            "-d", json.dumps({"capability": "order.track", "payload": {}}),
+        assert served.returncode == 0, served.stdout + served.stderr
+        decoder = json.JSONDecoder()  # curl prints the two answers back to back
+        registered, end = decoder.raw_decode(served.stdout)
+        invoked, _ = decoder.raw_decode(served.stdout, end)
+        assert registered["id"] == "order-1"  # by certificate alone: no key was sent
+        assert invoked["result"] == {"order": "shipped"}
+        no_certificate = subprocess.run(
+            ["curl", "-sS", "--cacert", "ca.pem", f"https://localhost:{port}/healthz"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
-        assert status == 200, answer
-        assert answer["result"] == {"order": "shipped"}
-        with pytest.raises(AssertionError):  # without a certificate: no answer at all
-            _curl("--cacert", str(tmp_path / "ca.pem"), f"{url}/healthz")
+        assert no_certificate.returncode != 0 and no_certificate.stdout == ""  # no answer at all
     finally:
-        stop_all(servers)
-    assert len(agent.received) == 1
+        _stop(coordinator)
+    assert len(fake.received) == 1

@@ -266,3 +266,25 @@ class InstanceView(BaseModel):
     stats: InstanceStats
     disabled: bool = False  # an admin took it out of routing (POST /v1/agents/{id}/disable)
     quality: QualityView | None = None  # its work over the window (mesh/quality.py)
+
+
+class SkillCard(BaseModel):
+    """One capability's own routing text, and what it declares beyond its agent."""
+
+    model_config = ConfigDict(extra="allow")  # declared semantics (`safe`, `idempotent`)
+
+    capability: str
+    description: str
+    examples: list[str]
+
+
+class AgentCard(BaseModel):
+    """What the router matches an instance by (`GET /v1/agents/{id}/card`)."""
+
+    id: str
+    description: str
+    examples: list[str]
+    skills: list[SkillCard]
+    # False: the key sees only some of the instance's capabilities, so the agent-wide
+    # description and examples (which may speak of the others) are left out
+    complete: bool = True

@@ -49,10 +49,18 @@ class RecentDecision:
     decision: RouteDecision
     principal: str | None = None  # who asked: callers are shown only their own
     delegation: dict[str, Any] | None = None  # a delegated call: on whose behalf, through whom
+    text: str | None = None  # the user's words it was routed by: in memory only, never written
 
 
 _Kept = tuple[
-    float, Literal["route", "invoke"], str, str, RouteDecision, str | None, dict[str, Any] | None
+    float,
+    Literal["route", "invoke"],
+    str,
+    str,
+    RouteDecision,
+    str | None,
+    dict[str, Any] | None,
+    str | None,
 ]
 DELEGATIONS_KEPT = 4096  # delegated requests whose chain a decision of theirs is logged with
 
@@ -96,18 +104,24 @@ class DecisionLog:
         request_id: str,
         trace_id: str,
         principal: str | None = None,
+        text: str | None = None,
     ) -> None:
         """Keep one decision: who asked, who was considered with which scores, the choice
         and why.
 
-        The user's text is not logged (it may hold personal data); the request_id
-        joins the record to the caller's own logs.
+        The user's `text` is kept with the newest decisions in memory (shown to whoever
+        may see the decision) but never written to the target (it may hold personal
+        data); the request_id joins a written record to the caller's own logs.
         """
         delegation = self._delegations.get(request_id) if self._delegations else None
-        kept = (self.clock.wall(), kind, request_id, trace_id, decision, principal, delegation)
-        self._recent.append(kept)
+        now = self.clock.wall()
+        self._recent.append(
+            (now, kind, request_id, trace_id, decision, principal, delegation, text)
+        )
         if self._sink is not None:
-            self._pending.append(_line(*kept))
+            self._pending.append(
+                _line(now, kind, request_id, trace_id, decision, principal, delegation)
+            )
 
     async def run(self) -> None:
         """Write pending decisions every `FLUSH_S`, until cancelled."""

@@ -7,6 +7,10 @@ from typing import Literal
 
 SpanKind = Literal["invoke", "task", "route", "attempt", "context", "workflow", "step"]
 
+# The user's words a route span keeps (the rest is counted, not held): 10,000 traces of
+# 4,000-character texts would hold 80 MB; at 500 the trace store holds at most a tenth of it.
+TEXT_KEPT_CHARS = 500
+
 # Outcomes that are not failures: the request was answered, parked, or handed on.
 SUCCESS_STATUSES = frozenset(
     {"ok", "fallback", "degraded", "queued", "suspended", "replayed", "partial", "parked"}
@@ -44,6 +48,10 @@ class Span:
     via: tuple[str, ...] | None = None
     holder: str | None = None
     cost: float | None = None
+    # A route span of a request that carried text: its first TEXT_KEPT_CHARS characters,
+    # and how many it had. Kept in memory only: never exported (observability/otel.py).
+    text: str | None = None
+    text_chars: int = 0
 
     @property
     def is_error(self) -> bool:

@@ -213,8 +213,12 @@ def seen_by(spans: list[Span], owners: dict[str, str | None], owner: str) -> lis
 
 
 def _chain_fields(span: Span) -> dict[str, Any]:
-    """A delegated call's `on_behalf_of` and `via`, an attempt's reported `cost`."""
+    """A delegated call's `on_behalf_of` and `via`, an attempt's reported `cost`, a route's
+    `text` (and its length, `text_chars`, which says whether it was cut)."""
     fields: dict[str, Any] = {}
+    if span.text is not None:
+        fields["text"] = span.text
+        fields["text_chars"] = span.text_chars
     if span.on_behalf_of is not None:
         fields["on_behalf_of"] = span.on_behalf_of
         fields["via"] = list(span.via or ())

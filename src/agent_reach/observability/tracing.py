@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from agent_reach.clock import Clock
 from agent_reach.model.keys import Chain
-from agent_reach.observability.spans import Span, SpanKind
+from agent_reach.observability.spans import TEXT_KEPT_CHARS, Span, SpanKind
 from agent_reach.observability.trace_store import TraceStore
 from agent_reach.observability.tracecontext import TraceContext, new_span_id
 
@@ -83,29 +83,31 @@ class Tracer:
         note: str | None = None,
         principal: str | None = None,
         cost: float | None = None,
+        text: str | None = None,
     ) -> None:
         """Keep a span that ends now and began at monotonic `started`.
 
-        The hook for hops that time themselves: route decisions, attempts, context
-        reads (``kind="context"``, `name` the context id).
+        The hook for hops that time themselves: route decisions (with the request's
+        `text`, if any), attempts, context reads (``kind="context"``, `name` the context id).
         """
-        self._keep(
-            Span(
-                trace_id,
-                span_id or new_span_id(),
-                parent_id,
-                kind,
-                name,
-                started,
-                (self.clock.monotonic() - started) * 1000,
-                status,
-                agent_id,
-                attempt,
-                note,
-                principal,
-                cost=cost,
-            )
+        span = Span(
+            trace_id,
+            span_id or new_span_id(),
+            parent_id,
+            kind,
+            name,
+            started,
+            (self.clock.monotonic() - started) * 1000,
+            status,
+            agent_id,
+            attempt,
+            note,
+            principal,
+            cost=cost,
         )
+        if text is not None:
+            span.text, span.text_chars = text[:TEXT_KEPT_CHARS], len(text)
+        self._keep(span)
 
     def _keep(self, span: Span) -> None:
         self.store.add(span)

@@ -193,7 +193,12 @@ class RoutingService:
     ) -> None:
         """The decision logged, timed and traced."""
         self.decision_log.record(
-            decision, kind=kind, request_id=request_id, trace_id=trace_id, principal=principal
+            decision,
+            kind=kind,
+            request_id=request_id,
+            trace_id=trace_id,
+            principal=principal,
+            text=request.text,
         )
         self._route_seconds.observe(self.clock.monotonic() - started)
         self.tracer.record(
@@ -206,6 +211,7 @@ class RoutingService:
             agent_id=decision.agent_id,
             note=decision.rule,
             principal=principal,
+            text=request.text,
         )
 
     async def params_of(self, capability: str, text: str) -> dict[str, Any] | None:

@@ -260,10 +260,10 @@ class ReachClient(_ClientCore):
         """Route and deliver; the agent's answer is `result.result`.
 
         `options` are the other fields of the invoke body (`context_id`, `request_id`,
-        `max_hop`, `timeout_class`, `suspend`, `on_duplicate`). When the coordinator
-        answers with a task (suspended or long requests), this waits up to `wait_s`
-        for it to finish (`wait_s=None` waits without limit); a task still running
-        then raises `TaskPending` with its id, to poll later with `wait_task`.
+        `max_hop`, `budget`, `timeout_class`, `suspend`, `on_duplicate`; docs/api.md).
+        When the coordinator answers with a task (suspended or long requests), this
+        waits up to `wait_s` for it to finish (`wait_s=None` waits without limit); a
+        task still running then raises `TaskPending` with its id, to poll later with `wait_task`.
         """
         answer = await self._send(
             _invoke_call(payload, capability=capability, text=text, **options)

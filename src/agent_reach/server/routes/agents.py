@@ -18,8 +18,15 @@ from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
 from agent_reach.federation.tools import taken_in
 from agent_reach.invoke.transports import A2ATransport, McpTransport
 from agent_reach.mesh.negotiation import check_negotiate
-from agent_reach.model.agents import AGENT_ID_PATTERN, AgentSpec, HealthStatus, InstanceView
+from agent_reach.model.agents import (
+    AGENT_ID_PATTERN,
+    AgentCard,
+    AgentSpec,
+    HealthStatus,
+    InstanceView,
+)
 from agent_reach.model.keys import Principal
+from agent_reach.registry.cards import card_of
 from agent_reach.security.visibility import visible_view
 from agent_reach.server.auth import Caller
 from agent_reach.server.responses import json_response
@@ -108,6 +115,20 @@ async def list_agents(
 @router.get("/{agent_id}", response_model=InstanceView)
 async def get_agent(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
     """One instance; 404 as for an unknown one when the key may not see it."""
+    return json_response(await _visible(request, principal, agent_id))
+
+
+@router.get("/{agent_id}/card", response_model=AgentCard)
+async def get_agent_card(agent_id: AgentIdPath, request: Request, principal: Caller) -> Response:
+    """What the router matches the instance by: its description, examples and skills,
+    only of the capabilities the key may see (as `GET /v1/agents/{id}`)."""
+    view = await _visible(request, principal, agent_id)
+    spec = runtime_of(request).registry.index.by_id[agent_id].spec
+    return json_response(card_of(spec, view.capabilities))
+
+
+async def _visible(request: Request, principal: Principal, agent_id: str) -> InstanceView:
+    """The instance as the key may see it; 404 as for an unknown one when it may not."""
     runtime = runtime_of(request)
     registry = runtime.registry
     if agent_id not in registry.index.by_id:  # registered through another coordinator?
@@ -117,7 +138,7 @@ async def get_agent(agent_id: AgentIdPath, request: Request, principal: Caller) 
     )
     if view is None:
         raise UnknownAgent(f"no agent {agent_id!r} is registered")
-    return json_response(view)
+    return view
 
 
 async def _check_owner(

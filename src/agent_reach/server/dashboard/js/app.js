@@ -1,6 +1,7 @@
 // The dashboard shell: hash routes to views, polls the active view, shows the connection.
 import { ApiError, getJSON, setKey } from "./api.js";
 import { h } from "./dom.js";
+import { redrawWhenFontsArrive } from "./fonts.js";
 import * as agent from "./views/agent.js";
 import * as decisions from "./views/decisions.js";
 import * as policy from "./views/policy.js";
@@ -44,7 +45,7 @@ function show() {
   const errorBox = h("p", { class: "error-box", hidden: true });
   const body = h("div");
   root.replaceChildren(errorBox, body);
-  active = { view: VIEWS[route.name].mount(body, route), errorBox };
+  active = { view: VIEWS[route.name].mount(body, route), errorBox, body };
   const tab = NAV_OF[route.name] ?? route.name;
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.view === tab);
@@ -55,22 +56,23 @@ function show() {
 async function tick(gen) {
   if (gen !== generation) return;
   if (!document.hidden) {
-    const { view, errorBox } = active;
+    const { view, errorBox, body } = active;
     try {
       viewer ??= await getJSON("/v1/keys/self");
       if (!VIEWER_ROLES.has(viewer.role)) {
-        askForKey(errorBox, wrongRole(viewer));
+        askForKey(errorBox, body, wrongRole(viewer));
         return; // nothing to poll until another key is given
       }
       const [health] = await Promise.all([getJSON("/healthz"), view.refresh()]);
       if (gen !== generation) return;
       errorBox.hidden = true;
+      body.hidden = false;
       connection.className = "connection live";
       connection.textContent = `live · node ${health.node} · ${health.backend}`;
     } catch (error) {
       if (gen !== generation) return;
       if (error instanceof ApiError && error.status === 401) {
-        askForKey(errorBox, "This coordinator needs an observer or admin API key: ");
+        askForKey(errorBox, active.body, "This coordinator needs an observer or admin API key: ");
         return;
       } else if (error instanceof ApiError) {
         errorBox.textContent = `${error.code}: ${error.message}`;
@@ -87,7 +89,9 @@ async function tick(gen) {
 
 // Security is on: ask for an observer or admin key (the dashboard shows every
 // principal's requests), say why when the key in use is another role's, then look again.
-function askForKey(errorBox, why) {
+// The view stays hidden meanwhile: it has read nothing, and its "nothing yet" would mislead.
+function askForKey(errorBox, body, why) {
+  body.hidden = true;
   const input = h("input", { type: "password", placeholder: "API key", autocomplete: "off" });
   const hint = h("span", { class: "key-hint" },
     "Make one with: agent-reach keys create --principal ops --role observer. ",
@@ -139,5 +143,6 @@ document.addEventListener("visibilitychange", () => {
     tick(generation);
   }
 });
+redrawWhenFontsArrive();
 takeKeyFromHash();
 show();

@@ -112,6 +112,14 @@ export function table(headers, rows, { id, cls } = {}) {
     body);
 }
 
+// The user's words a request was routed by, as kept (a trace keeps the first 500
+// characters and says how many there were).
+export function said(text, chars) {
+  const cut = chars !== undefined && chars > text.length;
+  return h("span", { class: "said-line" }, h("q", { class: "said" }, text),
+    cut ? h("span", { class: "muted" }, ` (the first ${text.length} of ${chars} characters)`) : null);
+}
+
 export function empty(text) {
   return h("p", { class: "empty" }, text);
 }

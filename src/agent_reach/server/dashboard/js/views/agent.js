@@ -1,14 +1,16 @@
-// One instance: its registration and numbers, the traces it served, the decisions that weighed it.
+// One instance: its registration and numbers, what the router matches it by (its card),
+// the traces it served, the decisions that weighed it.
 import { getJSON } from "../api.js";
 import { ago, empty, h, healthStatus, ms, pct, sync, table } from "../dom.js";
 import { decisionItem } from "./decisions.js";
-import { traceRow } from "./traces.js";
+import { traceHeaders, traceRow } from "./traces.js";
 
 const LIMIT = 20;
 
 export function mount(root, route) {
   const id = route.arg ?? "";
   const details = h("div", { class: "panel", id: "agent-details" });
+  const card = h("div", { class: "panel", id: "agent-card" });
   const traces = h("tbody");
   const noTraces = empty("No trace on this coordinator involves this agent yet.");
   const decisions = h("div");
@@ -17,14 +19,16 @@ export function mount(root, route) {
     h("div", { class: "toolbar" }, h("h2", {}, "Agent "), h("code", {}, id),
       h("span", { class: "spacer" }), h("a", { href: "#/registry" }, "← registry")),
     details,
+    h("h3", {}, "What it is routed by"),
+    card,
     h("h3", {}, "Recent traces it took part in"),
-    table([["time"], ["trace"], ["capability"], ["outcome"], ["duration", 1], ["spans", 1], ["attempts", 1],
-      ["answered by"]], traces),
+    table(traceHeaders("answered by"), traces),
     noTraces,
     h("h3", {}, "Recent decisions that weighed it"),
     decisions,
     noDecisions,
   );
+  let cardOf = null; // the registration the card was read for: read again when it changes
   return {
     intervalMs: 1000,
     async refresh() {
@@ -34,6 +38,10 @@ export function mount(root, route) {
         getJSON("/v1/decisions", { agent_id: id, limit: LIMIT }),
       ]);
       drawDetails(details, agent);
+      if (cardOf !== agent.registered_at) {
+        drawCard(card, await getJSON(`/v1/agents/${encodeURIComponent(id)}/card`));
+        cardOf = agent.registered_at;
+      }
       noTraces.hidden = recent.traces.length > 0;
       sync(traces, recent.traces.map((t) => ({ key: t.trace_id, sig: JSON.stringify(t), build: () => traceRow(t) })));
       noDecisions.hidden = decided.decisions.length > 0;
@@ -63,4 +71,30 @@ function drawDetails(panel, a) {
     ["lease", `expires in ${Math.max(0, a.lease_expires_in_s).toFixed(0)} s`],
   ];
   panel.replaceChildren(h("dl", { class: "kv" }, pairs.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+}
+
+// What a skill declares about repeating a request (docs/delivery.md), when it declares it.
+function semantics(skill) {
+  return ["safe", "idempotent"].filter((name) => skill[name] !== undefined && skill[name] !== null)
+    .map((name) => `${name}: ${skill[name] ? "yes" : "no"}`);
+}
+
+function examples(list) {
+  return list.length ? h("ul", { class: "examples" }, list.map((text) => h("li", {}, text))) : h("span", { class: "muted" }, "none");
+}
+
+// The agent-wide description and examples, then each capability's own skill text.
+function drawCard(panel, c) {
+  const pairs = [
+    ["description", c.description || h("span", { class: "muted" }, c.complete ? "none" : "hidden: this key sees only some of its capabilities")],
+    ["examples", c.complete ? examples(c.examples) : h("span", { class: "muted" }, "hidden")],
+  ];
+  const skills = c.skills.length ? table([["skill"], ["description"], ["examples"], ["declares"]],
+    c.skills.map((s) => h("tr", {},
+      h("td", { class: "mono" }, s.capability),
+      h("td", {}, s.description || h("span", { class: "muted" }, "–")),
+      h("td", {}, examples(s.examples)),
+      h("td", {}, semantics(s).map((said) => h("div", {}, said))))),
+    { id: "agent-skills" }) : h("p", { class: "hint" }, "No skill of its own: every capability is matched on the description and examples above.");
+  panel.replaceChildren(h("dl", { class: "kv" }, pairs.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])), skills);
 }

@@ -1,6 +1,6 @@
 // Recent routing decisions: the choice and rule at a glance, candidates and factor scores on open.
 import { getJSON } from "../api.js";
-import { agentLink, badge, clockTime, empty, h, sync, table, traceLink } from "../dom.js";
+import { agentLink, badge, clockTime, empty, h, said, sync, table, traceLink } from "../dom.js";
 
 const LIMIT = 100;
 
@@ -38,8 +38,11 @@ export function decisionItem(entry, { open = false, node = null } = {}) {
       h("span", { class: "mono muted" }, d.margin === null ? "" : `margin ${d.margin.toFixed(3)}`),
       h("span", { class: "muted" }, `${d.candidates.length} candidate${d.candidates.length === 1 ? "" : "s"}`),
       node ? h("span", { class: "mono muted node" }, `node ${node}`) : null,
-      traceLink(entry.trace_id, "trace")),
-    h("div", { class: "inner" }, candidatesTable(d), d.text ? textMatch(d) : null,
+      traceLink(entry.trace_id, "trace"),
+      entry.text ? h("span", { class: "summary-said", title: entry.text }, said(entry.text)) : null),
+    h("div", { class: "inner" },
+      entry.text ? h("p", { class: "routed-text" }, h("span", { class: "muted" }, "text "), said(entry.text)) : null,
+      candidatesTable(d), d.text ? textMatch(d) : null,
       h("p", { class: "hint" }, `policy ${d.policy_version} · request ${entry.request_id}`)),
   );
 }

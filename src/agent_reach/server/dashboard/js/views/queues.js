@@ -1,7 +1,7 @@
 // Queues: asynchronous work, suspended requests (with their traces), dead letters.
 import { getJSON } from "../api.js";
 import { clockTime, empty, h, sync, table, tile, traceLink } from "../dom.js";
-import { traceRow } from "./traces.js";
+import { traceHeaders, traceRow } from "./traces.js";
 
 const LIMIT = 100;
 
@@ -16,8 +16,7 @@ export function mount(root) {
       h("span", { class: "hint" }, "depths are shared by every coordinator on the backend")),
     tiles,
     h("h3", {}, "Suspended requests (waiting for an instance)"),
-    table([["time"], ["trace"], ["capability"], ["outcome"], ["duration", 1], ["spans", 1], ["attempts", 1],
-      ["agent"]], suspended, { id: "suspended" }),
+    table(traceHeaders(), suspended, { id: "suspended" }),
     noSuspended,
     h("h3", {}, "Dead letters (refused for good, never delivered again)"),
     table([["time"], ["reason"], ["capability"], ["request"], ["hop", 1], ["trace"]], letters, { id: "deadletters" }),

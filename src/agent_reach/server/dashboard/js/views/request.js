@@ -2,7 +2,7 @@
 // with the first step that looks wrong marked (GET /v1/requests/{id}/why); for a
 // delegated request, on whose behalf and through whom, and the calls handed on under it.
 import { getJSON } from "../api.js";
-import { agentLink, badge, clockTime, empty, h, ms, pct, table, traceLink } from "../dom.js";
+import { agentLink, badge, clockTime, empty, h, ms, pct, said, table, traceLink } from "../dom.js";
 import { candidatesTable } from "./decisions.js";
 
 const VERDICT_TONE = { ok: "ok", suspect: "warn", failed: "bad", not_reached: "info" };
@@ -16,9 +16,10 @@ export function mount(root, route) {
     location.hash = `#/request/${encodeURIComponent(input.value.trim())}`;
   });
   const summary = h("div", { class: "summary-line", id: "why-summary" });
+  const text = h("p", { class: "routed-text", id: "why-text", hidden: true });
   const steps = h("div", { id: "why-steps" });
   const chain = h("div", { id: "why-chain" });
-  root.append(h("div", { class: "toolbar" }, h("h2", {}, "Request"), form), summary, chain, steps);
+  root.append(h("div", { class: "toolbar" }, h("h2", {}, "Request"), form), summary, text, chain, steps);
   if (!id) {
     steps.append(empty("Give a request id: its routing, registry, context and delivery are walked in that order."));
     return { intervalMs: 0, async refresh() {} };
@@ -27,10 +28,16 @@ export function mount(root, route) {
   return {
     intervalMs: 2000,
     async refresh() {
-      const doc = await getJSON(`/v1/requests/${encodeURIComponent(id)}/why`);
-      const sig = JSON.stringify(doc);
+      const [doc, here] = await Promise.all([getJSON(`/v1/requests/${encodeURIComponent(id)}/why`), getJSON("/healthz")]);
+      // the text is in the trace of the coordinator that answered: read it there only
+      const trace = !doc.node || doc.node === here.node
+        ? await getJSON(`/v1/traces/${encodeURIComponent(doc.trace_id)}`).catch(() => null) : null;
+      const route = trace ? routeSpan(trace.spans, doc.request_id ?? id) : null;
+      const sig = JSON.stringify([doc, route]);
       if (sig === drawn) return;
       drawn = sig;
+      text.hidden = !route;
+      text.replaceChildren(...(route ? [h("span", { class: "muted" }, "routed by the text "), said(route.text, route.text_chars)] : []));
       summary.replaceChildren(
         h("span", { class: "big" }, ms(doc.duration_ms)),
         badge(doc.status ?? String(doc.http_status)),
@@ -44,6 +51,13 @@ export function mount(root, route) {
       steps.replaceChildren(...doc.steps.map((step, i) => stepBox(step, i + 1, step.step === doc.first_wrong_step)));
     },
   };
+}
+
+// The route span that kept the text, under the request's own invoke span (noted with its
+// id), while the trace is held; a trace may hold other requests (calls handed on).
+function routeSpan(spans, requestId) {
+  const invokes = new Set(spans.filter((s) => s.kind === "invoke" && s.note === requestId).map((s) => s.span_id));
+  return spans.find((s) => s.kind === "route" && s.text !== undefined && invokes.has(s.parent_id)) ?? null;
 }
 
 // "on behalf of <caller>: caller → agent → …" and one row per call handed on under it.

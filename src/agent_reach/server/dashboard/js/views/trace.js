@@ -1,6 +1,6 @@
 // One trace as a timeline: every hop (invoke, route, attempts, nested calls) on one time scale.
 import { getJSON } from "../api.js";
-import { agentLink, badge, clockTime, h, ms, plural, sync } from "../dom.js";
+import { agentLink, badge, clockTime, h, ms, plural, said, sync } from "../dom.js";
 import { decisionItem } from "./decisions.js";
 
 const VIA = { resend: "retry · re-send", next_instance: "retry · next instance", generic: "fallback · generic agent" };
@@ -88,6 +88,7 @@ function spanRow(span, depth, total) {
     span.kind === "attempt" ? h("span", { class: "muted" }, `attempt ${span.attempt}`) : null,
     span.kind === "attempt" && VIA[span.note] ? h("span", { class: "badge warn" }, VIA[span.note]) : null,
     span.kind === "route" && span.note ? h("span", { class: "muted" }, `rule ${span.note}`) : null,
+    span.text !== undefined ? said(span.text, span.text_chars) : null,
     span.on_behalf_of ? h("span", { class: "muted span-chain" }, // a delegated call (docs/mesh.md)
       `on behalf of ${span.on_behalf_of} via ${span.via.join(" → ")}`) : null,
     span.cost !== undefined ? h("span", { class: "muted" }, `cost ${span.cost}`) : null,

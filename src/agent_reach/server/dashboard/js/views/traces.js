@@ -27,8 +27,7 @@ export function mount(root, route) {
   root.append(
     h("div", { class: "toolbar" }, h("h2", {}, "Traces"), fields.capability, fields.status, fields.min_ms,
       h("span", { class: "spacer" }), h("span", { class: "hint", id: "stored" })),
-    table([["time"], ["trace"], ["capability"], ["outcome"], ["duration", 1], ["spans", 1],
-      ["attempts", 1], ["agent"], ["node"]], rows, { id: "traces" }),
+    table(traceHeaders(), rows, { id: "traces" }),
     none,
   );
   return {
@@ -42,6 +41,12 @@ export function mount(root, route) {
       sync(rows, answer.traces.map((t) => ({ key: t.trace_id, sig: JSON.stringify(t), build: () => traceRow(t) })));
     },
   };
+}
+
+// The columns of `traceRow`, one header each; `agent` names the column of who answered.
+export function traceHeaders(agent = "agent") {
+  return [["time"], ["trace"], ["capability"], ["outcome"], ["duration", 1], ["spans", 1], ["attempts", 1],
+    [agent], ["node"]];
 }
 
 export function traceRow(t) {
