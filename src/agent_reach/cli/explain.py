@@ -17,12 +17,12 @@ from agent_reach.cli.common import (
     ApiKey,
     CoordinatorUrl,
     call,
+    reach_client,
     reporting_errors,
     status_text,
 )
 from agent_reach.cli.route_view import decision_view
 from agent_reach.errors import InvalidRequest, NotFound
-from agent_reach.sdk.client import SyncReachClient
 from agent_reach.troubleshooting.report import why_report
 
 
@@ -40,7 +40,7 @@ def route(
     """Explain the routing decision for TEXT or a --capability; nothing is invoked."""
     if (text is None) == (capability is None):
         raise InvalidRequest("give TEXT or --capability (one of them)", code="invalid_arguments")
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    with reach_client(coordinator, api_key) as client:
         decision = client.route(capability, text=text)
     Console().print(decision_view(decision))
 

@@ -5,12 +5,15 @@ verdict on it). Lines, not table columns: a block fits 80 columns whatever the n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from agent_reach.model.decisions import Candidate, RouteDecision, TextMatch
+if TYPE_CHECKING:
+    from agent_reach.model.decisions import Candidate, RouteDecision, TextMatch
 
 INDENT = 4  # a block's lines under its title; a wrapped line keeps it
 # What each rule means for the whole decision.
