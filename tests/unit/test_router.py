@@ -38,7 +38,8 @@ def test_exact_capability_picks_the_best_scored_live_instance():
     assert decision.candidates[1].factors["load"] == 0.5
     # the load weight's share of the preset's total (the score is a weighted mean)
     assert decision.candidates[0].score - decision.candidates[1].score == pytest.approx(
-        0.15 * 0.5 / 1.30, abs=1e-6  # scores are kept to 6 decimals
+        0.15 * 0.5 / 1.30,
+        abs=1e-6,  # scores are kept to 6 decimals
     )
     assert decision.margin is None  # one capability only
 
