@@ -92,8 +92,9 @@ def invoke(
     mode: Annotated[
         Mode,
         typer.Option(
-            help="async: print the task at once; fanout: a text asking several things runs "
-            "as a parallel workflow."
+            metavar="MODE",
+            help="sync, async (print the task at once) or fanout: a text asking several "
+            "things runs as a parallel workflow.",
         ),
     ] = Mode.sync,
     suspend: Annotated[
@@ -105,7 +106,10 @@ def invoke(
     ] = True,
     on_duplicate: Annotated[
         OnDuplicate,
-        typer.Option(help="The request id is in progress: wait for its answer, or 409."),
+        typer.Option(
+            metavar="WHAT",
+            help="The request id is in progress: wait for its answer, or reject (409).",
+        ),
     ] = OnDuplicate.wait,
     wait: Annotated[
         float,
