@@ -23,8 +23,8 @@ from agent_reach.cli.common import (
 )
 from agent_reach.cli.route_view import decision_view
 from agent_reach.cli.text import kept, show
+from agent_reach.cli.why_view import why_report
 from agent_reach.errors import InvalidRequest, NotFound
-from agent_reach.troubleshooting.report import why_report
 
 
 @reporting_errors

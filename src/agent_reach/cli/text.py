@@ -30,10 +30,10 @@ JOIN = "\u00a0"  # a no-break space: where a line must not break
 _JOINED = [
     re.compile(r"(?<=\d) (?=(?:ms|s|B|%|kB|MB)\b)"),  # a number and its unit
     re.compile(r" (?=[<≥=×÷→] )|(?<= [<≥=×÷→]) "),  # an operator and its operands
-    # a label and its value: an id, a number, a name
+    # a label and its value, an id or a number (a word with a digit in it)
     re.compile(
-        r"\b((?:trace|request|task|score|confidence|gap|rule|policy|attempt|lease|HTTP)) "
-        r"(?=\S)"
+        r"\b((?:trace|request|task|score|confidence|gap|policy|attempt|lease|HTTP|Errno)) "
+        r"(?=[^\s]*\d)"
     ),
 ]
 _BREAK = re.compile(r"[^ \n]+ *")  # words: only a plain space separates them

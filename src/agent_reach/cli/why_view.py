@@ -1,4 +1,5 @@
-"""The walk as the terminal shows it: four steps in order, the first wrong one marked."""
+"""The walk of `agent-reach why` as the terminal shows it: four steps in order, the first
+wrong one marked (the walk itself: troubleshooting/walk.py)."""
 
 from __future__ import annotations
 
