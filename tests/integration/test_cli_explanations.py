@@ -164,3 +164,26 @@ def test_invoke_sends_every_option_of_the_api(
 
 def step_context(walked: dict[str, Any]) -> str | None:
     return next(s for s in walked["steps"] if s["step"] == "context")["context_id"]
+
+
+def test_invoke_passes_the_callers_deadline_and_reports_its_expiry(
+    coordinator: str, http: httpx.Client, gated_agents
+) -> None:
+    agent, endpoint = gated_agents()  # holds its answer until the test lets it go
+    register(http, "slow-01", "report.build", endpoint)
+
+    result = run(
+        "100",
+        "invoke",
+        "report.build",
+        "--deadline-ms",
+        "300",
+        "--no-suspend",
+        "--coordinator",
+        coordinator,
+    )
+
+    assert result.exit_code == 1, result.output
+    # the attempt had the 300 ms the caller gave, not the query class's 2 s
+    assert re.search(r"agent_timeout: no answer within 0\.[0-3]\d* s", result.output), result.output
+    assert len(agent.received) == 1  # delivered once, then given up on at the deadline

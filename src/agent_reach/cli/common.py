@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agent_reach.sdk.client import SyncReachClient
 
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # `agent-reach serve` listens on 8500
+CALL_TIMEOUT_S = 10.0  # a management call; `invoke` waits as long as its request may take
 
 API_KEY_HINT = "pass a key with --api-key KEY or set AR_API_KEY=KEY (keys: agent-reach keys create)"
 
@@ -125,6 +126,7 @@ def call(
     body: Any = None,
     *,
     headers: dict[str, str] | None = None,
+    timeout_s: float = CALL_TIMEOUT_S,
 ) -> bytes:
     """One call to the coordinator; error answers raise their `ReachError` class."""
     import httpx  # on the first call: `--help` and usage errors never need it
@@ -132,7 +134,7 @@ def call(
     url = coordinator.rstrip("/") + path
     sent = {**(headers or {}), **({"authorization": f"Bearer {api_key}"} if api_key else {})}
     try:
-        response = httpx.request(method, url, json=body, headers=sent, timeout=10)
+        response = httpx.request(method, url, json=body, headers=sent, timeout=timeout_s)
     except httpx.TransportError as exc:
         raise ReachError(
             f"could not reach the coordinator at {coordinator}: {exc}",

@@ -2,7 +2,7 @@
 
 Every field of `POST /v1/invoke` is an option (docs/api.md): the request id, the
 context, the budget, the hop limit, the timeout class, the mode, whether to suspend,
-what a duplicate request id does.
+what a duplicate request id does; and the caller's deadline (`X-Reach-Deadline-Ms`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from agent_reach.errors import (
 if TYPE_CHECKING:
     from agent_reach.model.invocations import InvokeResult, TaskView
 
-WAIT_S = 30.0  # the SDK's own default: a 202 (suspended, long class) is polled this long
+WAIT_S = 35.0  # the SDK's own default: an answer, or a 202's task, is awaited this long
+ANSWER_GRACE_S = 5.0  # past the caller's deadline: the coordinator's 504 still comes back
 
 
 class Mode(StrEnum):
@@ -111,6 +112,15 @@ def invoke(
             help="The request id is in progress: wait for its answer, or reject (409).",
         ),
     ] = OnDuplicate.wait,
+    deadline_ms: Annotated[
+        int | None,
+        typer.Option(
+            metavar="MS",
+            min=1,
+            help="Your own deadline in milliseconds (X-Reach-Deadline-Ms): the coordinator "
+            "answers 504 deadline_exceeded rather than take longer.",
+        ),
+    ] = None,
     wait: Annotated[
         float,
         typer.Option(
@@ -127,27 +137,43 @@ def invoke(
         body = orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"--payload is not valid JSON: {exc}", code="invalid_json") from None
-    options: dict[str, Any] = {
+    fields: dict[str, Any] = {
+        "capability": capability,
+        "text": text,
+        "payload": body,
         "request_id": request_id,
         "context_id": context_id,
         "budget": budget,
         "max_hop": max_hop,
         "timeout_class": timeout_class,
+        "mode": mode.value,
         "suspend": suspend,
         "on_duplicate": on_duplicate.value,
     }
+    sent = {k: v for k, v in fields.items() if v is not None or k == "payload"}
+    headers = {} if deadline_ms is None else {"x-reach-deadline-ms": str(deadline_ms)}
+    # the coordinator answers within the deadline it was given, else its class's budget
+    waited = WAIT_S if deadline_ms is None else deadline_ms / 1000 + ANSWER_GRACE_S
+    answer = orjson.loads(
+        call(coordinator, api_key, "POST", "/v1/invoke", sent, headers=headers, timeout_s=waited)
+    )
     console = Console()
-    if mode is Mode.fanout:  # a workflow run's answer, not an invoke's: printed as it came
-        fields = {"capability": capability, "text": text, "payload": body, "mode": "fanout"}
-        sent = {k: v for k, v in {**fields, **options}.items() if v is not None}
-        console.print_json(call(coordinator, api_key, "POST", "/v1/invoke", sent).decode())
+    if mode is Mode.fanout and "parts" in answer:  # a workflow run's answer: as it came
+        console.print_json(orjson.dumps(answer).decode())
         return
-    with reach_client(coordinator, api_key) as client:
+    from pydantic import TypeAdapter  # the answer's models, on use
+
+    from agent_reach.model.invocations import InvokeResult, TaskView
+
+    if "task_id" in answer:  # 202: async, the long class, or parked while no instance can
+        task = TaskView.model_validate(answer)
         if mode is Mode.async_:
-            _print_task(console, client.submit(capability, text=text, payload=body, **options))
+            _print_task(console, task)
             return
-        answer = client.invoke(capability, text=text, payload=body, wait_s=wait, **options)
-    _print_answer(console, answer)
+        with reach_client(coordinator, api_key) as client:
+            _print_answer(console, client.wait_task(task.task_id, wait))
+        return
+    _print_answer(console, TypeAdapter(InvokeResult).validate_python(answer))
 
 
 def _print_answer(console: Console, answer: InvokeResult) -> None:
