@@ -276,8 +276,9 @@ def _registry(
     tried = [a for a in attempts if isinstance(a, dict) and a.get("agent_id") == chosen]
     if tried and all(a.get("outcome") == UNREACHABLE for a in tried):
         last = tried[-1].get("error")
+        known = "" if state is None else f" ({health})"  # no state kept: none claimed
         finding = (
-            f"{chosen} was leased ({health}) but unreachable: {_attempts(len(tried))} "
+            f"{chosen} was leased{known} but unreachable: {_attempts(len(tried))} "
             f"found nothing answering at its endpoint" + (f" ({last})" if last else "")
         )
         return {**step, "verdict": "unreachable", "finding": finding}
