@@ -79,3 +79,15 @@ def test_version_prints_the_installed_version() -> None:
         check=True,
     )
     assert done.stdout == f"agent-reach {version('agent-reach')}\n"
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["agent_reach.adapters.sidecar", "agent_reach.adapters.mcp_bridge", "agent_reach.demo"],
+)
+def test_what_serve_demo_and_sidecar_load_imports_first_in_a_fresh_interpreter(
+    module: str,
+) -> None:
+    """With nothing imported before them (as `agent-reach sidecar` now runs), their
+    modules load: no import cycle hides behind an order the package used to impose."""
+    subprocess.run([sys.executable, "-c", f"import {module}"], timeout=60, check=True)
