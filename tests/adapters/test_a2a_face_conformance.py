@@ -216,6 +216,40 @@ def test_text_that_fits_no_skill_is_rejected_with_the_routes_candidates(
     assert isinstance(data["candidates"], list)
 
 
+def test_a_rejection_lists_candidates_with_their_match_confidence_and_the_threshold(
+    http: httpx.Client, dead_port: int
+) -> None:
+    for agent_id, tag, examples in (
+        ("refund-1", "refund.issue", ["I want my money back", "refund my order"]),
+        ("ship-1", "parcel.track", ["where is my parcel", "track my package"]),
+    ):
+        body = {
+            "id": agent_id,
+            "capabilities": [tag],
+            "examples": examples,
+            "transport": {"endpoint": f"http://127.0.0.1:{dead_port}/invoke"},
+        }
+        assert http.post("/v1/agents", json=body).status_code == 201
+    text = "book me a flight to Mars"
+    route = http.post("/v1/route", json={"text": text}).json()
+    assert route["agent_id"] is None, route
+    message = {"messageId": "m-mars", "role": "ROLE_USER", "parts": [{"text": text}]}
+
+    task = _rpc(http, "SendMessage", {"message": message})["result"]["task"]
+
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    text_part, data_part = task["status"]["message"]["parts"]
+    data = data_part["data"]
+    confidences = {c["capability"]: c["factors"]["match"] for c in route["candidates"]}
+    assert data["candidates"] == [
+        {"capability": tag, "confidence": confidence} for tag, confidence in confidences.items()
+    ]  # each capability once, with what the refusal weighed: never an instance's score
+    statements = [t["statement"] for t in route["thresholds"]]
+    assert data["thresholds"] == statements
+    assert statements[0].startswith("best confidence") and " < " in statements[0]
+    assert statements[0] in text_part["text"]
+
+
 def test_list_tasks_filters_and_pages_with_tokens_and_a_total(http: httpx.Client) -> None:
     a = [_decline(http, "ctx-a")["id"] for _ in range(3)]
     b = [_decline(http, "ctx-b")["id"] for _ in range(2)]

@@ -157,6 +157,8 @@ def test_a_text_decision_explains_matchers_thresholds_and_params(
     explained = decision.locator(".text-match")
     expect(explained).to_contain_text("lexical + embedding")
     expect(explained).to_contain_text("min_confidence")
+    # each threshold as the decision states it: the comparison that held
+    expect(explained).to_contain_text(re.compile(r"best confidence \d\.\d+ (≥|<) \d"))
     expect(explained).to_contain_text('{"order_no":"888"}')
     screenshot("text-decision")
 

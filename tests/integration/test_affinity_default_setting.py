@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
@@ -24,7 +25,8 @@ def test_load_does_not_steer_a_decision_when_only_capability_health_context_are_
         decision = http.post("/v1/route", json={"capability": "echo"}).json()
         assert decision["weights"] == {"match": 0.30, "health": 0.25, "affinity": 0.20}
         candidate = decision["candidates"][0]
-        assert candidate["score"] == 0.55  # match 1 × 0.30 + health 1 × 0.25, no context yet
+        # (match 1 × 0.30 + health 1 × 0.25 + no context yet) / the weights' total 0.75
+        assert candidate["score"] == pytest.approx(0.55 / 0.75, abs=1e-6)
         assert http.get("/v1/policy").json()["policy"]["weights"] == decision["weights"]
 
 

@@ -187,16 +187,18 @@ def test_python_m_agent_reach_serve_runs_a_coordinator() -> None:
 
 def test_route_by_text_shows_every_matcher_score(coordinator: str) -> None:
     with SyncReachClient(coordinator) as client:
-        text = client.route(text="please check the inventory").text
-    assert text is not None
+        decision = client.route(text="please check the inventory")
+    assert decision.text is not None and decision.thresholds
 
     result = run("route", "please check the inventory", coordinator=coordinator)
 
     assert result.exit_code == 0, result.output
     assert "lexical" in result.output
     assert "inventory.check" in result.output
-    assert f"thresholds: match ≥ {text.min_confidence:g}" in result.output  # what decided
-    assert f"≥ {text.margin:g}" in result.output
+    out = " ".join(result.output.split())
+    for check in decision.thresholds:  # what decided, as the decision states it
+        assert " ".join(check.statement.split()) in out
+    assert f"best confidence {decision.thresholds[0].value:.3f} ≥" in out
     assert run("route", coordinator=coordinator).exit_code == 1  # text or --capability
 
 

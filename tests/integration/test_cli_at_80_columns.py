@@ -119,7 +119,13 @@ def test_why_of_a_request_suspended_at_a_dead_endpoint_says_routed_attempted_sus
     assert "routed to logistics-01 for order.track by rule exact" in steps["routing"]["finding"]
     traced = {"capability": "order.track", "agent_id": "logistics-01", "rule": "exact"}
     assert steps["routing"]["traced"] == traced  # from its route span: no decision was kept
-    assert walked["first_wrong_step"] == "delivery"
+    # the registry held the instance, but nothing answered at its endpoint
+    assert steps["registry"]["verdict"] == "unreachable", walked["summary"]
+    assert (
+        "logistics-01 was leased (health unknown) but unreachable" in (steps["registry"]["finding"])
+    )
+    assert walked["first_wrong_step"] == "registry"
+    assert steps["delivery"]["verdict"] == "failed"
     attempts = steps["delivery"]["attempts"]
     assert [(a["agent_id"], a["outcome"]) for a in attempts] == [
         ("logistics-01", "agent_unreachable")
@@ -127,12 +133,13 @@ def test_why_of_a_request_suspended_at_a_dead_endpoint_says_routed_attempted_sus
     assert "suspended" in steps["delivery"]["finding"]
     assert result.exit_code == 0, result.output
     assert_fits(result.output)
-    out = " ".join(result.output.split())  # however rich wraps it
+    out = " ".join(result.output.replace("│", " ").split())  # however rich wraps a cell
     assert "routed to logistics-01 for order.track by rule exact" in out
     assert "attempt 1: logistics-01 agent_unreachable" in out
     assert "so it was suspended" in out
     assert "Connection refused" in out or "connect" in out  # the instance's last error
-    assert "first wrong step: delivery" in out
+    assert re.search(r"registry\s*│\s*unreachable\s*│", result.output), result.output
+    assert "first wrong step: registry" in out
     assert out.index("routed to") < out.index("attempt 1:") < out.index("first wrong step")
 
 
@@ -161,7 +168,7 @@ def test_why_given_a_trace_id_names_it_and_walks_its_requests(
     assert_fits(result.output)
     out = " ".join(result.output.split())
     assert f"{trace_id} is a trace id; its requests: dead-2" in out
-    assert "request dead-2" in out and "first wrong step: delivery" in out
+    assert "request dead-2" in out and "first wrong step: registry" in out
 
 
 def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -186,9 +186,9 @@ def test_route_explains_every_factor_and_invokes_nothing(http, register, fake_ag
         }
         assert candidate["match"] == {"exact": 1.0}
         assert candidate["factors"]["quality"] == 1.0  # no evidence against it yet
-    # no affinity: 1.3 - 0.2
-    assert by_id["inv-1"]["score"] == pytest.approx(1.1)
-    assert by_id["inv-2"]["score"] == pytest.approx(0.55)  # half the weight
+    # every factor 1 but affinity (no context): (1.30 - 0.20) / 1.30, the weights' total
+    assert by_id["inv-1"]["score"] == pytest.approx(1.1 / 1.3, abs=1e-6)
+    assert by_id["inv-2"]["score"] == pytest.approx(0.55 / 1.3, abs=1e-6)  # its weight 0.5
     assert agent.received == []
 
 

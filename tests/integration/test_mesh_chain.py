@@ -26,9 +26,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_reach import Agent, AgentRequest, ReachError, Settings, SyncReachClient
+from agent_reach.cli.why_view import why_report
 from agent_reach.testing.servers import ServerThread, run_coordinator
 from agent_reach.testing.waiting import wait_until
-from agent_reach.troubleshooting.report import why_report
 
 ADMIN = "mesh-chain-admin-key-0123456789abcdef"
 POLICY = """

@@ -36,7 +36,11 @@ def test_exact_capability_picks_the_best_scored_live_instance():
     assert decision.rule == "exact"
     assert [c.agent_id for c in decision.candidates] == ["idle", "busy"]
     assert decision.candidates[1].factors["load"] == 0.5
-    assert decision.candidates[0].score - decision.candidates[1].score == pytest.approx(0.15 * 0.5)
+    # the load weight's share of the preset's total (the score is a weighted mean)
+    assert decision.candidates[0].score - decision.candidates[1].score == pytest.approx(
+        0.15 * 0.5 / 1.30,
+        abs=1e-6,  # scores are kept to 6 decimals
+    )
     assert decision.margin is None  # one capability only
 
 
@@ -89,8 +93,10 @@ def test_success_rate_and_affinity_count_with_default_weights():
     assert by_id["flaky"].factors["success"] == 0.25
     assert by_id["flaky"].factors["affinity"] == 1.0
     prior = 0.30 * 1.0  # quality: no outcome yet, the factor starts at 1
-    assert by_id["flaky"].score == pytest.approx(0.30 + 0.25 + 0.20 + 0.15 + 0.10 * 0.25 + prior)
-    assert by_id["fresh"].score == pytest.approx(0.80 + prior)
+    total = 1.30  # the preset's weights: the score is their weighted mean, in [0, 1]
+    flaky_sum = 0.30 + 0.25 + 0.20 + 0.15 + 0.10 * 0.25 + prior
+    assert by_id["flaky"].score == pytest.approx(flaky_sum / total)
+    assert by_id["fresh"].score == pytest.approx((0.80 + prior) / total)
     assert decision.agent_id == "flaky"
 
 

@@ -76,7 +76,11 @@ def test_a_suspended_request_is_routed_then_attempted_then_waits() -> None:
         "rule": "exact",
     }
     assert [i["agent_id"] for i in registry["instances"]] == ["logistics-01"]
-    assert walked["first_wrong_step"] == "delivery"
+    # leased, but its only attempt found nothing answering: the registry step says so
+    assert registry["verdict"] == "unreachable"
+    assert registry["finding"].startswith("logistics-01 was leased but unreachable")
+    assert walked["first_wrong_step"] == "registry"
+    assert delivery["verdict"] == "failed"
     assert delivery["attempts"] == [
         {
             "number": 1,

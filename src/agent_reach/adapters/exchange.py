@@ -10,7 +10,6 @@ from agent_reach.adapters.translation import CompiledTranslation
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
 from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.transports.http_body import failure_answer
 
 
 def variables_of(delivery: Delivery, context: Any = None) -> dict[str, Any]:
@@ -78,6 +77,10 @@ def agent_errors(timeout_s: float) -> Iterator[None]:
 
 def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) -> Any:
     """A whole answer's result, mapped; a fault or a non-2xx status as `AgentFailed`."""
+    # Here, not at the top: `invoke.transports` imports its translated transport, which
+    # imports this module; imported first (`agent-reach sidecar`), the cycle broke.
+    from agent_reach.invoke.transports.http_body import failure_answer
+
     translation.raise_fault(body)
     if not 200 <= status < 300:
         failure = AgentFailed(

@@ -7,10 +7,14 @@ their code, then the server's `problems` (field: reason) or how to pass a key, a
 line and exits 2.
 
 One module per command or group of commands; this one puts them together in the order
-`--help` lists them.
+`--help` lists them. A command module imports the coordinator (server, faces, runtime)
+only inside `serve`, `demo` and `sidecar`, and the SDK's models only when it runs, so
+`--help` loads typer and rich alone (tests/unit/test_cli_imports.py pins it).
 """
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 
@@ -40,6 +44,28 @@ app = typer.Typer(
     add_completion=False,
     cls=Group,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version  # reads the installed metadata: only here
+
+        typer.echo(f"agent-reach {version('agent-reach')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Agent-Reach: discovery, routing and delivery between agents."""
+
+
 app.command(cls=Command)(serve.serve)
 app.add_typer(agents.app, name="agents")
 app.add_typer(keys.app, name="keys")

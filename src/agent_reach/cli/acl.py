@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
-from pydantic import TypeAdapter
 from rich.console import Console
 from rich.markup import escape
 
@@ -15,20 +14,14 @@ from agent_reach.cli.common import (
     commands,
     reporting_errors,
 )
-from agent_reach.clock import SYSTEM_CLOCK
 from agent_reach.errors import (
     InvalidRequest,
 )
-from agent_reach.model.access import AccessRule, CapabilityPattern
-from agent_reach.model.agents import normalize_capability
-from agent_reach.model.keys import ROLES, Principal, Role
-from agent_reach.routing.policy_source import PolicySource
-from agent_reach.security.access import (
-    Action,
-    capability_matches,
-    decide_access,
-    principal_matches,
-)
+from agent_reach.model.keys import ROLES, Role
+
+if TYPE_CHECKING:
+    from agent_reach.model.access import AccessRule
+    from agent_reach.security.access import Action
 
 app = commands("Explain access decisions of a policy file.")
 
@@ -69,6 +62,16 @@ def acl_check(
 ) -> None:
     """Explain whether PRINCIPAL may invoke and register CAPABILITY: which key grant or
     policy rule decided, and its quotas."""
+    # the policy's whole model and the access rules: only when this command runs
+    from pydantic import TypeAdapter
+
+    from agent_reach.clock import SYSTEM_CLOCK
+    from agent_reach.model.access import CapabilityPattern
+    from agent_reach.model.agents import normalize_capability
+    from agent_reach.model.keys import Principal
+    from agent_reach.routing.policy_source import PolicySource
+    from agent_reach.security.access import capability_matches, decide_access, principal_matches
+
     rules = PolicySource(SYSTEM_CLOCK, policy).current
     grants = tuple(TypeAdapter(list[CapabilityPattern]).validate_python(grant or []))
     who = Principal("-", principal.lower(), domain.lower() if domain else None, _role(role), grants)

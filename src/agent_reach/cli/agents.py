@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
 import typer
@@ -19,11 +19,13 @@ from agent_reach.cli.common import (
     CoordinatorUrl,
     commands,
     optional,
+    reach_client,
+    read_mapping,
     reporting_errors,
 )
-from agent_reach.config import load_mapping
-from agent_reach.model.agents import AgentSpec, InstanceView
-from agent_reach.sdk.client import SyncReachClient
+
+if TYPE_CHECKING:
+    from agent_reach.model.agents import InstanceView
 
 app = commands("Register, list and deregister agent instances.")
 _STATUS_STYLES = {"unknown": "cyan", "healthy": "green", "suspect": "yellow", "offline": "red"}
@@ -45,8 +47,10 @@ def register_agent(
     api_key: ApiKey = None,
 ) -> None:
     """Register an agent instance described in FILE."""
-    spec = AgentSpec.from_legacy(load_mapping(file))
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    from agent_reach.model.agents import AgentSpec  # the registration's model, on use
+
+    spec = AgentSpec.from_legacy(read_mapping(file))
+    with reach_client(coordinator, api_key) as client:
         view = client.register(spec)
     console = Console()
     console.print(f"registered [bold]{view.id}[/] at {escape(spec.transport.endpoint)}")
@@ -66,7 +70,7 @@ def list_agents(
     coordinator: CoordinatorUrl = DEFAULT_COORDINATOR_URL, api_key: ApiKey = None
 ) -> None:
     """List instances with status, load, success rate and median latency."""
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    with reach_client(coordinator, api_key) as client:
         views = client.agents()
     Console().print(instances_table(views))
 
@@ -79,7 +83,7 @@ def deregister_agent(
     api_key: ApiKey = None,
 ) -> None:
     """Take an instance out of the pool at once."""
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    with reach_client(coordinator, api_key) as client:
         client.deregister(agent_id)
     Console().print(f"deregistered [bold]{escape(agent_id)}[/]")
 
@@ -110,7 +114,7 @@ def import_a2a(
     parts = urlsplit(url)
     name = agent_id or re.sub(r"[^A-Za-z0-9._-]+", "-", f"a2a-{parts.netloc}").strip("-")
     body = {"id": name, "ttl": ttl, "transport": {"type": "a2a", "endpoint": url}}
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    with reach_client(coordinator, api_key) as client:
         view = client.register(body)
     console = Console()
     console.print(f"imported [bold]{escape(view.id)}[/]: {escape(', '.join(view.capabilities))}")

@@ -1,15 +1,20 @@
-"""What every command shares: the coordinator and key options, calls, error reporting."""
+"""What every command shares: the coordinator and key options, calls, error reporting.
+
+Commands import only what they use: typer and rich here; httpx, the SDK's client and its
+models, the settings and file loaders when a command runs (`call`, `reach_client`,
+`read_mapping`), so `agent-reach --help` starts in a fraction of the coordinator's import.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, ParamSpec, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
-import httpx
 import typer
-from pydantic import ValidationError
+from pydantic_core import ValidationError  # pydantic's own, without importing pydantic
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -21,7 +26,11 @@ from agent_reach.errors import (
     error_from_body,
 )
 
+if TYPE_CHECKING:
+    from agent_reach.sdk.client import SyncReachClient
+
 DEFAULT_COORDINATOR_URL = "http://127.0.0.1:8500"  # `agent-reach serve` listens on 8500
+CALL_TIMEOUT_S = 10.0  # a management call; `invoke` waits as long as its request may take
 
 API_KEY_HINT = "pass a key with --api-key KEY or set AR_API_KEY=KEY (keys: agent-reach keys create)"
 
@@ -117,12 +126,15 @@ def call(
     body: Any = None,
     *,
     headers: dict[str, str] | None = None,
+    timeout_s: float = CALL_TIMEOUT_S,
 ) -> bytes:
     """One call to the coordinator; error answers raise their `ReachError` class."""
+    import httpx  # on the first call: `--help` and usage errors never need it
+
     url = coordinator.rstrip("/") + path
     sent = {**(headers or {}), **({"authorization": f"Bearer {api_key}"} if api_key else {})}
     try:
-        response = httpx.request(method, url, json=body, headers=sent, timeout=10)
+        response = httpx.request(method, url, json=body, headers=sent, timeout=timeout_s)
     except httpx.TransportError as exc:
         raise ReachError(
             f"could not reach the coordinator at {coordinator}: {exc}",
@@ -135,6 +147,20 @@ def call(
             body = None
         raise error_from_body(response.status_code, body)
     return response.content
+
+
+def reach_client(coordinator: str, api_key: str | None) -> SyncReachClient:
+    """The SDK's blocking client (imported here: its models load only when a command calls)."""
+    from agent_reach.sdk.client import SyncReachClient
+
+    return SyncReachClient(coordinator, api_key=api_key)
+
+
+def read_mapping(path: Path) -> dict[str, Any]:
+    """A JSON, YAML or TOML file as a mapping (`config.load_mapping`, imported on use)."""
+    from agent_reach.config import load_mapping
+
+    return load_mapping(path)
 
 
 def optional(value: float | None, template: str) -> str:

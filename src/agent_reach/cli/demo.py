@@ -9,7 +9,6 @@ import typer
 from agent_reach.cli.common import (
     reporting_errors,
 )
-from agent_reach.demo import run_demo as run_demo_scenario
 
 
 @reporting_errors
@@ -19,4 +18,6 @@ def demo(
     ] = False,
 ) -> None:
     """Run the customer-service scenario on loopback: coordinator and agents in-process."""
-    raise typer.Exit(run_demo_scenario(verbose=verbose))
+    from agent_reach.demo import run_demo  # the whole coordinator: only when it runs
+
+    raise typer.Exit(run_demo(verbose=verbose))

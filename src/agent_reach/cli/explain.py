@@ -17,13 +17,14 @@ from agent_reach.cli.common import (
     ApiKey,
     CoordinatorUrl,
     call,
+    reach_client,
     reporting_errors,
     status_text,
 )
 from agent_reach.cli.route_view import decision_view
+from agent_reach.cli.text import kept, show
+from agent_reach.cli.why_view import why_report
 from agent_reach.errors import InvalidRequest, NotFound
-from agent_reach.sdk.client import SyncReachClient
-from agent_reach.troubleshooting.report import why_report
 
 
 @reporting_errors
@@ -40,9 +41,9 @@ def route(
     """Explain the routing decision for TEXT or a --capability; nothing is invoked."""
     if (text is None) == (capability is None):
         raise InvalidRequest("give TEXT or --capability (one of them)", code="invalid_arguments")
-    with SyncReachClient(coordinator, api_key=api_key) as client:
+    with reach_client(coordinator, api_key) as client:
         decision = client.route(capability, text=text)
-    Console().print(decision_view(decision))
+    show(Console(), decision_view(decision))
 
 
 @reporting_errors
@@ -55,7 +56,7 @@ def trace(
 ) -> None:
     """Print a trace's hops as a tree with timings: route, attempts, nested calls."""
     document = orjson.loads(call(coordinator, api_key, "GET", f"/v1/traces/{trace_id}"))
-    Console().print(trace_tree(document))
+    show(Console(), trace_tree(document))
 
 
 @reporting_errors
@@ -76,7 +77,7 @@ def why(
     """
     console = Console()
     try:
-        console.print(why_report(_walk(coordinator, api_key, request_id)))
+        show(console, why_report(_walk(coordinator, api_key, request_id)))
         return
     except NotFound as exc:
         in_trace = exc.details.get("request_ids")
@@ -90,7 +91,7 @@ def why(
     for number, each in enumerate(in_trace, 1):
         console.print()
         console.rule(f"request {number} of {len(in_trace)}: {escape(each)}", align="left")
-        console.print(why_report(_walk(coordinator, api_key, each)))
+        show(console, why_report(_walk(coordinator, api_key, each)))
 
 
 def _walk(coordinator: str, api_key: str | None, request_id: str) -> dict[str, Any]:
@@ -102,15 +103,11 @@ def _walk(coordinator: str, api_key: str | None, request_id: str) -> dict[str, A
 def trace_tree(document: dict[str, Any]) -> Tree:
     """The spans of a `GET /v1/traces/{id}` answer as a tree, children in start order."""
     summary = document["summary"]
-    tree = Tree(
-        Text.assemble(
-            ("trace ", "bold"),
-            document["trace_id"],
-            "  ",
-            status_text(summary["status"], summary["is_error"]),
-            f"  {summary['duration_ms']:.2f} ms",
-        )
-    )
+    title = kept(f"trace {document['trace_id']}  ")
+    title.stylize("bold", 0, len("trace"))
+    title.append_text(status_text(summary["status"], summary["is_error"]))
+    title.append_text(kept(f"  {summary['duration_ms']:.2f} ms"))
+    tree = Tree(title)
     spans = document["spans"]
     ids = {s["span_id"] for s in spans}
     nodes: dict[str | None, Tree] = {}
@@ -121,7 +118,9 @@ def trace_tree(document: dict[str, Any]) -> Tree:
 
 
 def _span_label(span: dict[str, Any]) -> Text:
-    label = Text.assemble((f"{span['kind']:<8}", "dim"), span["name"] or "-")
+    label = kept("")
+    label.append(f"{span['kind']:<8}", style="dim")
+    label.append(span["name"] or "-")
     if span["agent_id"]:
         label.append(f" → {span['agent_id']}", style="cyan")
     if span["kind"] == "attempt":
@@ -132,5 +131,5 @@ def _span_label(span: dict[str, Any]) -> Text:
         label.append(f"  rule {span['note']}", style="dim")
     label.append("  ")
     label.append_text(status_text(span["status"], span["is_error"]))
-    label.append(f"  +{span['offset_ms']:.2f} ms  {span['duration_ms']:.2f} ms", style="dim")
+    label.append_text(kept(f"  +{span['offset_ms']:.2f} ms  {span['duration_ms']:.2f} ms", "dim"))
     return label

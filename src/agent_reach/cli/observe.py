@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
@@ -22,7 +22,9 @@ from agent_reach.cli.common import (
     reporting_errors,
 )
 from agent_reach.clock import SYSTEM_CLOCK
-from agent_reach.observability.traffic import Scrape, Traffic, parse_scrape, traffic
+
+if TYPE_CHECKING:
+    from agent_reach.observability.traffic import Scrape, Traffic
 
 
 @reporting_errors
@@ -41,6 +43,8 @@ def top(
     On a terminal the table is redrawn in place; piped or redirected, one table is
     printed per interval.
     """
+    from agent_reach.observability.traffic import traffic  # prometheus' parser, on use
+
     _scrape = functools.partial(_scrape_metrics, coordinator, api_key)
     console = Console()
     before = _scrape()
@@ -112,5 +116,7 @@ def traffic_table(rows: list[Traffic], coordinator: str) -> Table:
 
 
 def _scrape_metrics(coordinator: str, api_key: str | None) -> Scrape:
+    from agent_reach.observability.traffic import parse_scrape
+
     text = call(coordinator, api_key, "GET", "/metrics").decode()
     return parse_scrape(text, SYSTEM_CLOCK.monotonic())

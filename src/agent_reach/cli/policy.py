@@ -19,9 +19,9 @@ from agent_reach.cli.common import (
     CoordinatorUrl,
     call,
     commands,
+    read_mapping,
     reporting_errors,
 )
-from agent_reach.config import load_mapping
 
 app = commands("Show, replace and audit the policy in force (at run time).")
 
@@ -62,7 +62,7 @@ def set_policy(
     """Replace the policy on every coordinator with FILE (needs an admin key)."""
     headers = {} if if_match is None else {"if-match": if_match}
     answer = orjson.loads(
-        call(coordinator, api_key, "PUT", "/v1/policy", load_mapping(file), headers=headers)
+        call(coordinator, api_key, "PUT", "/v1/policy", read_mapping(file), headers=headers)
     )
     change = answer["change"]
     Console().print(

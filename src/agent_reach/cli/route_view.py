@@ -5,12 +5,17 @@ verdict on it). Lines, not table columns: a block fits 80 columns whatever the n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from agent_reach.model.decisions import Candidate, RouteDecision, TextMatch
+from agent_reach.cli.text import kept
+
+if TYPE_CHECKING:
+    from agent_reach.model.decisions import Candidate, RouteDecision
 
 INDENT = 4  # a block's lines under its title; a wrapped line keeps it
 # What each rule means for the whole decision.
@@ -28,7 +33,7 @@ RULES = {
 def decision_view(decision: RouteDecision) -> Group:
     """The decision's header and its candidates' blocks, best first."""
     chosen = next((c for c in decision.candidates if _is_chosen(c, decision)), None)
-    parts: list[RenderableType] = [_header(decision), *_text_lines(decision.text, decision.margin)]
+    parts: list[RenderableType] = [_header(decision), *_text_lines(decision)]
     if not decision.candidates:
         none = "no capability matched the text" if decision.text else "no live instance of it"
         parts.append(Text(f"no candidate: {none}"))
@@ -40,19 +45,18 @@ def decision_view(decision: RouteDecision) -> Group:
 
 def _header(decision: RouteDecision) -> Text:
     target = f"{decision.capability} → {decision.agent_id}" if decision.agent_id else "no instance"
-    header = Text.assemble(
-        ("route: ", "bold"), (target, "bold green" if decision.agent_id else "bold red")
-    )
-    header.append(f"\nrule {decision.rule}")
-    if decision.refused_by is not None:
-        header.append(f" (refused by {decision.refused_by})")
-    header.append(f" · policy {decision.policy_version}")
-    header.append(f"\n{RULES.get(decision.rule, decision.rule)}", style="dim")
+    header = kept("route: ", style="bold")
+    header.append_text(kept(target, style="bold green" if decision.agent_id else "bold red"))
+    refused = "" if decision.refused_by is None else f" (refused by {decision.refused_by})"
+    header.append_text(kept(f"\nrule {decision.rule}{refused} · policy {decision.policy_version}"))
+    header.append_text(kept(f"\n{RULES.get(decision.rule, decision.rule)}", style="dim"))
     return header
 
 
-def _text_lines(text: TextMatch | None, margin: float | None) -> list[Text]:
-    """How a text was matched: matchers, calibration, thresholds, what was learned, params."""
+def _text_lines(decision: RouteDecision) -> list[Text]:
+    """How a text was matched: matchers, calibration, each threshold with the comparison
+    that held (the decision's own statements), what was learned, the params."""
+    text = decision.text
     if text is None:
         return []
     matchers = " + ".join(text.matchers) or "none"
@@ -63,31 +67,30 @@ def _text_lines(text: TextMatch | None, margin: float | None) -> list[Text]:
         if text.calibrated
         else "not calibrated (few cards): confidences are raw scores"
     )
-    gap = "-" if margin is None else f"{margin:.3f}"
-    lines = [
-        f"matchers {matchers} · {calibration}",
-        f"thresholds: match ≥ {text.min_confidence:g}; gap to the next capability {gap} "
-        f"≥ {text.margin:g}",
-    ]
+    lines = [f"matchers {matchers} · {calibration}"]
+    lines.extend(check.statement for check in decision.thresholds)
     if text.learned:
-        lines.append(f"learned example {text.learned['id']} → {text.learned['capability']}")
+        lines.append(
+            f"learned example {text.learned['id']} → {text.learned['capability']}: "
+            "no threshold applies"
+        )
     if text.not_mine:
         lines.append(f"said not mine (421) before: {', '.join(text.not_mine)}")
     if text.params is not None:
         lines.append(f"params {orjson.dumps(text.params).decode()}")
-    return [Text(line) for line in lines]
+    return [kept(line) for line in lines]
 
 
 def _block(
     number: int, candidate: Candidate, decision: RouteDecision, chosen: Candidate | None
 ) -> list[RenderableType]:
     is_chosen = candidate is chosen
-    title = Text("→ " if is_chosen else "  ", style="bold green")
+    title = kept("→ " if is_chosen else "  ", style="bold green")
     title.append(f"{number}. ", style="dim")
     title.append(candidate.capability, style="bold green" if is_chosen else "bold")
     title.append(" on ")
     title.append(candidate.agent_id, style="cyan")
-    title.append(f"  score {candidate.score:.3f}")
+    title.append_text(kept(f"  score {candidate.score:.3f}"))
     body: list[Text] = []
     confidence = candidate.factors.get("match")
     if confidence is not None:
@@ -97,60 +100,58 @@ def _block(
         if candidate.match:
             scores = ", ".join(f"{name} {score:.2f}" for name, score in candidate.match.items())
             line += f" · matchers: {scores}"
-        body.append(Text(line))
+        body.append(kept(line))
     body.extend(_factor_lines(candidate, decision.weights))
-    body.append(Text(_verdict(candidate, decision, chosen), style="dim"))
+    body.append(kept(_verdict(candidate, decision, chosen), style="dim"))
     return [title, *(Padding(line, (0, 0, 0, INDENT), expand=False) for line in body)]
 
 
 def _factor_lines(candidate: Candidate, weights: dict[str, float]) -> list[Text]:
-    """Each factor × its weight, then their sum and the score it became."""
+    """Each factor × its weight, their sum over the weights' total (the score of an
+    instance of weight 1, in [0, 1]), then what scaled it."""
     names = [n for n in [*weights, *sorted(set(candidate.factors) - set(weights))]]
     names = [n for n in names if n in candidate.factors]
     width = max(len(name) for name in [*names, "sum"])
-    lines = []
+    lines: list[Text] = []
     total = 0.0
+    weight_sum = sum(weights.values())
     for name in names:
         value = candidate.factors[name]
         weight = weights.get(name)
         if weight is None:
-            lines.append(Text(f"{name:<{width}}  {value:.3f}  (not weighted)"))
+            lines.append(kept(f"{name:<{width}}  {value:.3f}  (not weighted)"))
             continue
         total += value * weight
         line = f"{name:<{width}}  {value:.3f} × {weight:.2f} = {value * weight:.3f}"
         if name == "quality":  # the outcome counts behind it (mesh/quality.py)
             counts = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in candidate.outcomes.items())
             line += f"  ({counts or 'no outcome yet: the prior'})"
-        lines.append(Text(line))
-    summed = f"{'sum':<{width}}  {total:.3f}"
-    if total > 0 and abs(total - candidate.score) > 0.0005:
+        lines.append(kept(line))
+    mean = total / weight_sum if weight_sum > 0 else 0.0
+    summed = f"{'sum':<{width}}  {total:.3f} ÷ {weight_sum:.2f} (the weights' total) = {mean:.3f}"
+    if mean > 0 and abs(mean - candidate.score) > 0.0005:
         summed += (
-            f" × {candidate.score / total:.2f} = {candidate.score:.3f} (the instance's weight, "
+            f" × {candidate.score / mean:.2f} = {candidate.score:.3f} (the instance's weight, "
             "a full queue, or no probe answered yet)"
         )
-    lines.append(Text(summed))
+    lines.append(kept(summed))
     return lines
 
 
 def _verdict(candidate: Candidate, decision: RouteDecision, chosen: Candidate | None) -> str:
     """Why this candidate was or was not taken."""
-    text = decision.text
     refused = decision.refused_by or decision.rule
     if candidate is chosen:
         if decision.rule == "generic":
             return f"chosen: the generic agent, as the router refused ({refused})"
         return f"chosen by rule {decision.rule}"
-    if refused == "no_match" and text is not None:
-        confidence = candidate.factors.get("match", 0.0)
-        return (
-            f"not chosen: no capability reached confidence {text.min_confidence:g} "
-            f"(this one {confidence:.3f}; rule no_match)"
-        )
-    if refused == "margin" and text is not None and decision.margin is not None:
-        return (
-            f"not chosen: the two best capabilities were {decision.margin:.3f} apart, "
-            f"less than {text.margin:g} (rule margin)"
-        )
+    if refused in ("no_match", "margin"):
+        check = next(
+            (c for c in decision.thresholds if c.reached and not c.passed), None
+        )  # the comparison that refused, as the decision states it
+        if check is not None:
+            return f"not chosen: {check.statement}"
+        return f"not chosen: rule {refused}"
     if chosen is None:
         return f"not chosen: rule {decision.rule} chose no instance"
     if candidate.capability == chosen.capability:

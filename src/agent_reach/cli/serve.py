@@ -6,28 +6,17 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from urllib.parse import urlsplit
 
-import structlog
 import typer
-import uvloop
-from pydantic import ValidationError
 
 from agent_reach.cli.common import (
     reporting_errors,
 )
-from agent_reach.config import Settings, setting_problems
-from agent_reach.errors import (
-    ReachError,
-    StoreUnavailable,
-)
-from agent_reach.identity.tls import delivery_context
-from agent_reach.observability.logging import configure_logging
-from agent_reach.server import edge
-from agent_reach.server.app import create_app
-from agent_reach.server.edge_asgi import StartupFailed
-from agent_reach.server.workers import check_workers, serve_workers
+
+if TYPE_CHECKING:
+    from agent_reach.config import Settings
 
 GC_THRESHOLDS = (50_000, 50, 100)  # generation 0 every 50k allocations instead of 700
 
@@ -83,6 +72,20 @@ def serve(
 
     A bad setting is one line on stderr and exit status 2, before anything starts.
     """
+    # The coordinator and its settings load here, not when any other command runs.
+    import structlog
+    import uvloop
+    from pydantic import ValidationError
+
+    from agent_reach.config import Settings, setting_problems
+    from agent_reach.errors import ReachError, StoreUnavailable
+    from agent_reach.identity.tls import delivery_context
+    from agent_reach.observability.logging import configure_logging
+    from agent_reach.server import edge
+    from agent_reach.server.app import create_app
+    from agent_reach.server.edge_asgi import StartupFailed
+    from agent_reach.server.workers import check_workers, serve_workers
+
     overrides: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -131,6 +134,8 @@ def serve(
 
 def _announce_state(settings: Settings) -> None:
     """Say where state lives, and for memory what a restart loses and how to keep it."""
+    import structlog
+
     log = structlog.get_logger("agent_reach.server")
     if settings.registry_backend == "memory":
         log.warning("state_in_memory", message=MEMORY_STATE_WARNING)

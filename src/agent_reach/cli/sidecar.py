@@ -7,12 +7,9 @@ from typing import Annotated
 
 import typer
 
-from agent_reach.adapters.mcp_bridge import McpSidecarConfig, serve_bridge
-from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
 from agent_reach.cli.common import (
     reporting_errors,
 )
-from agent_reach.observability.logging import configure_logging
 
 
 @reporting_errors
@@ -24,6 +21,11 @@ def sidecar(
 ) -> None:
     """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it,
     or for a stdio MCP server (`mcp_stdio` in the file)."""
+    # the adapters and the MCP SDK: only when a sidecar runs, not for every command
+    from agent_reach.adapters.mcp_bridge import McpSidecarConfig, serve_bridge
+    from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
+    from agent_reach.observability.logging import configure_logging
+
     configure_logging("info", json=True)
     stdio = McpSidecarConfig.load(config)
     if stdio is not None:

@@ -18,10 +18,10 @@ from agent_reach.cli.common import (
     CoordinatorUrl,
     call,
     commands,
+    read_mapping,
     reporting_errors,
     status_text,
 )
-from agent_reach.config import load_mapping
 from agent_reach.errors import (
     InvalidRequest,
 )
@@ -47,7 +47,7 @@ def run_workflow(
     api_key: ApiKey = None,
 ) -> None:
     """Run the workflow in FILE and print its steps as a tree with timings."""
-    document = load_mapping(file)
+    document = read_mapping(file)
     if isinstance(document.get("workflow"), dict):
         document = document["workflow"]  # the `workflow: {...}` file form
     try:

@@ -181,18 +181,22 @@ class A2AFace:
         if error.code not in REJECTING:
             raise error_of(error)
         route = error.details.get("route") or {}
-        candidates = [
-            {"capability": c.get("capability"), "score": c.get("score")}
-            for c in (route.get("candidates") or [])[:MAX_CANDIDATES]
-            if isinstance(c, dict)
-        ]
-        why = {"code": error.code, "message": error.message, "candidates": candidates}
+        candidates = _candidates(route)
+        thresholds = [t["statement"] for t in route.get("thresholds") or [] if isinstance(t, dict)]
+        why = {
+            "code": error.code,
+            "message": error.message,
+            "candidates": candidates,
+            "thresholds": thresholds,
+        }
         context_id = message.get("contextId") if isinstance(message.get("contextId"), str) else None
         task_id = request.request_id or uuid.uuid4().hex
         status = {
             "state": "TASK_STATE_REJECTED",
             "message": views.agent_message(
-                [{"text": error.message}, {"data": why}], context_id, taskId=task_id
+                [{"text": "; ".join([error.message, *thresholds])}, {"data": why}],
+                context_id,
+                taskId=task_id,
             ),
             "timestamp": views.timestamp(self.runtime.clock.wall()),
         }
@@ -427,3 +431,15 @@ def _reply(document: dict[str, Any], context_id: str | None) -> dict[str, Any]:
     return views.agent_message(
         views.parts(document.get("result")), context_id, metadata=_answer_ids(document)
     )
+
+
+def _candidates(route: dict[str, Any]) -> list[dict[str, Any]]:
+    """The capabilities the text came closest to, each once, with its match confidence
+    (what the refusal weighed: never an instance's score, which mixes in its health)."""
+    seen: dict[str, Any] = {}
+    for candidate in route.get("candidates") or []:
+        tag = candidate.get("capability") if isinstance(candidate, dict) else None
+        if isinstance(tag, str) and tag not in seen:
+            seen[tag] = (candidate.get("factors") or {}).get("match")
+    ranked = list(seen.items())[:MAX_CANDIDATES]
+    return [{"capability": tag, "confidence": confidence} for tag, confidence in ranked]

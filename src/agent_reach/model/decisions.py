@@ -45,13 +45,27 @@ class TextMatch:
 
 
 @dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
+class ThresholdCheck:
+    """One threshold a text was held to, and the comparison that actually held
+    (routing/explanation.py writes the statement; every view shows it as it is)."""
+
+    name: Literal["min_confidence", "margin"]
+    value: float | None  # the best confidence, or the gap to the next capability (None: none)
+    threshold: float
+    passed: bool  # value >= threshold (or nothing to compare)
+    reached: bool  # False: an earlier check refused, so the router never compared this one
+    statement: str  # e.g. "gap to the next capability 0.057 < 0.15 (margin): refused by ..."
+
+
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
 class RouteDecision:
     """The router's answer: the choice (or null), why, and every candidate it weighed.
 
     When the router will not guess (`margin`, `no_match`) and a generic agent takes the
     request instead, `rule` is `generic` and `refused_by` keeps the reason. For text,
     `margin` is the gap between the calibrated match confidences of the two best
-    different capabilities, and `text` explains the matching.
+    different capabilities, `text` explains the matching and `thresholds` states each
+    threshold with the comparison that held.
     """
 
     capability: str | None
@@ -65,3 +79,4 @@ class RouteDecision:
     intent: dict[str, Any] | None = None  # what the intent parser agent did, when asked
     text: TextMatch | None = None
     negotiation: Negotiated | None = None  # when the candidates were asked for offers
+    thresholds: list[ThresholdCheck] = field(default_factory=list)  # text only

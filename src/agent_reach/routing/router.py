@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
 from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.explanation import threshold_checks
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.scoring import score_of
 
@@ -66,6 +67,13 @@ def decide(
         return decider.decide_exact(matches)
     decision = decider.decide_text(matches, text)
     decision.text = text
+    decision.thresholds = threshold_checks(
+        matches[0].confidence if matches else None,
+        _text_margin(matches),
+        min_confidence=text.min_confidence if text else policy.min_confidence,
+        margin=policy.margin,
+        learned=bool(matches) and LEARNED in matches[0].scores,
+    )
     return decision
 
 

@@ -1,4 +1,8 @@
-"""Instance scoring: each factor in [0, 1], a weighted sum, times the instance's weight.
+"""Instance scoring: each factor in [0, 1], a weighted mean, times the instance's weight.
+
+The weights are relative: the sum is divided by their total (the presets' add up to
+1.30), so an instance of `weight` 1 scores in [0, 1]; its `weight` multiplies that
+(2 doubles it, 0.5 halves it).
 
 Past its `max_queue` an instance is scored down. The original system: "when
 order-service has more than 100 waiting, lower its weight and divert". Waiting here is
@@ -35,8 +39,8 @@ def score_of(
     """The instance's score and every factor of it; an instance with no calls yet gets
     the benefit of doubt.
 
-    The score is Σ weight_f × factor_f, scaled by the instance's own weight and by the
-    queue down-weight. One function, run for every candidate of every request: it reads
+    The score is Σ weight_f × factor_f / Σ weight_f, scaled by the instance's own weight
+    and by the queue down-weight. One function, run for every candidate of every request: it reads
     the instance's parts once each.
     """
     window = instance.stats
@@ -54,8 +58,12 @@ def score_of(
         "quality": instance.outcomes.quality,
     }
     total = 0.0
+    weight_sum = 0.0
     for name, w in weights:
         total += w * factors[name]
+        weight_sum += w
+    if weight_sum > 0:  # a policy needs one positive weight; adapted ones stay positive too
+        total /= weight_sum
     scale = 1.0 if in_flight <= (spec.max_queue or default_max_queue) else OVER_QUEUE_SCALE
     if instance.tracker.state == "unknown":
         scale *= UNKNOWN_SCALE

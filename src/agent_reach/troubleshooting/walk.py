@@ -12,8 +12,9 @@ A suspended answer (202) carries no decision and no attempts: the walk reads the
 the request's spans in the trace store (the route span: capability, instance, rule;
 one attempt span each), when this coordinator still has them.
 
-Each step gets a verdict: `ok`, `suspect` (looks wrong), `failed`, or `not_reached`;
-the walk names the first step that is `suspect` or `failed`.
+Each step gets a verdict: `ok`, `suspect` (looks wrong), `unreachable` (the registry
+held the chosen instance, but no attempt could reach it), `failed`, or `not_reached`;
+the walk names the first step that is `suspect`, `unreachable` or `failed`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from agent_reach.registry.history import InstanceSnapshot
 from agent_reach.security import ownership
 from agent_reach.troubleshooting.journal import ContextRead, JournalEntry
 
-Verdict = Literal["ok", "suspect", "failed", "not_reached"]
+Verdict = Literal["ok", "suspect", "unreachable", "failed", "not_reached"]
+WRONG = ("suspect", "unreachable", "failed")  # the verdicts `first_wrong_step` looks for
+UNREACHABLE = "agent_unreachable"  # an attempt's outcome when nothing answered at its endpoint
 STEPS = ("routing", "registry", "context", "delivery")
 LOW_SUCCESS = 0.5  # a call window below this success rate looks wrong
 # Errors raised before the router was asked: the walk stops at routing.
@@ -97,7 +100,7 @@ def walk(
     show_values = may_read_values(principal, entry)
     steps = [
         _routing(route, error, body),
-        _registry(route, entry, history),
+        _registry(route, entry, history, (error or body).get("attempts") or []),
         _context(route, body, error, entry, history, show_values),
         _delivery(body, error, show_values),
     ]
@@ -107,7 +110,7 @@ def walk(
             step["verdict"], step["finding"] = "not_reached", "the request stopped earlier"
         elif step.pop("stops", False):
             reached = False
-    first = next((s["step"] for s in steps if s["verdict"] in ("suspect", "failed")), None)
+    first = next((s["step"] for s in steps if s["verdict"] in WRONG), None)
     return {
         "request_id": entry.request_id,
         "trace_id": entry.trace_id,
@@ -237,7 +240,10 @@ def _routing(
 
 
 def _registry(
-    route: dict[str, Any] | None, entry: JournalEntry, history: History
+    route: dict[str, Any] | None,
+    entry: JournalEntry,
+    history: History,
+    attempts: list[dict[str, Any]],
 ) -> dict[str, Any]:
     step: dict[str, Any] = {"step": "registry", "instances": []}
     if route is None:
@@ -267,6 +273,15 @@ def _registry(
         return {**step, "verdict": "suspect", "finding": f"{chosen}: " + "; ".join(problems)}
     state = mine.get("at_the_time") if mine else None
     health = "healthy" if state is None else f"health {state['health']}"
+    tried = [a for a in attempts if isinstance(a, dict) and a.get("agent_id") == chosen]
+    if tried and all(a.get("outcome") == UNREACHABLE for a in tried):
+        last = tried[-1].get("error")
+        known = "" if state is None else f" ({health})"  # no state kept: none claimed
+        finding = (
+            f"{chosen} was leased{known} but unreachable: {_attempts(len(tried))} "
+            f"found nothing answering at its endpoint" + (f" ({last})" if last else "")
+        )
+        return {**step, "verdict": "unreachable", "finding": finding}
     return {**step, "verdict": "ok", "finding": f"{chosen} was leased, {health}"}
 
 

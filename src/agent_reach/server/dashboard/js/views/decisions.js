@@ -47,17 +47,16 @@ export function decisionItem(entry, { open = false, node = null } = {}) {
   );
 }
 
-// How a text was matched: the matchers asked (and pending), the thresholds against what was
-// measured, a learned example that matched, capabilities that said "not mine", the params.
+// How a text was matched: the matchers asked (and pending), each threshold with the comparison
+// that held (the server's statement, shown as it is), a learned example that matched,
+// capabilities that said "not mine", the params.
 function textMatch(d) {
   const t = d.text;
-  const best = d.candidates.length ? Math.max(...d.candidates.map((c) => c.factors.match ?? 0)) : 0;
   const row = (label, value) => h("tr", {}, h("th", {}, label), h("td", { class: "mono" }, value));
   return h("table", { class: "text-match" },
     row("matchers", t.matchers.join(" + ") + (t.pending.length ? ` (pending: ${t.pending.join(", ")})` : "")),
     row("confidences", t.calibrated ? "calibrated on the registered catalog (match column)" : "raw (too few cards to calibrate)"),
-    row("min_confidence", `${t.min_confidence} · best ${best.toFixed(3)}`),
-    row("margin", `${t.margin} · measured ${d.margin === null ? "–" : d.margin.toFixed(3)}`),
+    ...(d.thresholds ?? []).map((check) => row(check.name, check.statement)),
     t.learned ? row("learned example", `${t.learned.id} → ${t.learned.capability}`) : null,
     t.not_mine.length ? row("said not mine", t.not_mine.join(", ")) : null,
     t.params ? row("params", JSON.stringify(t.params)) : null,

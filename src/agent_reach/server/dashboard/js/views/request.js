@@ -5,7 +5,7 @@ import { getJSON } from "../api.js";
 import { agentLink, badge, clockTime, empty, h, ms, pct, said, table, traceLink } from "../dom.js";
 import { candidatesTable } from "./decisions.js";
 
-const VERDICT_TONE = { ok: "ok", suspect: "warn", failed: "bad", not_reached: "info" };
+const VERDICT_TONE = { ok: "ok", suspect: "warn", unreachable: "bad", failed: "bad", not_reached: "info" };
 
 export function mount(root, route) {
   const id = route.arg ?? "";

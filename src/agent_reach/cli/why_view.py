@@ -1,4 +1,5 @@
-"""The walk as the terminal shows it: four steps in order, the first wrong one marked."""
+"""The walk of `agent-reach why` as the terminal shows it: four steps in order, the first
+wrong one marked (the walk itself: troubleshooting/walk.py)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,30 @@ from typing import Any
 
 import orjson
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-_VERDICT_STYLES = {"ok": "green", "suspect": "yellow", "failed": "bold red", "not_reached": "dim"}
+from agent_reach.cli.text import kept
+
+_VERDICT_STYLES = {
+    "ok": "green",
+    "suspect": "yellow",
+    "unreachable": "bold red",
+    "failed": "bold red",
+    "not_reached": "dim",
+}
 
 
 def why_report(document: dict[str, Any]) -> Group:
     """A header, one table row per step, and the details that explain each verdict."""
     node = document.get("node")
-    header = Text.from_markup(
-        f"request [bold]{escape(document['request_id'])}[/] · trace {document['trace_id']}\n"
-        f"HTTP {document['http_status']} · {document['duration_ms']:.1f} ms"
-        + (f" · answered by {escape(node)}" if node else "")
+    header = kept(f"request {document['request_id']}", style="bold")
+    header.append_text(kept(f" · trace {document['trace_id']}"))
+    header.append_text(
+        kept(
+            f"\nHTTP {document['http_status']} · {document['duration_ms']:.1f} ms"
+            + (f" · answered by {node}" if node else "")
+        )
     )
     steps = Table(title_justify="left", show_lines=False)
     steps.add_column("step", no_wrap=True)
@@ -31,11 +42,11 @@ def why_report(document: dict[str, Any]) -> Group:
         steps.add_row(
             mark + step["step"],
             Text(verdict, style=_VERDICT_STYLES.get(verdict, "")),
-            Text(step["finding"]),
+            kept(step["finding"]),
         )
-    details = [Text(line) for step in document["steps"] for line in _details(step)]
-    chain = [Text(line) for line in chain_lines(document)]
-    summary = Text(document["summary"], style="bold")
+    details = [kept(line) for step in document["steps"] for line in _details(step)]
+    chain = [kept(line) for line in chain_lines(document)]
+    summary = kept(document["summary"], style="bold")
     return Group(header, *chain, steps, *details, summary)
 
 
@@ -67,7 +78,8 @@ def chain_lines(document: dict[str, Any]) -> list[str]:
 def _details(step: dict[str, Any]) -> list[str]:
     name = step["step"]
     if name == "routing" and step.get("decision"):
-        return [
+        said = [f"  routing: {t['statement']}" for t in step["decision"].get("thresholds") or []]
+        return said + [
             f"  routing: {c['capability']} {c['agent_id']} score {c['score']:.3f} "
             + " ".join(f"{k} {v:.2f}" for k, v in c["factors"].items())
             for c in step["decision"].get("candidates", [])
