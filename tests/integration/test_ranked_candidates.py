@@ -1,0 +1,170 @@
+"""`POST /v1/route {"text", "top_k"}`: the k best capabilities the caller may invoke.
+
+A secured coordinator (memory and Redis) with two groups of ten description-only tools,
+and two caller keys, each granted one group: whatever the text and `top_k`, a key is
+ranked only capabilities it may invoke, whether the router routes or refuses; the head
+of the list is the router's own calibrated matches, the rest comes from the semantic
+index; a `top_k` outside 1-50 and a blank text are 422 naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_reach.config import Settings
+from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.testing.servers import ServerThread, run_coordinator
+
+ADMIN = "ranked-candidates-admin-key-0123456789"
+SHOP = {
+    "shop.track_parcel": "Track a parcel or shipment by its tracking number: where it is now",
+    "shop.refund": "Request a refund of the money paid for a returned order",
+    "shop.invoice": "Send a copy of the invoice of an order by email",
+    "shop.cancel_order": "Cancel an order that has not shipped yet",
+    "shop.change_address": "Change the delivery address of an order",
+    "shop.product_search": "Search the product catalog by name, brand or category",
+    "shop.stock": "Check whether a product is in stock in a store",
+    "shop.coupon": "Apply a discount coupon code to the shopping cart",
+    "shop.review": "Write a review and a star rating of a product you bought",
+    "shop.gift_card": "Check the balance of a gift card",
+}
+HR = {
+    "hr.payroll": "Run the monthly payroll and pay the employees' salaries",
+    "hr.leave": "Book days of vacation or sick leave",
+    "hr.onboard": "Create the accounts and the desk of a new employee",
+    "hr.expense": "Submit an expense report with receipts for reimbursement",
+    "hr.org_chart": "Show who reports to whom in the company",
+    "hr.training": "Enroll an employee in a training course",
+    "hr.payslip": "Download an employee's payslip for a month",
+    "hr.timesheet": "Fill in the hours worked this week",
+    "hr.benefits": "Explain the health insurance and pension benefits",
+    "hr.offboard": "Close the accounts of an employee who leaves",
+}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tracking_no": {"type": "string", "pattern": "[A-Z]{2}[0-9]{3,}"},
+        "carrier": {"enum": ["sf", "ups"]},
+    },
+    "required": ["tracking_no"],
+}
+PARCEL = "where is my parcel? tracking number SF123"
+
+
+@pytest.fixture
+def world(settings: Settings, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """(url, key name -> key): keys `shop` and `hr`, each granted its group, and `admin`."""
+    secured = Settings(**{**settings.model_dump(), "auth": "on", "admin_key": ADMIN})
+    agent = FakeAgent(answer={"text": "done"})
+    with (
+        run_coordinator(secured) as (url, _),
+        ServerThread(agent) as server,
+        httpx.Client(
+            base_url=url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30
+        ) as http,
+    ):
+        for group, tools in (("shop", SHOP), ("hr", HR)):
+            skills = [
+                {"capability": tag, "description": text}
+                | ({"input_schema": SCHEMA} if tag == "shop.track_parcel" else {})
+                for tag, text in tools.items()
+            ]
+            body = {
+                "id": f"{group}-agent",
+                "capabilities": list(tools),
+                "skills": skills,
+                "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
+            }
+            answer = http.post("/v1/agents", json=body)
+            assert answer.status_code == 201, answer.text
+        keys = {"admin": ADMIN}
+        for group in ("shop", "hr"):
+            grant = {"principal": f"{group}-app", "role": "caller", "capabilities": [f"{group}.*"]}
+            answer = http.post("/v1/keys", json=grant)
+            assert answer.status_code == 201, answer.text
+            keys[group] = answer.json()["key"]
+        yield url, keys
+
+
+def _route(url: str, key: str, body: dict[str, object]) -> httpx.Response:
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {key}"}, timeout=30) as c:
+        return c.post("/v1/route", json=body)
+
+
+def test_each_key_is_ranked_only_what_it_may_invoke(world: tuple[str, dict[str, str]]) -> None:
+    url, keys = world
+    for group, tools in (("shop", SHOP), ("hr", HR)):
+        for text in (PARCEL, "I need a copy of my payslip", "xyzzy plugh", "今天天气怎么样"):
+            for top_k in (1, 3, 5, 10, 50):
+                answer = _route(url, keys[group], {"text": text, "top_k": top_k})
+                assert answer.status_code == 200, answer.text
+                ranked = [r["capability"] for r in answer.json()["ranked"]]
+                # never anything of the other group, and as many as asked while there are
+                assert set(ranked) <= set(tools), (group, text, ranked)
+                assert len(ranked) == len(set(ranked)) == min(top_k, len(tools))
+
+
+def test_the_router_s_matches_come_first_with_their_calibrated_confidence(
+    world: tuple[str, dict[str, str]],
+) -> None:
+    url, keys = world
+    decision = _route(url, keys["admin"], {"text": PARCEL, "top_k": 20}).json()
+    ranked = decision["ranked"]
+    assert [r["capability"] for r in ranked][0] == "shop.track_parcel"
+    assert len(ranked) == 20
+    confidence = {c["capability"]: c["factors"]["match"] for c in decision["candidates"]}
+    head = [r for r in ranked if r["similarity"] is None]
+    tail = ranked[len(head) :]
+    assert head and tail  # the router weighs a few; the index ranks the rest
+    for r in head:
+        assert r["confidence"] == confidence[r["capability"]]
+    assert all(r["confidence"] == 0.0 and r["similarity"] is not None for r in tail)
+    similarities = [r["similarity"] for r in tail]
+    assert similarities == sorted(similarities, reverse=True)
+    first = ranked[0]
+    assert first["description"] == SHOP["shop.track_parcel"]
+    assert first["input_schema"] == {
+        "properties": {"tracking_no": "string", "carrier": {"enum": ["sf", "ups"]}},
+        "required": ["tracking_no"],
+    }
+
+
+def test_ranked_whether_or_not_the_router_routes(world: tuple[str, dict[str, str]]) -> None:
+    url, keys = world
+    refused = _route(url, keys["shop"], {"text": "xyzzy plugh", "top_k": 4}).json()
+    assert refused["agent_id"] is None
+    assert len(refused["ranked"]) == 4
+    routed = _route(url, keys["shop"], {"text": PARCEL}).json()
+    assert len(routed["ranked"]) == 3  # the default
+    assert routed["ranked"][0]["capability"] == "shop.track_parcel"
+
+
+def test_a_named_capability_has_no_ranking(world: tuple[str, dict[str, str]]) -> None:
+    url, keys = world
+    answer = _route(url, keys["hr"], {"capability": "hr.leave", "top_k": 5})
+    assert answer.status_code == 200, answer.text
+    assert "ranked" not in answer.json()
+
+
+@pytest.mark.parametrize("top_k", [0, 51, -1, 2.5, "three", None])
+def test_a_top_k_outside_1_to_50_is_422_naming_it(
+    world: tuple[str, dict[str, str]], top_k: object
+) -> None:
+    url, keys = world
+    answer = _route(url, keys["shop"], {"text": PARCEL, "top_k": top_k})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "validation_error"
+    assert [p["field"] for p in error["problems"]] == ["top_k"]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_a_blank_text_is_422(world: tuple[str, dict[str, str]], text: str) -> None:
+    url, keys = world
+    answer = _route(url, keys["shop"], {"text": text, "top_k": 3})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["code"] == "validation_error"
