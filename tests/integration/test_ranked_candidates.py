@@ -10,83 +10,18 @@ index; a `top_k` outside 1-50 and a blank text are 422 naming the field.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
+from ranked_kit import HR, PARCEL, SHOP, secured_catalog
 
 from agent_reach.config import Settings
-from agent_reach.testing.fake_agent import FakeAgent
-from agent_reach.testing.servers import ServerThread, run_coordinator
-
-ADMIN = "ranked-candidates-admin-key-0123456789"
-SHOP = {
-    "shop.track_parcel": "Track a parcel or shipment by its tracking number: where it is now",
-    "shop.refund": "Request a refund of the money paid for a returned order",
-    "shop.invoice": "Send a copy of the invoice of an order by email",
-    "shop.cancel_order": "Cancel an order that has not shipped yet",
-    "shop.change_address": "Change the delivery address of an order",
-    "shop.product_search": "Search the product catalog by name, brand or category",
-    "shop.stock": "Check whether a product is in stock in a store",
-    "shop.coupon": "Apply a discount coupon code to the shopping cart",
-    "shop.review": "Write a review and a star rating of a product you bought",
-    "shop.gift_card": "Check the balance of a gift card",
-}
-HR = {
-    "hr.payroll": "Run the monthly payroll and pay the employees' salaries",
-    "hr.leave": "Book days of vacation or sick leave",
-    "hr.onboard": "Create the accounts and the desk of a new employee",
-    "hr.expense": "Submit an expense report with receipts for reimbursement",
-    "hr.org_chart": "Show who reports to whom in the company",
-    "hr.training": "Enroll an employee in a training course",
-    "hr.payslip": "Download an employee's payslip for a month",
-    "hr.timesheet": "Fill in the hours worked this week",
-    "hr.benefits": "Explain the health insurance and pension benefits",
-    "hr.offboard": "Close the accounts of an employee who leaves",
-}
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "tracking_no": {"type": "string", "pattern": "[A-Z]{2}[0-9]{3,}"},
-        "carrier": {"enum": ["sf", "ups"]},
-    },
-    "required": ["tracking_no"],
-}
-PARCEL = "where is my parcel? tracking number SF123"
 
 
 @pytest.fixture
-def world(settings: Settings, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+def world(settings: Settings) -> Iterator[tuple[str, dict[str, str]]]:
     """(url, key name -> key): keys `shop` and `hr`, each granted its group, and `admin`."""
-    secured = Settings(**{**settings.model_dump(), "auth": "on", "admin_key": ADMIN})
-    agent = FakeAgent(answer={"text": "done"})
-    with (
-        run_coordinator(secured) as (url, _),
-        ServerThread(agent) as server,
-        httpx.Client(
-            base_url=url, headers={"authorization": f"Bearer {ADMIN}"}, timeout=30
-        ) as http,
-    ):
-        for group, tools in (("shop", SHOP), ("hr", HR)):
-            skills = [
-                {"capability": tag, "description": text}
-                | ({"input_schema": SCHEMA} if tag == "shop.track_parcel" else {})
-                for tag, text in tools.items()
-            ]
-            body = {
-                "id": f"{group}-agent",
-                "capabilities": list(tools),
-                "skills": skills,
-                "transport": {"type": "http", "endpoint": f"{server.url}/invoke"},
-            }
-            answer = http.post("/v1/agents", json=body)
-            assert answer.status_code == 201, answer.text
-        keys = {"admin": ADMIN}
-        for group in ("shop", "hr"):
-            grant = {"principal": f"{group}-app", "role": "caller", "capabilities": [f"{group}.*"]}
-            answer = http.post("/v1/keys", json=grant)
-            assert answer.status_code == 201, answer.text
-            keys[group] = answer.json()["key"]
+    with secured_catalog(settings, {"shop": SHOP, "hr": HR}) as (url, keys, _):
         yield url, keys
 
 
@@ -114,7 +49,7 @@ def test_the_router_s_matches_come_first_with_their_calibrated_confidence(
     url, keys = world
     decision = _route(url, keys["admin"], {"text": PARCEL, "top_k": 20}).json()
     ranked = decision["ranked"]
-    assert [r["capability"] for r in ranked][0] == "shop.track_parcel"
+    assert ranked[0]["capability"] == "shop.track_parcel"
     assert len(ranked) == 20
     confidence = {c["capability"]: c["factors"]["match"] for c in decision["candidates"]}
     head = [r for r in ranked if r["similarity"] is None]
