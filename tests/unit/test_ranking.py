@@ -154,3 +154,16 @@ def test_a_schema_summary_says_types_enums_and_what_is_required() -> None:
 
 def _all(tag: str) -> bool:
     return True
+
+
+async def test_the_text_is_not_encoded_when_the_router_listed_everything_allowed() -> None:
+    index = index_of(TOOLS)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    encoder = WordEncoder()
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(lambda: encoder))
+    await pipeline.ready(LEXICAL)
+    ranked = await ranking.rank("salary and leave", LEXICAL, lambda t: t.startswith("hr."), 5)
+    assert {r.capability for r in ranked} == {"hr.salary", "hr.leave"}
+    assert encoder.encoded == []  # the index was never needed
+    await ranking.rank("salary and leave", LEXICAL, _all, len(TOOLS))
+    assert "salary and leave" in encoder.encoded

@@ -107,7 +107,8 @@ class SemanticIndex:
         return len(self._vectors)
 
     def is_current(self, cards: Mapping[str, CapabilityCard]) -> bool:
-        return self._fill is not None and self._fill.cards == cards
+        fill = self._fill
+        return fill is not None and (fill.cards is cards or fill.cards == cards)
 
     async def filled(self, cards: dict[str, CapabilityCard]) -> _Fill | None:
         """The index of `cards`, waited for briefly; else the last one (or None)."""
@@ -143,7 +144,7 @@ class SemanticIndex:
         sizes = [len(texts[tag]) for tag in tags]
         starts = np.cumsum([0, *sizes[:-1]]) if tags else np.zeros(0, dtype=np.int64)
         matrix = np.stack([vectors[t] for t in flat]) if flat else np.zeros((0, 1), np.float32)
-        return _Fill(dict(cards), tags, matrix, starts)
+        return _Fill(cards, tags, matrix, starts)  # never changed: a new catalog is a new dict
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of `texts` (worker thread)."""
@@ -191,13 +192,15 @@ class CandidateRanking:
             for m in matched.matches
             if m.capability in cards and allowed(m.capability)
         ][:top_k]
-        if len(ranked) >= top_k:
+        listed = {r.capability for r in ranked}
+        if len(ranked) >= top_k or not any(
+            allowed(tag) for tag in cards if tag not in listed
+        ):  # nothing more to list: the text need not be encoded again
             return ranked
         fill = await self.semantic.filled(cards)
         if fill is None:
             return ranked
         query = (await asyncio.to_thread(self.semantic.encode, [normalize_text(text)]))[0]
-        listed = {r.capability for r in ranked}
         for tag, similarity in fill.nearest(query):
             if tag in listed or tag not in cards or not allowed(tag):
                 continue
