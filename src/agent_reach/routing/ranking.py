@@ -11,11 +11,11 @@ routes, refuses or asks for a clarification. It is built from two public outputs
    own, so theirs is 0 and their `similarity` says why they are listed.
 
 The index is incremental: vectors are kept by card text, so a registration encodes only
-the texts never seen (a refit of 5,000 tools after one more is milliseconds, not the
-minutes of encoding them all). It is filled in a worker thread, never on the event loop,
-and only when a request needs more than the head: `top_k` no larger than the router's
-matches costs nothing beyond the match itself. Pure apart from that thread: it reads the
-registry index and the pipeline, never a store or a socket.
+the texts never seen (one more tool: its two card texts, not the whole catalog again,
+while the router's own classifier refits from scratch). It is filled in a worker thread,
+never on the event loop, and only when a request needs more than the head: a `top_k`
+the router's matches fill costs nothing beyond the match itself. Pure apart from that
+thread: it reads the registry index and the pipeline, never a store or a socket.
 """
 
 from __future__ import annotations
