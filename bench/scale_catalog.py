@@ -12,7 +12,9 @@ each, as MCP servers are. For each N it measures:
 - **memory**: the coordinator's resident size then;
 - **decisions**: `POST /v1/route` of 200 MetaTool queries, one at a time: p50 and p99
   with the default `top_k` (3: the router's own matches), and with `top_k` 20 (the
-  semantic index ranks the rest), after the index's first fill (timed);
+  semantic index ranks the rest), after the index's first fill (timed); and how often
+  the query's own tool is first, and among the first five, of `ranked` (meaningful
+  at `--sizes 199`, MetaTool's own catalog: above it, variants of the tool compete);
 - **one more tool**: an agent with one new tool registers; the time until the router is
   fitted and calibrated again, and until a `top_k` 5 ranking for the new tool's own
   words lists it (the semantic index encodes only the new text).
@@ -89,15 +91,21 @@ def tools_of(data: Path, n: int) -> dict[str, str]:
     tools = {}
     for i in range(n):
         name, variant = names[i % len(names)], i // len(names)
-        tag = re.sub(r"[^a-z0-9_]", "_", name.lower())
+        tag = _tag(name)
         tools[f"{tag}_{variant}" if variant else tag] = QUALIFIERS[variant] + base[name]
     return tools
 
 
-def queries_of(data: Path) -> list[str]:
+def queries_of(data: Path) -> list[tuple[str, str]]:
+    """QUERIES MetaTool queries, each with its tool's tag (as `tools_of` names the first
+    copy of each tool)."""
     with (data / "metatool" / "queries.csv").open(newline="") as rows:
-        texts = [row["Query"] for row in csv.DictReader(rows)]
-    return random.Random(SEED).sample(texts, QUERIES)
+        pairs = [(row["Query"], _tag(row["Tool"])) for row in csv.DictReader(rows)]
+    return random.Random(SEED).sample(pairs, QUERIES)
+
+
+def _tag(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "_", name.strip().lower())
 
 
 class Coordinator:
@@ -132,7 +140,7 @@ class Coordinator:
             await asyncio.sleep(0.2)
         raise TimeoutError("the coordinator did not finish fitting")
 
-    async def route(self, text: str, top_k: int = 3) -> tuple[float, dict[str, Any]]:
+    async def route(self, text: str, top_k: int) -> tuple[float, dict[str, Any]]:
         started = time.perf_counter()
         answer = await self.http.post("/v1/route", json={"text": text, "top_k": top_k})
         answer.raise_for_status()
@@ -188,7 +196,7 @@ async def measure(data: Path, n: int, fit_timeout_s: float, report: Report) -> d
             report(result)
             result |= await decisions(coordinator, queries, 3, "top3")
             cpu = coordinator.cpu_s()
-            fill_ms, _ = await coordinator.route(queries[0], 20)
+            fill_ms, _ = await coordinator.route(queries[0][0], 20)
             result["index_fill_ms"] = round(fill_ms)
             result["index_fill_cpu_s"] = round(coordinator.cpu_s() - cpu, 1)
             result |= await decisions(coordinator, queries, 20, "top20")
@@ -219,10 +227,21 @@ async def decisions(
     """p50 and p99 of the queries routed one at a time, and the coordinator's CPU time per
     decision (steady on a shared machine, where the wall time is not)."""
     cpu = coordinator.cpu_s()
-    latencies = [(await coordinator.route(q, top_k))[0] for q in queries]
-    p50, p99 = _percentiles(latencies)
+    answers = [await coordinator.route(q, top_k) for q, _ in queries]
+    p50, p99 = _percentiles([ms for ms, _ in answers])
     per = (coordinator.cpu_s() - cpu) / len(queries) * 1000
-    return {f"{label}_p50_ms": p50, f"{label}_p99_ms": p99, f"{label}_cpu_ms": round(per, 1)}
+    figures = {f"{label}_p50_ms": p50, f"{label}_p99_ms": p99, f"{label}_cpu_ms": round(per, 1)}
+    # the query's tool among the first 1 and 5 ranked: meaningful where the catalog is
+    # MetaTool's own (no variant of the tool competes with it)
+    ranked = [[r["capability"] for r in answer["ranked"]] for _, answer in answers]
+    tags = [tag for _, tag in queries]
+    figures[f"{label}_right_first"] = round(
+        sum(r[:1] == [t] for r, t in zip(ranked, tags, strict=True)) / len(tags), 3
+    )
+    figures[f"{label}_right_in_5"] = round(
+        sum(t in r[:5] for r, t in zip(ranked, tags, strict=True)) / len(tags), 3
+    )
+    return figures
 
 
 def table(results: list[dict[str, Any]]) -> str:
