@@ -247,8 +247,9 @@ async def decisions(
 def table(results: list[dict[str, Any]]) -> str:
     rows = [
         "| tools | fit (CPU) | memory | decision p50 / p99 (CPU), top_k 3 | index fill (CPU) "
-        "| decision p50 / p99 (CPU), top_k 20 | one more tool: ranked | refit (CPU) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| decision p50 / p99 (CPU), top_k 20 | right tool first / in 5 "
+        "| one more tool: ranked | refit (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if r.get("fit_s") is None:
@@ -263,6 +264,7 @@ def table(results: list[dict[str, Any]]) -> str:
             f"| {r['top3_p50_ms']} / {r['top3_p99_ms']} ms ({r['top3_cpu_ms']} ms) "
             f"| {r['index_fill_ms']} ms ({r['index_fill_cpu_s']} s) "
             f"| {r['top20_p50_ms']} / {r['top20_p99_ms']} ms ({r['top20_cpu_ms']} ms) "
+            f"| {r['top20_right_first']:.1%} / {r['top20_right_in_5']:.1%} "
             f"| {r.get('new_tool_ranked_s')} s | {r['refit_s']} s ({r['refit_cpu_s']} s) |"
         )
     return "\n".join(rows)
