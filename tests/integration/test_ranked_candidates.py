@@ -2,9 +2,9 @@
 
 A secured coordinator (memory and Redis) with two groups of ten description-only tools,
 and two caller keys, each granted one group: whatever the text and `top_k`, a key is
-ranked only capabilities it may invoke, whether the router routes or refuses; the head
-of the list is the router's own calibrated matches, the rest comes from the semantic
-index; a `top_k` outside 1-50 and a blank text are 422 naming the field.
+ranked only capabilities it may invoke, whether the router routes or refuses; on this
+catalog (no examples: not calibrated) the semantic index orders them, each with the
+router's confidence; a `top_k` outside 1-50 and a blank text are 422 naming the field.
 """
 
 from __future__ import annotations
@@ -43,23 +43,20 @@ def test_each_key_is_ranked_only_what_it_may_invoke(world: tuple[str, dict[str, 
                 assert len(ranked) == len(set(ranked)) == min(top_k, len(tools))
 
 
-def test_the_router_s_matches_come_first_with_their_calibrated_confidence(
+def test_description_only_tools_are_ranked_by_similarity_with_the_router_s_confidence(
     world: tuple[str, dict[str, str]],
 ) -> None:
     url, keys = world
     decision = _route(url, keys["admin"], {"text": PARCEL, "top_k": 20}).json()
+    assert not decision["text"]["calibrated"]  # no examples: the router cannot test itself
     ranked = decision["ranked"]
     assert ranked[0]["capability"] == "shop.track_parcel"
     assert len(ranked) == 20
+    similarities = [r["similarity"] for r in ranked]
+    assert None not in similarities and similarities == sorted(similarities, reverse=True)
     confidence = {c["capability"]: c["factors"]["match"] for c in decision["candidates"]}
-    head = [r for r in ranked if r["similarity"] is None]
-    tail = ranked[len(head) :]
-    assert head and tail  # the router weighs a few; the index ranks the rest
-    for r in head:
-        assert r["confidence"] == confidence[r["capability"]]
-    assert all(r["confidence"] == 0.0 and r["similarity"] is not None for r in tail)
-    similarities = [r["similarity"] for r in tail]
-    assert similarities == sorted(similarities, reverse=True)
+    for r in ranked:
+        assert r["confidence"] == confidence.get(r["capability"], 0.0)
     first = ranked[0]
     assert first["description"] == SHOP["shop.track_parcel"]
     assert first["input_schema"] == {

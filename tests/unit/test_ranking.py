@@ -45,13 +45,15 @@ class WordEncoder:
         return rows
 
 
-def index_of(tools: dict[str, str]) -> RegistryIndex:
+def index_of(tools: dict[str, str], examples: int = 0) -> RegistryIndex:
+    """One agent per tool; with `examples`, each says its description that many ways."""
     index = RegistryIndex()
     for tag, description in tools.items():
+        said = [f"{description} {n}" for n in range(examples)]
         spec = AgentSpec(
             id=tag.replace(".", "-"),
             capabilities=[tag],
-            skills=[{"capability": tag, "description": description}],
+            skills=[{"capability": tag, "description": description, "examples": said}],
             transport={"endpoint": "http://127.0.0.1:9/invoke"},
         )
         index.upsert(InstanceRecord(spec, 0.0), float("inf")).health = "healthy"
@@ -71,18 +73,36 @@ async def ranking() -> CandidateRanking:
     return ranking
 
 
-async def test_the_router_s_matches_come_first_then_the_index(
-    ranking: CandidateRanking,
-) -> None:
-    matched = await ranking.matching.match("where is my parcel, I want a refund", LEXICAL)
+async def test_on_a_calibrated_catalog_the_router_s_matches_lead() -> None:
+    index = index_of(TOOLS, examples=6)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(WordEncoder))
+    await pipeline.ready(LEXICAL)
+    text = "where is my parcel, I want a refund"
+    matched = await ranking.matching.match(text, LEXICAL)
+    assert matched.text.calibrated
     head = [m.capability for m in matched.matches]
-    ranked = await ranking.rank("where is my parcel, I want a refund", LEXICAL, _all, 7)
+    ranked = await ranking.rank(text, LEXICAL, _all, 7)
     assert [r.capability for r in ranked][: len(head)] == head
     assert [r.confidence for r in ranked][: len(head)] == [m.confidence for m in matched.matches]
     assert all(r.similarity is None for r in ranked[: len(head)])
     tail = ranked[len(head) :]
     assert tail and all(r.confidence == 0.0 and r.similarity is not None for r in tail)
     assert sorted({r.capability for r in ranked}) == sorted(TOOLS)  # every one, once
+
+
+async def test_on_an_uncalibrated_catalog_the_index_ranks_all(ranking: CandidateRanking) -> None:
+    text = "refund refund for my parcel"
+    matched = await ranking.matching.match(text, LEXICAL)
+    assert not matched.text.calibrated and matched.matches
+    ranked = await ranking.rank(text, LEXICAL, _all, 7)
+    similarities = [r.similarity for r in ranked]
+    assert None not in similarities and similarities == sorted(similarities, reverse=True)
+    assert ranked[0].capability == "shop.refund"
+    confidence = {m.capability: m.confidence for m in matched.matches}
+    assert {r.capability: r.confidence for r in ranked} == {
+        tag: confidence.get(tag, 0.0) for tag in TOOLS
+    }
 
 
 async def test_nothing_the_caller_may_not_use_is_ranked(ranking: CandidateRanking) -> None:
@@ -152,12 +172,8 @@ def test_a_schema_summary_says_types_enums_and_what_is_required() -> None:
     }
 
 
-def _all(tag: str) -> bool:
-    return True
-
-
 async def test_the_text_is_not_encoded_when_the_router_listed_everything_allowed() -> None:
-    index = index_of(TOOLS)
+    index = index_of(TOOLS, examples=6)
     pipeline = MatchingPipeline(index, ManualClock(), Settings())
     encoder = WordEncoder()
     ranking = CandidateRanking(index, pipeline, SemanticIndex(lambda: encoder))
@@ -167,3 +183,7 @@ async def test_the_text_is_not_encoded_when_the_router_listed_everything_allowed
     assert encoder.encoded == []  # the index was never needed
     await ranking.rank("salary and leave", LEXICAL, _all, len(TOOLS))
     assert "salary and leave" in encoder.encoded
+
+
+def _all(tag: str) -> bool:
+    return True

@@ -3,12 +3,19 @@
 What the router would do with the text does not matter here: the list is given whether it
 routes, refuses or asks for a clarification. It is built from two public outputs:
 
-1. the matching pipeline's own matches, in its order, each with its calibrated confidence
-   (the few capabilities the router weighs: the head of the list);
-2. beyond them, a semantic index of the whole catalog ranks the rest: every card text's
-   sentence vector (the packaged encoder), a capability scored by the cosine of the text
-   to its nearest card text. The router gives those capabilities no confidence of their
-   own, so theirs is 0 and their `similarity` says why they are listed.
+1. the matching pipeline's own matches, each with its calibrated confidence (the few
+   capabilities the router weighs);
+2. a semantic index of the whole catalog: every card text's sentence vector (the packaged
+   encoder), a capability scored by the cosine of the text to its nearest card text.
+
+On a catalog the router has calibrated itself on (or for a text it learned), its matches
+lead, in its order, and the index ranks the rest. On a catalog it could not test itself
+on — description-only tools: no held-out texts — its order is not to be trusted, and the
+index ranks everything: on MetaTool's 199 description-only tools (400 queries) the
+router's order put the right tool first for 24.8 % and among the first five for 41.3 %,
+the index for 45.8 % and 65.0 % (a reciprocal-rank fusion of the two: 32.5 % and 41.3 %).
+A capability the router did not weigh has confidence 0; `similarity` says why the index
+listed it.
 
 The index is incremental: vectors are kept by card text, so a registration encodes only
 the texts never seen (one more tool: its two card texts, not the whole catalog again,
@@ -183,13 +190,17 @@ class CandidateRanking:
     async def rank(
         self, text: str, policy: RoutingPolicy, allowed: Allowed, top_k: int
     ) -> list[RankedCapability]:
-        """The `top_k` capabilities `allowed` that fit `text` best, best first: the
-        router's matches, then the catalog by similarity. Fewer when fewer are allowed."""
+        """The `top_k` capabilities `allowed` that fit `text` best, best first. Fewer when
+        fewer are allowed. On a calibrated catalog (or for a learned text) the router's
+        matches lead, then the catalog by similarity; on one the router could not test
+        itself on, all by similarity, each with the router's confidence when it has one."""
         cards = self.cards()
         matched = await self.matching.match(text, policy)
+        confidence = {m.capability: m.confidence for m in matched.matches}
+        leads = matched.text.calibrated or matched.text.learned is not None
         ranked = [
             _ranked(cards[m.capability], m.confidence, None)
-            for m in matched.matches
+            for m in (matched.matches if leads else [])
             if m.capability in cards and allowed(m.capability)
         ][:top_k]
         listed = {r.capability for r in ranked}
@@ -198,13 +209,15 @@ class CandidateRanking:
         ):  # nothing more to list: the text need not be encoded again
             return ranked
         fill = await self.semantic.filled(cards)
-        if fill is None:
-            return ranked
+        if fill is None:  # no index (yet): the router's order is all there is
+            head = [m for m in matched.matches if m.capability not in listed]
+            extra = [_ranked(cards[m.capability], m.confidence, None) for m in head]
+            return [*ranked, *(r for r in extra if allowed(r.capability))][:top_k]
         query = (await asyncio.to_thread(self.semantic.encode, [normalize_text(text)]))[0]
         for tag, similarity in fill.nearest(query):
             if tag in listed or tag not in cards or not allowed(tag):
                 continue
-            ranked.append(_ranked(cards[tag], 0.0, similarity))
+            ranked.append(_ranked(cards[tag], confidence.get(tag, 0.0), similarity))
             if len(ranked) >= top_k:
                 break
         return ranked
