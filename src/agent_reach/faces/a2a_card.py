@@ -32,7 +32,10 @@ def agent_card(
         "name": "Agent-Reach",
         "description": (
             "A coordinator that routes each message to the best live agent, by the skill "
-            'named in message metadata {"capability": <skill id>} or by the message text.'
+            'named in message metadata {"capability": <skill id>} or by the message text. '
+            "To find the few skills that fit a request among many: POST /v1/route "
+            '{"text", "top_k"} answers the top_k best ones you may invoke (`ranked`), and '
+            "the MCP endpoint /mcp has the same search as its find_tools tool."
         ),
         "version": version,
         "supportedInterfaces": [

@@ -75,7 +75,10 @@ class McpFace:
         self.server = _ToolServer(
             "agent-reach",
             version="1",
-            instructions="Each tool is a capability of a live agent; calling it invokes it.",
+            instructions=(
+                "Each tool is a capability of a live agent; calling it invokes it. With many "
+                "tools, call find_tools with the user's request to get the few that fit."
+            ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self.listen,

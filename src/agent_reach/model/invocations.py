@@ -40,6 +40,13 @@ class RouteRequest(BaseModel):
     context_id: Annotated[str, StringConstraints(max_length=128)] | None = None
     request_id: RequestId | None = None
 
+    @field_validator("text")
+    @classmethod
+    def _text_has_words(cls, text: str | None) -> str | None:
+        if text is not None and not text.strip():
+            raise ValueError("the text is blank: give the user's words to route")
+        return text
+
     @model_validator(mode="after")
     def _capability_or_text(self) -> RouteRequest:
         if self.capability is None and self.text is None:
@@ -50,6 +57,22 @@ class RouteRequest(BaseModel):
                 {"fields": ["capability", "text"]},
             )
         return self
+
+
+MAX_TOP_K = 50  # ranked candidates a caller may ask for: a prompt's worth of tools
+DEFAULT_TOP_K = 3  # the choice and its two nearest alternatives
+
+
+class RankedRouteRequest(RouteRequest):
+    """The body of `POST /v1/route`: a route request, and for text how many ranked
+    candidates to answer beside the decision."""
+
+    top_k: int = Field(
+        DEFAULT_TOP_K,
+        ge=1,
+        le=MAX_TOP_K,
+        description="for text: the best capabilities the caller may invoke, answered as `ranked`",
+    )
 
 
 class InvokeRequest(RouteRequest):

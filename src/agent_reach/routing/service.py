@@ -18,6 +18,7 @@ from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.params import extract_params, missing_properties, schema_of
 from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.ranking import CandidateRanking
 from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 
 # (request_id, principal, text, chosen capability): remembered so the caller can correct it
@@ -49,6 +50,7 @@ class RoutingService:
         self.clock = clock
         self.affinity = affinity
         self.matching = matching
+        self.ranking = CandidateRanking(index, matching)  # `top_k`, `find_tools`
         self.decision_log = decision_log
         self.tracer = tracer
         self.metrics = metrics

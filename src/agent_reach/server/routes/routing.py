@@ -7,14 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
+from agent_reach.faces.catalog import offers
 from agent_reach.ids import new_request_id
 from agent_reach.invoke.checks import no_capability
-from agent_reach.model.invocations import RouteRequest
+from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.invocations import RankedRouteRequest
 from agent_reach.observability.tracecontext import continue_trace
+from agent_reach.routing.ranking import RankedCapability, schema_summary
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.visibility import visible_capabilities
 from agent_reach.server.auth import Caller, authenticated
-from agent_reach.server.responses import json_response
+from agent_reach.server.responses import JSON, dump_json, json_response
 from agent_reach.server.runtime import runtime_of
 
 router = APIRouter(prefix="/v1", tags=["routing"], dependencies=[Depends(authenticated)])
@@ -32,7 +35,7 @@ async def capabilities(request: Request, principal: Caller) -> Response:
 
 @router.post("/route")
 async def route(
-    body: RouteRequest,
+    body: RankedRouteRequest,
     request: Request,
     principal: Caller,
     traceparent: Annotated[str | None, Header()] = None,
@@ -42,7 +45,8 @@ async def route(
     A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
     decision is in the error's `route`). Naming a capability needs the right to invoke
     it, naming a context the right to use it (else 404); text may be routed by any key
-    but an observer's (observers only read).
+    but an observer's (observers only read). For text, `ranked` lists the `top_k`
+    capabilities the caller may invoke that fit it best, whatever the decision.
     """
     require_not_observer(principal, "route")
     runtime = runtime_of(request)
@@ -60,4 +64,31 @@ async def route(
     if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
         # as `/v1/invoke` answers it: nobody registered the capability
         raise no_capability(body.capability, trace_id=trace.trace_id, route=decision)
-    return json_response(decision, headers={"x-trace-id": trace.trace_id})
+    if body.text is None:
+        return json_response(decision, headers={"x-trace-id": trace.trace_id})
+    ranked = await runtime.routing.ranking.rank(
+        body.text,
+        runtime.routing.policy(),
+        lambda tag: offers(runtime, principal, tag),
+        body.top_k,
+    )
+    return Response(
+        _with_ranked(decision, ranked), media_type=JSON, headers={"x-trace-id": trace.trace_id}
+    )
+
+
+def _with_ranked(decision: RouteDecision, ranked: list[RankedCapability]) -> bytes:
+    """The decision's JSON object with `ranked` as its last member."""
+    listed = [
+        {
+            "capability": r.capability,
+            "confidence": r.confidence,
+            "similarity": r.similarity,
+            "description": r.description,
+            "input_schema": schema_summary(r.input_schema),
+        }
+        for r in ranked
+    ]
+    # the decision is a JSON object, so it ends with its closing brace: the members
+    # are joined as bytes rather than the decision rebuilt as a dict to add one
+    return dump_json(decision)[:-1] + b',"ranked":' + dump_json(listed) + b"}"

@@ -1,0 +1,189 @@
+"""Ranked candidates (`routing/ranking.py`) on plain data: the router's matches first, the
+semantic index for the rest, only what the caller may use, and an index that encodes
+only the card texts it has never seen."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_reach.backends.protocols import InstanceRecord
+from agent_reach.clock import ManualClock
+from agent_reach.config import Settings
+from agent_reach.model.agents import AgentSpec
+from agent_reach.registry.index import RegistryIndex
+from agent_reach.routing.catalog import build_catalog
+from agent_reach.routing.matchers.pipeline import MatchingPipeline
+from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.ranking import CandidateRanking, SemanticIndex, schema_summary
+
+# a word -> a dimension: texts sharing words are near, as a sentence encoder's would be
+WORDS = ["parcel", "refund", "invoice", "weather", "salary", "leave", "coupon", "stock"]
+TOOLS = {
+    "shop.track": "track my parcel",
+    "shop.refund": "refund money",
+    "shop.invoice": "invoice copy",
+    "shop.coupon": "apply a coupon",
+    "shop.stock": "stock of a product",
+    "hr.salary": "salary payment",
+    "hr.leave": "leave and vacation",
+}
+
+
+class WordEncoder:
+    """A bag of known words as a vector; counts every text it encodes."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.encoded += texts
+        rows = np.full((len(texts), len(WORDS) + 1), 0.01, dtype=np.float32)
+        for row, text in enumerate(texts):
+            for column, word in enumerate(WORDS):
+                rows[row, column] += text.count(word)
+        return rows
+
+
+def index_of(tools: dict[str, str], examples: int = 0) -> RegistryIndex:
+    """One agent per tool; with `examples`, each says its description that many ways."""
+    index = RegistryIndex()
+    for tag, description in tools.items():
+        said = [f"{description} {n}" for n in range(examples)]
+        spec = AgentSpec(
+            id=tag.replace(".", "-"),
+            capabilities=[tag],
+            skills=[{"capability": tag, "description": description, "examples": said}],
+            transport={"endpoint": "http://127.0.0.1:9/invoke"},
+        )
+        index.upsert(InstanceRecord(spec, 0.0), float("inf")).health = "healthy"
+    return index
+
+
+LEXICAL = RoutingPolicy(matchers=["lexical"])
+
+
+@pytest.fixture
+async def ranking() -> CandidateRanking:
+    index = index_of(TOOLS)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    encoder = WordEncoder()
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(lambda: encoder))
+    await pipeline.ready(LEXICAL)
+    return ranking
+
+
+async def test_on_a_calibrated_catalog_the_router_s_matches_lead() -> None:
+    index = index_of(TOOLS, examples=6)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(WordEncoder))
+    await pipeline.ready(LEXICAL)
+    text = "where is my parcel, I want a refund"
+    matched = await ranking.matching.match(text, LEXICAL)
+    assert matched.text.calibrated
+    head = [m.capability for m in matched.matches]
+    ranked = await ranking.rank(text, LEXICAL, _all, 7)
+    assert [r.capability for r in ranked][: len(head)] == head
+    assert [r.confidence for r in ranked][: len(head)] == [m.confidence for m in matched.matches]
+    assert all(r.similarity is None for r in ranked[: len(head)])
+    tail = ranked[len(head) :]
+    assert tail and all(r.confidence == 0.0 and r.similarity is not None for r in tail)
+    assert sorted({r.capability for r in ranked}) == sorted(TOOLS)  # every one, once
+
+
+async def test_on_an_uncalibrated_catalog_the_index_ranks_all(ranking: CandidateRanking) -> None:
+    text = "refund refund for my parcel"
+    matched = await ranking.matching.match(text, LEXICAL)
+    assert not matched.text.calibrated and matched.matches
+    ranked = await ranking.rank(text, LEXICAL, _all, 7)
+    similarities = [r.similarity for r in ranked]
+    assert None not in similarities and similarities == sorted(similarities, reverse=True)
+    assert ranked[0].capability == "shop.refund"
+    confidence = {m.capability: m.confidence for m in matched.matches}
+    assert {r.capability: r.confidence for r in ranked} == {
+        tag: confidence.get(tag, 0.0) for tag in TOOLS
+    }
+
+
+async def test_nothing_the_caller_may_not_use_is_ranked(ranking: CandidateRanking) -> None:
+    def only_hr(tag: str) -> bool:
+        return tag.startswith("hr.")
+
+    for text in ("track my parcel", "salary", "nothing at all"):
+        ranked = await ranking.rank(text, LEXICAL, only_hr, 5)
+        assert {r.capability for r in ranked} == {"hr.salary", "hr.leave"}
+    ranked = await ranking.rank("when is my salary paid", LEXICAL, only_hr, 1)
+    assert [r.capability for r in ranked] == ["hr.salary"]
+
+
+async def test_the_index_ranks_by_the_nearest_card_text(ranking: CandidateRanking) -> None:
+    ranked = await ranking.rank("zzz", LEXICAL, lambda tag: tag != "shop.track", 6)
+    assert not (await ranking.matching.match("zzz", LEXICAL)).matches  # no word in common
+    similarities = [r.similarity for r in ranked]
+    assert None not in similarities and similarities == sorted(similarities, reverse=True)
+    assert len(ranked) == 6 and "shop.track" not in {r.capability for r in ranked}
+    ranked = await ranking.rank("coupon coupon", LEXICAL, lambda tag: tag.startswith("shop"), 3)
+    assert ranked[0].capability == "shop.coupon"
+
+
+async def test_a_registration_encodes_only_the_new_card_text() -> None:
+    encoder = WordEncoder()
+    semantic = SemanticIndex(lambda: encoder)
+    index = index_of(TOOLS)
+    first = semantic.fill(build_catalog(index))
+    assert len(encoder.encoded) == len(first.tags) * 2  # each card: its tag and description
+    grown = index_of({**TOOLS, "shop.weather": "weather of the delivery day"})
+    encoder.encoded.clear()
+    fill = semantic.fill(build_catalog(grown))
+    assert sorted(encoder.encoded) == ["shop weather", "weather of the delivery day"]
+    assert fill.nearest(semantic.encode(["weather"])[0])[0][0] == "shop.weather"
+    encoder.encoded.clear()
+    semantic.fill(build_catalog(index))  # one gone: nothing to encode, its texts dropped
+    assert encoder.encoded == []
+    assert semantic.size == len(first.tags) * 2
+
+
+def test_a_schema_summary_says_types_enums_and_what_is_required() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "order_no": {"type": "string", "pattern": "[0-9]+"},
+            "speed": {"enum": ["fast", "slow"]},
+            "note": {"type": ["string", "null"]},
+            "odd": True,
+            "bare": {},
+        },
+        "required": ["order_no", 3],
+    }
+    assert schema_summary(schema) == {
+        "properties": {
+            "order_no": "string",
+            "speed": {"enum": ["fast", "slow"]},
+            "note": ["string", "null"],
+            "odd": "any",
+            "bare": "any",
+        },
+        "required": ["order_no"],
+    }
+    assert schema_summary(None) is None
+    assert schema_summary({"type": "object", "properties": "garbled"}) == {
+        "properties": {},
+        "required": [],
+    }
+
+
+async def test_the_text_is_not_encoded_when_the_router_listed_everything_allowed() -> None:
+    index = index_of(TOOLS, examples=6)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    encoder = WordEncoder()
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(lambda: encoder))
+    await pipeline.ready(LEXICAL)
+    ranked = await ranking.rank("salary and leave", LEXICAL, lambda t: t.startswith("hr."), 5)
+    assert {r.capability for r in ranked} == {"hr.salary", "hr.leave"}
+    assert encoder.encoded == []  # the index was never needed
+    await ranking.rank("salary and leave", LEXICAL, _all, len(TOOLS))
+    assert "salary and leave" in encoder.encoded
+
+
+def _all(tag: str) -> bool:
+    return True
