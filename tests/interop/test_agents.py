@@ -120,10 +120,14 @@ def test_an_answer_followed_by_a_close_leaves_no_stale_connection_behind(
 ) -> None:
     peer = peers("raw")
     capability = capability_at(f"{peer.url}/idle-close", 1)
-    before = peer.acted()
+    before = peer.stats()
     for n in range(3):
         check(invoke(api, capability, f"{capability}-r{n}"), 200, "json")
-    assert peer.acted() - before == 3
+        # The agent closes right after its answer; on a busy host its close can come
+        # after the next request was written (then the outcome is unknown, and a 502 is
+        # right). What is tested is a close that came first: wait for it.
+        wait_until(lambda n=n: peer.stats()["closed"] > before["closed"] + n, "the close")
+    assert peer.acted() - before["acted"] == 3
 
 
 def test_a_keep_alive_connection_the_agent_closed_while_idle_is_not_reused(

@@ -2,7 +2,8 @@
 bare-LF line ends, two Content-Lengths, Content-Length with chunked, a body delimited
 by closing, a keep-alive answer followed by a close, a cut-off body, not HTTP at all;
 and `/reset-reused`, which acts on every request but resets (RST) a connection that
-already served one instead of answering. Prints "PORT <n>"; GET /stats -> acted."""
+already served one instead of answering. Prints "PORT <n>"; GET /stats -> acted, and
+closed: the connections it closed after an answer (a test may wait for such a close)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import socket
 import struct
 
 acted = 0
+closed = 0
 RESULT = b'{"peer": "raw"}'
 ANSWERS = {
     "/bare-lf": b"HTTP/1.1 200 OK\ncontent-type: application/json\ncontent-length: 15\n\n" + RESULT,
@@ -32,8 +34,9 @@ LINGER_OFF = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: closing sends an RST
 
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    global acted
+    global acted, closed
     served = 0  # requests this connection has carried
+    answered_then_closed = False
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -46,7 +49,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                     length = int(value)
             await reader.readexactly(length)
             if method == "GET":
-                body = json.dumps({"acted": acted}).encode()
+                body = json.dumps({"acted": acted, "closed": closed}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
                 continue
             acted += 1
@@ -61,10 +64,13 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.write(RESET_FIRST if path == "/reset-reused" else answer)
             await writer.drain()
             if path in CLOSE_AFTER:
+                answered_then_closed = True
                 break
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
     writer.close()
+    if answered_then_closed:
+        closed += 1
 
 
 async def main() -> None:
