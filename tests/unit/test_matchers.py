@@ -128,7 +128,7 @@ class Scripted:
     def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
         return None  # answers as written: not calibrated
 
-    async def scores(self, text: str) -> dict[str, float]:
+    async def scores(self, text: str, without: frozenset[str] = frozenset()) -> dict[str, float]:
         self.calls.append(text)
         return self.answers.get(text, {})
 
