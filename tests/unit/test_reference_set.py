@@ -4,6 +4,7 @@ catalog (a registered card's topic is no longer out of scope)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -29,7 +30,11 @@ def test_the_benchmarks_off_topic_texts_are_not_in_it():
     spec = importlib.util.spec_from_file_location("small_catalogs", BENCH)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    sys.modules[spec.name] = bench  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules[spec.name]
     packaged = {r.text for r in reference_set()}
     held = {" ".join(t.lower().split()) for t in bench.OFF_TOPIC}
     assert not held & packaged, "the benchmark must judge texts the router never saw"
@@ -46,5 +51,9 @@ def test_reference_texts_on_a_registered_cards_topic_are_not_out_of_scope():
     assert not any("天气" in t for t in matcher.like_a_card)
     matcher.fit({"order.track": orders, "weather.forecast": weather}, background)
     left_out = matcher.like_a_card
-    assert sum("天气" in t for t in left_out) >= 10, sorted(left_out)[:20]
+    weather = {r.text for r in reference_set() if r.kind == "weather"}
+    # measured: 44 of 170 weather texts (the ones nearest the card; the rest stay "none of
+    # them", a known weakness of the 0.5 cosine), and no text of another kind
+    assert len(left_out & weather) >= 40, sorted(weather - left_out)[:10]
+    assert any("天气" in t for t in left_out) and any("rain" in t for t in left_out)
     assert not {"你好呀", "讲个笑话", "asdf"} & left_out
