@@ -12,9 +12,9 @@ from agent_reach.routing.catalog import CapabilityCard
 TOP_K = 10  # capabilities a matcher reports: the router needs the best two, people a few more
 MIN_REPORTED = 1e-6  # below this a confidence rounds to 0 and is left out
 _NAME_SEPARATORS = re.compile(r"[\s._\-/:]+")
-# a lower-case letter or digit before an upper-case one, an acronym before a word, letters
-# before digits: camelCase, HTTPServer, v2Api
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
+# a lower-case letter or digit before an upper-case one, an acronym before a word:
+# camelCase, HTTPServer (letters and digits stay together: mp3, ipv4)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 MAX_SCHEMA_DEPTH = 4  # nested objects read this deep
 MAX_SCHEMA_TEXTS = 32  # texts taken from one schema (a huge schema does not drown the docs)
 
@@ -35,7 +35,7 @@ def card_texts(card: CapabilityCard) -> tuple[str, ...]:
 
 def name_words(name: str) -> str:
     """A tool or capability name as words: `get_weather`, `getWeather`, `weather.get`,
-    `HTTPServer2` -> "get weather", "get weather", "weather get", "http server 2"."""
+    `HTTPServer` -> "get weather", "get Weather", "weather get", "HTTP Server"."""
     spaced = _CAMEL.sub(" ", name)
     return " ".join(w for w in _NAME_SEPARATORS.split(spaced) if w)
 
