@@ -92,6 +92,27 @@ def test_a_request_parked_for_a_disabled_agent_says_so_and_its_expiry_names_it(
     assert agent.received == []
 
 
+def test_a_request_that_may_not_park_names_the_kill_switch_when_it_holds_every_instance(
+    http: httpx.Client, fake_agents: Any, register: Any
+) -> None:
+    agent, endpoint = fake_agents()
+    register("refund-01", endpoint, "refund.issue")
+    register("refund-02", endpoint, "refund.issue")
+    body = {"capability": "refund.issue", "payload": {"order": "A1"}, "suspend": False}
+    assert http.post("/v1/agents/refund-01/disable").status_code == 200
+    assert http.post("/v1/invoke", json=body).status_code == 200  # refund-02 serves
+
+    assert http.post("/v1/agents/refund-02/disable").status_code == 200
+    answer = http.post("/v1/invoke", json=body)
+    error = answer.json()["error"]
+    assert (answer.status_code, error["code"]) == (503, "no_instance")
+    assert error["message"] == (
+        "every instance of 'refund.issue' is disabled by an admin (kill switch): "
+        "refund-01, refund-02"
+    )
+    assert len(agent.received) == 1
+
+
 def test_an_expiry_after_declined_replays_says_how_the_last_replay_failed(
     http: httpx.Client, fake_agents: Any, register: Any
 ) -> None:

@@ -16,20 +16,33 @@ from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 
 
-def check_routable(decision: RouteDecision, request: InvokeRequest, request_id: str) -> None:
+def check_routable(
+    decision: RouteDecision, request: InvokeRequest, request_id: str, index: RegistryIndex
+) -> None:
     """Nothing to deliver to: the error that says why (no instance, ambiguous, no match)."""
     if decision.agent_id is not None:
         return
     details: dict[str, Any] = {"request_id": request_id, "route": decision}
     if decision.rule == "no_instance":
-        raise NoInstance(
-            "no live instance offers the capability right now", retry_after_s=1, **details
-        )
+        message = _no_instance_message(index, decision.capability or request.capability)
+        raise NoInstance(message, retry_after_s=1, **details)
     if decision.rule == "margin":
         raise Ambiguous("the text fits several capabilities too equally to choose", **details)
     if request.capability is None:
         raise NoMatch("the text fits no registered capability well enough", **details)
     raise no_capability(request.capability, **details)
+
+
+def _no_instance_message(index: RegistryIndex, capability: str | None) -> str:
+    """Why no instance serves: the kill switch named when it holds them all out."""
+    instances = index.instances_of(capability) if capability is not None else []
+    disabled = [i.id for i in instances if i.disabled]
+    if disabled and len(disabled) == len(instances):
+        return (
+            f"every instance of {capability!r} is disabled by an admin (kill switch): "
+            f"{', '.join(sorted(disabled))}"
+        )
+    return "no live instance offers the capability right now"
 
 
 def no_capability(capability: str, **details: Any) -> NoCapability:

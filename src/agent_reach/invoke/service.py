@@ -447,7 +447,7 @@ class InvokeService:
             )
         span.name = decision.capability or span.name
         try:
-            checks.check_routable(decision, request, task.task_id)
+            checks.check_routable(decision, request, task.task_id, self.routing.index)
             checks.check_payload(self.schemas, self.routing.index, decision, request)
             if decision.capability is not None:
                 if queued or request.capability is None:
