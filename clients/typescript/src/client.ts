@@ -52,7 +52,8 @@ export interface RouteOptions {
   text?: string;
   contextId?: string;
   requestId?: string;
-  /** Keep only the best `topK` candidates of the decision. */
+  /** For text: how many ranked capabilities the caller may invoke to list (1-50, the
+   * API's `top_k`; default 3), in the answer's `ranked`, whatever the decision. */
   topK?: number;
 }
 
@@ -175,12 +176,9 @@ export class ReachClient {
       text: options.text,
       context_id: options.contextId,
       request_id: options.requestId,
+      top_k: options.topK,
     });
-    const answer = expectObject((await this.#http.json({ method: "POST", path: "/v1/route", body })).body, "route");
-    if (options.topK !== undefined && Array.isArray(answer["candidates"])) {
-      return { ...answer, candidates: answer["candidates"].slice(0, options.topK) };
-    }
-    return answer;
+    return expectObject((await this.#http.json({ method: "POST", path: "/v1/route", body })).body, "route");
   }
 
   /** Register (or re-register) an instance: the registration body of the agent contract. */

@@ -100,7 +100,8 @@ describe("an agent and a caller", () => {
     assert.deepEqual(answer.result, { order: "A1001", status: "shipped" });
     const decision = await caller.route({ text: "我买的东西怎么还没到", topK: 1 });
     assert.equal(decision.capability, "order.track");
-    assert.equal(decision.candidates.length, 1);
+    assert.deepEqual(decision.ranked.map((r) => r.capability), ["order.track"]);
+    assert.equal((await caller.route({ text: "我买的东西怎么还没到", topK: 2 })).ranked.length, 2);
   });
 
   test("the request-id guard: a repeated request id runs the handler once", async () => {
