@@ -41,6 +41,9 @@ fi
 # Two pytest workers (pytest-xdist): the suite mostly waits on its peers, so two halve its
 # time on two cores. AR_TEST_WORKERS=N sets another count, 0 runs in one process. The
 # full-size fault scenarios (AR_RELIABILITY_FULL=1) measure time: they run one at a time.
+# `--dist load` hands tests out in collection order, so the browser tests, sorted last
+# (tests/conftest.py), stay last on every worker; worksteal let a worker that ran browser
+# tests steal others after them, which then met Playwright's loop.
 workers=${AR_TEST_WORKERS:-2}
 [ -n "${AR_RELIABILITY_FULL:-}" ] && workers=${AR_TEST_WORKERS:-0}
-exec .venv/bin/python -m pytest -n "$workers" --dist worksteal "$@"
+exec .venv/bin/python -m pytest -n "$workers" --dist load "$@"
