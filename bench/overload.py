@@ -46,7 +46,7 @@ import uvloop
 from rich.console import Console
 from rich.table import Table
 
-from agent_reach.invoke.pool import HttpPool, PoolError
+from agent_reach.wire.pool import HttpPool, PoolError
 from overhead import BenchError, free_ports, http_call, wait_healthy
 
 REPO = Path(__file__).resolve().parents[1]

@@ -45,7 +45,6 @@ from typing import Any
 from agent_reach.cli import GC_THRESHOLDS
 from agent_reach.config import Settings
 from agent_reach.invoke.answers import AnswerMemory
-from agent_reach.invoke.pool import HttpPool, Response
 from agent_reach.invoke.service import InvokeService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.logging import configure_logging
@@ -55,6 +54,7 @@ from agent_reach.server.edge import EdgeServer
 from agent_reach.server.fastpath import answer_invoke
 from agent_reach.testing.servers import ServerThread
 from agent_reach.troubleshooting.journal import RequestJournal
+from agent_reach.wire.pool import HttpPool, Response
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))

@@ -78,8 +78,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from agent_reach.invoke.pool import HttpPool
 from agent_reach.testing.agent_process import CoordinatorProcess
+from agent_reach.wire.pool import HttpPool
 
 SEED = 20_240_601  # the fixed samples: k examples per intent, SMP2017's unregistered labels
 OOS = "oos"

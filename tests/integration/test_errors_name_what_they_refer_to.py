@@ -8,8 +8,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from agent_reach.invoke.transports.http_body import ERROR_EXCERPT_BYTES, ERROR_JSON_BYTES
 from agent_reach.testing.fake_agent import FakeAgent
+from agent_reach.wire.http_body import ERROR_EXCERPT_BYTES, ERROR_JSON_BYTES
 
 AgentFactory = Callable[..., tuple[FakeAgent, str]]
 

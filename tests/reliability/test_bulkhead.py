@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from agent_reach.invoke.pool import MAX_CONNECTIONS_PER_ORIGIN
 from agent_reach.testing.load import Load, LoadRun, check
+from agent_reach.wire.pool import MAX_CONNECTIONS_PER_ORIGIN
 
 POLICY = """
 [timeout_classes.stuck]

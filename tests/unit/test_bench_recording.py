@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_reach.invoke.pool import HttpPool, Response
+from agent_reach.wire.pool import HttpPool, Response
 
 BENCH = Path(__file__).parents[2] / "bench" / "recording.py"
 

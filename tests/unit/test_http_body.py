@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from agent_reach.invoke.transports.http_body import (
+from agent_reach.wire.http_body import (
     BadBody,
     BodyTooLarge,
     decode_content,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent_reach.invoke.pool import (
+from agent_reach.wire.pool import (
     ConnectFailed,
     ConnectionLost,
     ConnectTimedOut,

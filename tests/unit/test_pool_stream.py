@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from agent_reach.invoke.pool import (
+from agent_reach.wire.pool import (
     ConnectFailed,
     ConnectionLost,
     HttpPool,
     RequestTimeout,
     ResponseTooLarge,
 )
-from agent_reach.invoke.pool_stream import HIGH_WATER, StreamResponse, open_stream
+from agent_reach.wire.pool_stream import HIGH_WATER, StreamResponse, open_stream
 
 TIMEOUT_S = 5.0
 Peer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

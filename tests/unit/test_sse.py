@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent_reach.errors import AgentTimeout
-from agent_reach.invoke.sse import SseFramer, accepts_event_stream, assemble, sse_event
 from agent_reach.sdk.streams import read_events
+from agent_reach.wire.sse import SseFramer, accepts_event_stream, assemble, sse_event
 
 
 def test_only_complete_events_are_forwarded_and_the_rest_waits() -> None:

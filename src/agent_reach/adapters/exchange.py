@@ -8,8 +8,8 @@ from typing import Any
 
 from agent_reach.adapters.translation import CompiledTranslation
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
+from agent_reach.wire import pool
 
 
 def variables_of(delivery: Delivery, context: Any = None) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) ->
     """A whole answer's result, mapped; a fault or a non-2xx status as `AgentFailed`."""
     # Here, not at the top: `invoke.transports` imports its translated transport, which
     # imports this module; imported first (`agent-reach sidecar`), the cycle broke.
-    from agent_reach.invoke.transports.http_body import failure_answer
+    from agent_reach.wire.http_body import failure_answer
 
     translation.raise_fault(body)
     if not 200 <= status < 300:

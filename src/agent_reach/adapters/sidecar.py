@@ -21,10 +21,10 @@ from agent_reach.adapters.exchange import call_service, variables_of
 from agent_reach.adapters.sidecar_stream import stream_service
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import DEFAULT_TTL_S, Capability, Example, SkillSpec
 from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.wire import pool
 
 DEFAULT_SERVICE_TIMEOUT_S = 5.0  # the longest synchronous timeout class (`reasoning`)
 HEALTH_TIMEOUT_S = 1.0  # the coordinator's own probe timeout (AR_PROBE_TIMEOUT_S)

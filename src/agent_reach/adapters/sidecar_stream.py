@@ -18,10 +18,10 @@ from typing import Any
 from agent_reach.adapters.exchange import agent_errors, mapped_answer
 from agent_reach.adapters.translation import CompiledTranslation
 from agent_reach.errors import AgentFailed
-from agent_reach.invoke import pool
-from agent_reach.invoke.pool_stream import StreamResponse, open_stream
-from agent_reach.invoke.sse import MEDIA_TYPE, SseFramer, is_event_stream
 from agent_reach.sdk.streams import StreamEvent
+from agent_reach.wire import pool
+from agent_reach.wire.pool_stream import StreamResponse, open_stream
+from agent_reach.wire.sse import MEDIA_TYPE, SseFramer, is_event_stream
 
 
 async def stream_service(

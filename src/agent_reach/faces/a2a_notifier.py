@@ -25,7 +25,7 @@ from agent_reach.faces import a2a_tasks as views
 from agent_reach.faces.a2a_errors import A2AError
 from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_tasks import principal_of
-from agent_reach.invoke import pool
+from agent_reach.wire import pool
 
 if TYPE_CHECKING:
     from agent_reach.server.runtime import Runtime

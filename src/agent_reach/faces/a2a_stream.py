@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from agent_reach.invoke.sse import SseFramer
 from agent_reach.invoke.streaming import END_EVENT, ERROR_EVENT, EventStream
+from agent_reach.wire.sse import SseFramer
 
 QUEUE_EVENTS = 16  # events relayed ahead of a caller that reads slowly
 _finishing: set[asyncio.Task[Any]] = set()  # relays left to end by themselves

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from agent_reach.errors import AgentFailed
-from agent_reach.invoke.transports.protocol import Shaped
+from agent_reach.wire.http_body import Shaped
 
 
 def result_of(result: dict[str, Any]) -> Shaped:

@@ -26,9 +26,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
 from agent_reach.federation import wire
-from agent_reach.invoke import pool
-from agent_reach.invoke.pool_stream import open_stream
-from agent_reach.invoke.sse import SseFramer
+from agent_reach.wire import pool
+from agent_reach.wire.pool_stream import open_stream
+from agent_reach.wire.sse import SseFramer
 
 log = structlog.get_logger("agent_reach.federation")
 

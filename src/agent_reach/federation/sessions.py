@@ -15,8 +15,8 @@ from typing import Any
 from agent_reach.errors import AgentFailed
 from agent_reach.federation.session import GONE, LISTENING, McpSession
 from agent_reach.federation.tools import INSTANCE_FIELD, MAX_TOOLS
-from agent_reach.invoke import pool
 from agent_reach.model.agents import TransportSpec
+from agent_reach.wire import pool
 
 LIST_CHANGED = "notifications/tools/list_changed"
 INITIALIZED = "initialized"  # a session begun again: its server may have new tools

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from agent_reach.invoke.sse import SseFramer, is_event_stream
+from agent_reach.wire.sse import SseFramer, is_event_stream
 
 ACCEPT = "application/json, text/event-stream"  # both, as the spec requires of a client
 SESSION_HEADER = "mcp-session-id"

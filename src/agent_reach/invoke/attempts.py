@@ -52,7 +52,6 @@ from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.semantics import may_resend
 from agent_reach.invoke.streaming import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.invoke.transports import Transports
-from agent_reach.invoke.transports.protocol import Normalization, Shaped
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import Attempt
 from agent_reach.observability.metrics import Metrics
@@ -61,6 +60,7 @@ from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.wire.http_body import Normalization, Shaped
 
 if TYPE_CHECKING:
     from agent_reach.mesh.quality import QualityLedger

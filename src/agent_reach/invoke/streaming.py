@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest, ReachError
-from agent_reach.invoke import pool
-from agent_reach.invoke.pool_stream import StreamResponse
-from agent_reach.invoke.sse import SseFramer, encode_event, sse_event
+from agent_reach.wire import pool
+from agent_reach.wire.pool_stream import StreamResponse
+from agent_reach.wire.sse import SseFramer, encode_event, sse_event
 
 END_EVENT = "reach.end"  # the coordinator's last event of a stream that ended well
 ERROR_EVENT = "reach.error"  # ... of one that did not, with the error body

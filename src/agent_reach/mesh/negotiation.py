@@ -39,8 +39,6 @@ from pydantic import ValidationError
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
 from agent_reach.errors import NoRoute
-from agent_reach.invoke import pool
-from agent_reach.invoke.transports.http import check_http_url
 from agent_reach.mesh.service import BUDGET_TTL_S
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.decisions import Candidate, RouteDecision
@@ -50,6 +48,8 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.endpoints import EndpointGuard
+from agent_reach.wire import pool
+from agent_reach.wire.urls import check_http_url
 
 if TYPE_CHECKING:
     from agent_reach.invoke.plan import DeliveryPlan

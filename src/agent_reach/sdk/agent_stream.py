@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from agent_reach.invoke.sse import encode_event
 from agent_reach.sdk.streams import StreamEvent
+from agent_reach.wire.sse import encode_event
 
 DEFAULT_EVENT = "message"  # the event type an SSE reader gives data with no `event:` line
 

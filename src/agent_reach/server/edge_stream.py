@@ -3,7 +3,7 @@ as they come.
 
 The head goes out at once (`text/event-stream`, chunked; HTTP/1.0: delimited by the
 close), then each complete event the agent sends as its own chunk, written when the
-client reads again (so a slow caller slows the agent, `invoke/pool_stream.py`), then
+client reads again (so a slow caller slows the agent, `wire/pool_stream.py`), then
 the coordinator's last event and the end of the body. When the caller goes — the
 connection lost, or its EOF, which on an event stream cannot mean a half-close the
 answer should outlive — the stream is aborted and the agent's connection closed.
@@ -16,9 +16,9 @@ import contextlib
 from typing import Any, Protocol
 
 from agent_reach.invoke.answer import Answer
-from agent_reach.invoke.sse import MEDIA_TYPE
 from agent_reach.invoke.streaming import EventStream
 from agent_reach.server.edge_asgi import connection_header, status_line
+from agent_reach.wire.sse import MEDIA_TYPE
 
 _HEAD = b"content-type: %s\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\n" % (
     MEDIA_TYPE.encode()

@@ -22,7 +22,6 @@ from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
 from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
-from agent_reach.invoke.sse import accepts_event_stream
 from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
@@ -31,6 +30,7 @@ from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
 from agent_reach.server.media import check_json_body
 from agent_reach.server.responses import dump_json
+from agent_reach.wire.sse import accepts_event_stream
 
 Scope = dict[str, Any]
 Headers = Sequence[tuple[bytes, bytes]]

@@ -24,8 +24,8 @@ import orjson
 import uvloop
 
 from agent_reach.clock import SYSTEM_CLOCK
-from agent_reach.invoke.pool import HttpPool, PoolError, Response
 from agent_reach.testing.agent_process import HealthMark, LedgerRow
+from agent_reach.wire.pool import HttpPool, PoolError, Response
 
 GRACE_S = 1.0  # a request with no answer by its deadline + 1 s is lost
 LATE_S = 0.05  # every request should finish by its deadline + 50 ms

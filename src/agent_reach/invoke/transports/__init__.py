@@ -5,7 +5,6 @@ from __future__ import annotations
 import ssl
 
 from agent_reach.errors import ValidationFailed
-from agent_reach.invoke.pool import HttpPool, Resolve
 from agent_reach.invoke.transports.a2a import A2ATransport
 from agent_reach.invoke.transports.http import HttpTransport
 from agent_reach.invoke.transports.http_template import http_template_transport
@@ -15,6 +14,7 @@ from agent_reach.invoke.transports.soap import soap_transport
 from agent_reach.invoke.transports.xml import xml_transport
 from agent_reach.model.agents import TransportSpec
 from agent_reach.registry.service import Registry
+from agent_reach.wire.pool import HttpPool, Resolve
 
 
 class Transports:

@@ -23,13 +23,13 @@ from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.adapters.a2a_cards import MAX_CARD_BYTES, AgentCard, card_urls, parse_card
 from agent_reach.adapters.a2a_stream import A2AEvents, as_rpc, refusal, whole_answer
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.pool_stream import open_stream
-from agent_reach.invoke.sse import is_event_stream
 from agent_reach.invoke.streaming import EventStream
-from agent_reach.invoke.transports.http import check_http_url
 from agent_reach.model.agents import AgentSpec, SkillSpec, TransportSpec
+from agent_reach.wire import pool
+from agent_reach.wire.pool_stream import open_stream
+from agent_reach.wire.sse import is_event_stream
+from agent_reach.wire.urls import check_http_url
 
 CARD_TIMEOUT_S = 5.0  # a card is one small static document
 POLL_FIRST_S = 0.05  # GetTask backoff: 50 ms doubling up to 1 s

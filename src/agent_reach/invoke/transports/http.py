@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from urllib.parse import urlsplit
 
 from agent_reach.errors import (
     AgentFailed,
@@ -17,55 +16,27 @@ from agent_reach.errors import (
     AgentUnreachable,
     HopLimit,
     ReachError,
-    ValidationFailed,
 )
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.pool_stream import open_stream
-from agent_reach.invoke.sse import MEDIA_TYPE, is_event_stream
 from agent_reach.invoke.streaming import EventStream
-from agent_reach.invoke.transports.http_body import (
+from agent_reach.model.agents import TransportSpec
+from agent_reach.wire import pool
+from agent_reach.wire.http_body import (
     ACCEPT_ENCODING,
     BadBody,
     BodyTooLarge,
+    Shaped,
     decode_content,
     failure_answer,
     shape_result,
 )
-from agent_reach.invoke.transports.protocol import Shaped
-from agent_reach.model.agents import TransportSpec
+from agent_reach.wire.pool_stream import open_stream
+from agent_reach.wire.sse import MEDIA_TYPE, is_event_stream
+from agent_reach.wire.urls import check_http_url, health_url
 
-REFUSED = "endpoint_not_allowed"  # the endpoint guard's code: one code for every bad endpoint
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
 _ACCEPT_ENCODING_LINE = f"accept-encoding: {ACCEPT_ENCODING}\r\n".encode()
-
-
-def check_http_url(url: str, field: str = "endpoint") -> None:
-    """An absolute http(s) URL with a host, no credentials, no control characters."""
-    if any(ord(ch) < 0x21 or ch == "\x7f" for ch in url):
-        raise ValidationFailed(
-            f"{field} contains whitespace or control characters", code=REFUSED, field=field
-        )
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationFailed(
-            f"{field} must be an absolute http(s) URL", code=REFUSED, field=field
-        )
-    if parts.username is not None or parts.password is not None:
-        raise ValidationFailed(f"{field} must not carry credentials", code=REFUSED, field=field)
-    try:
-        parts.port  # noqa: B018 - a bad port raises here
-    except ValueError as exc:
-        raise ValidationFailed(f"{field} has an invalid port", code=REFUSED, field=field) from exc
-
-
-def health_url(spec: TransportSpec) -> str:
-    """The health endpoint: as registered, else `/health` on the endpoint's origin."""
-    if spec.health_endpoint:
-        return spec.health_endpoint
-    parts = urlsplit(spec.endpoint)
-    return f"{parts.scheme}://{parts.netloc}/health"
 
 
 def _acted(message: str, code: str) -> AgentFailed:

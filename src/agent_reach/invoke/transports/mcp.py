@@ -32,12 +32,12 @@ from agent_reach.federation.follower import ToolListFollower
 from agent_reach.federation.results import result_of
 from agent_reach.federation.sessions import McpSessions, read_tools
 from agent_reach.federation.tools import TOOL_OF_FIELD, Taken, expand, names_of
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.transports.http import check_http_url
-from agent_reach.invoke.transports.protocol import Shaped
 from agent_reach.model.agents import AgentSpec, TransportSpec
 from agent_reach.registry.service import Registry
+from agent_reach.wire import pool
+from agent_reach.wire.http_body import Shaped
+from agent_reach.wire.urls import check_http_url
 
 REGISTER_TIMEOUT_S = 10.0  # initialize and tools/list at registration
 

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
-
-# How an answer became the result: JSON as sent, or wrapped so every caller gets JSON.
-Normalization = Literal["json", "text", "xml", "sse", "empty"]
-
-
-@dataclass(frozen=True, slots=True)
-class Shaped:
-    """A result with the normalization that produced it; `deliver` may return one."""
-
-    value: Any
-    normalized: Normalization
-    cost: float | None = None  # what the agent reported it cost (`X-Reach-Cost`), if it did
 
 
 class Transport(Protocol):

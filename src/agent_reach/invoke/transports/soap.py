@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_reach.invoke import pool
 from agent_reach.invoke.transports.translated import TranslatingTransport
+from agent_reach.wire import pool
 
 
 def soap_transport(client: pool.HttpPool) -> TranslatingTransport:

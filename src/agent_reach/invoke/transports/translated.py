@@ -13,10 +13,10 @@ import orjson
 
 from agent_reach.adapters.exchange import call_service, variables_of
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
-from agent_reach.invoke import pool
 from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.transports.http import check_http_url, health_url
 from agent_reach.model.agents import TransportSpec
+from agent_reach.wire import pool
+from agent_reach.wire.urls import check_http_url, health_url
 
 _CACHE_SIZE = 1024  # distinct translations compiled; registrations are few
 

@@ -5,7 +5,7 @@ other coding is refused: an agent that ignores Accept-Encoding is a bad answer),
 decoding stops at the response limit, so a small compressed body cannot grow into
 gigabytes (a decompression bomb is `agent_response_too_large`). Then the body
 becomes the result: JSON as it is, `text/plain` as `{"text": ...}`, XML as
-`{"xml": ...}`, `text/event-stream` as the assembled events (`invoke/sse.py`), an empty
+`{"xml": ...}`, `text/event-stream` as the assembled events (`wire/sse.py`), an empty
 body as null; anything else is `agent_bad_answer`.
 """
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import orjson
 
-from agent_reach.invoke.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
-from agent_reach.invoke.sse import assemble
-from agent_reach.invoke.transports.protocol import Shaped
+from agent_reach.wire.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
+from agent_reach.wire.sse import assemble
 
 ERROR_EXCERPT_BYTES = 512  # how much of a failing agent's answer the caller gets to see
 ERROR_JSON_BYTES = 8 * 1024  # a failing agent's JSON answer up to this size comes whole
@@ -31,6 +31,18 @@ _XML_TYPES = frozenset({"application/xml", "text/xml"})
 # A registration's own reading of an XML answer (the adapters' response mapping); the
 # http transport has none and answers `{"xml": ...}`.
 XmlMapping = Callable[[str], Any]
+
+# How an answer became the result: JSON as sent, or wrapped so every caller gets JSON.
+Normalization = Literal["json", "text", "xml", "sse", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    """A result with the normalization that produced it; a transport's `deliver` may return one."""
+
+    value: Any
+    normalized: Normalization
+    cost: float | None = None  # what the agent reported it cost (`X-Reach-Cost`), if it did
 
 
 class BadBody(Exception):

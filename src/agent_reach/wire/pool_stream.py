@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import httptools
 
-from agent_reach.invoke.pool import (
+from agent_reach.wire.pool import (
     ConnectFailed,
     ConnectionLost,
     ConnectTimedOut,
