@@ -50,7 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_reach.config import Settings
-from agent_reach.routing.policy import PRESETS
+from agent_reach.policy.weights import PRESETS
 from agent_reach.testing.bouncer import BouncingAgent
 from agent_reach.testing.servers import ServerThread, run_coordinator
 

@@ -28,10 +28,10 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.feedback import LearnedExample
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.learned import LearnedSet
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import decide
 
 # capability -> (description, one example); the first N make the catalog of size N
@@ -126,7 +126,7 @@ def learned_set(capability: str) -> LearnedSet:
 
 async def route(pipeline: MatchingPipeline, index: RegistryIndex, text: str) -> str | None:
     """The capability the text goes to (the generic agent's tag when refused), or None."""
-    policy = RoutingPolicy()
+    policy = Policy()
     matched = await pipeline.match(text, policy)
     decision = decide(matched.matches, index, policy, now=0.0, from_text=True, text=matched.text)
     return decision.capability
@@ -144,7 +144,7 @@ async def evaluate(size: int, settings: Settings | None = None) -> list[Outcome]
         for learned in (False, True):
             if learned:
                 snapshot = learned_set(tags[0])
-            await pipeline.ready(RoutingPolicy())  # as a caller meets it a moment later
+            await pipeline.ready(Policy())  # as a caller meets it a moment later
             outcome = Outcome(size, learned)
             for text in OFF_TOPIC:
                 went = await route(pipeline, index, text)

@@ -57,7 +57,7 @@ from agent_reach.model.keys import ANONYMOUS
 from agent_reach.model.workflows import WorkflowRequest
 from agent_reach.observability.logging import configure_logging
 from agent_reach.observability.tracecontext import new_trace
-from agent_reach.routing.policy_source import PolicySource
+from agent_reach.policy.source import PolicySource
 from agent_reach.server.runtime import open_runtime
 from agent_reach.testing.fake_agent import FakeAgent
 from agent_reach.testing.servers import ServerThread

@@ -16,10 +16,10 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.model.agents import AgentSpec
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.testing.servers import ServerThread
 
 API_KEY = "sk-test-key"
@@ -27,7 +27,7 @@ CARDS = {
     "logistics.track": ("物流查询：快递到哪了", ["我的快递到哪了", "包裹怎么还没送到"]),
     "order.manage": ("订单管理：取消订单、修改订单", ["我想取消订单", "修改订单地址"]),
 }
-POLICY = RoutingPolicy(matchers=["lexical", "llm"], confident_at={"lexical": 0.6}, match_cache_s=0)
+POLICY = Policy(matchers=["lexical", "llm"], confident_at={"lexical": 0.6}, match_cache_s=0)
 SURE_TEXT = "我的快递到哪了"  # an example verbatim: the lexical matcher is confident
 UNSURE_TEXT = "帮我处理一下上周那笔"  # shares almost nothing with any card
 

@@ -6,13 +6,14 @@ import pytest
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.model.agents import AgentSpec
+from agent_reach.policy.learning import AdaptationPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.adaptation import WeightLearner
-from agent_reach.routing.policy import AdaptationPolicy, RoutingPolicy
 from agent_reach.routing.router import decide, exact_match
 
 NOW = 100.0
-ADAPTIVE = RoutingPolicy(adaptation=AdaptationPolicy(enabled=True, rate=0.5, low=0.5, high=2.0))
+ADAPTIVE = Policy(adaptation=AdaptationPolicy(enabled=True, rate=0.5, low=0.5, high=2.0))
 
 
 def two_instances() -> RegistryIndex:
@@ -26,7 +27,7 @@ def two_instances() -> RegistryIndex:
     return index
 
 
-def route(index: RegistryIndex, learner: WeightLearner, policy: RoutingPolicy):
+def route(index: RegistryIndex, learner: WeightLearner, policy: Policy):
     return decide(
         exact_match("stock.check"),
         index,
@@ -62,7 +63,7 @@ def test_successes_raise_the_factor_up_to_the_upper_bound():
 
 def test_off_by_default_the_weights_are_the_policys():
     index, learner = two_instances(), WeightLearner()
-    policy = RoutingPolicy()
+    policy = Policy()
     first = route(index, learner, policy)
     learner.record(first, "idle-1", ok=False, policy=policy)
     assert route(index, learner, policy).weights == policy.effective_weights

@@ -17,7 +17,8 @@ import pytest
 
 from agent_reach import errors
 from agent_reach.config import Settings
-from agent_reach.routing.policy import DeliveryPolicy, RoutingPolicy
+from agent_reach.policy.delivery import DeliveryPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.server.app import create_app
 from agent_reach.server.errors import _HTTP_CODES
 
@@ -113,9 +114,9 @@ def test_the_complete_policy_example_parses_and_covers_every_section() -> None:
     assert len(blocks) == 1
     data = tomllib.loads(blocks[0])
 
-    policy = RoutingPolicy.model_validate(data)
+    policy = Policy.model_validate(data)
 
-    assert set(RoutingPolicy.model_fields) - set(data) == {"weights"}  # shown commented out
+    assert set(Policy.model_fields) - set(data) == {"weights"}  # shown commented out
     assert set(data["delivery"]) == set(DeliveryPolicy.model_fields)
     assert policy.access.invoke and policy.access.registration and policy.quotas
     assert "report" in policy.timeout_classes

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
-from agent_reach.routing.policy_source import PolicySource
+from agent_reach.policy.source import PolicySource
 
 ORIGINAL = "capability,health,context"  # the original deployment's compose file
 

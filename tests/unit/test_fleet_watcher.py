@@ -7,10 +7,10 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
 from agent_reach.model.agents import AgentSpec, TransportSpec
 from agent_reach.observability.events import EventFeed
+from agent_reach.policy.policy import Policy
+from agent_reach.policy.source import PolicySource
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.registry.scale import FleetWatcher
-from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.policy_source import PolicySource
 
 LEASE_S = 10.0
 
@@ -117,7 +117,7 @@ def test_a_minimum_declared_in_the_policy_raises_the_scale_event_too() -> None:
     clock, index = ManualClock(), RegistryIndex()
     feed = EventFeed(clock)
     policy = PolicySource(clock)
-    policy.current = RoutingPolicy(min_instances={"docs.search": 2})
+    policy.current = Policy(min_instances={"docs.search": 2})
     watcher = FleetWatcher(index, clock, feed, policy, MemoryIdempotencyStore(clock, 1 << 20))
     for agent_id in ("a-1", "a-2"):
         index.upsert(

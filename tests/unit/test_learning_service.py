@@ -12,8 +12,8 @@ from agent_reach.learning.service import LearningService, UnknownRequest
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 
 ALICE = Principal("k-alice", "alice", "default", "caller")
 BOB = Principal("k-bob", "bob", "default", "caller")
@@ -35,7 +35,7 @@ def learning() -> LearningService:
         )
         index.upsert(InstanceRecord(spec, 0.0), 1e9)
     clock = ManualClock()
-    return LearningService(MemoryLearningStore(clock), index, RoutingPolicy, clock, Metrics())
+    return LearningService(MemoryLearningStore(clock), index, Policy, clock, Metrics())
 
 
 async def test_a_caller_corrects_its_own_text_and_no_one_elses(learning):
@@ -54,7 +54,7 @@ async def test_a_caller_corrects_its_own_text_and_no_one_elses(learning):
 
 async def test_a_text_older_than_the_correction_window_cannot_be_corrected(learning):
     await learning.record_text("r-1", "alice", "怎么开发票", None)
-    learning.clock.advance(RoutingPolicy().learning.correctable_s + 1)  # type: ignore[attr-defined]
+    learning.clock.advance(Policy().learning.correctable_s + 1)  # type: ignore[attr-defined]
     with pytest.raises(UnknownRequest):
         await learning.correct(ALICE, "r-1", "faq.answer")
 

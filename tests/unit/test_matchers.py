@@ -16,13 +16,13 @@ from agent_reach.clock import ManualClock
 from agent_reach.config import Settings, load_mapping
 from agent_reach.errors import InvalidRequest
 from agent_reach.model.agents import AgentSpec
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.matchers import pipeline as pipeline_module
 from agent_reach.routing.matchers.lexical import LexicalMatcher
 from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend, strongest
 from agent_reach.routing.matchers.protocol import normalize_text
-from agent_reach.routing.policy import RoutingPolicy
 
 SHOP = {
     "logistics.track": {
@@ -144,7 +144,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> tuple[Scripted, Scripted]:
     return cheap, strong
 
 
-POLICY = RoutingPolicy(matchers=["cheap", "strong"], confident_at={"cheap": 0.9})
+POLICY = Policy(matchers=["cheap", "strong"], confident_at={"cheap": 0.9})
 
 
 def pipeline_over(index: RegistryIndex, clock: ManualClock | None = None) -> MatchingPipeline:
@@ -218,14 +218,14 @@ async def test_cache_is_forgotten_when_the_policy_changes(scripted):
     cheap, _ = scripted
     pipeline = pipeline_over(shop_index())
     await pipeline.match("sure", POLICY)
-    await pipeline.match("sure", RoutingPolicy(**{**POLICY.model_dump(), "margin": 0.2}))
+    await pipeline.match("sure", Policy(**{**POLICY.model_dump(), "margin": 0.2}))
     assert cheap.calls == ["sure", "sure"]
 
 
 async def test_refit_after_a_registration_changes_the_match():
     index = shop_index()
     pipeline = pipeline_over(index)
-    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    policy = Policy(matchers=["lexical"], match_cache_s=0)
     before = (await pipeline.match("退款什么时候到账", policy)).matches
     assert all(m.capability != "refund.status" for m in before)
     add(
@@ -242,7 +242,7 @@ async def test_refit_after_a_registration_changes_the_match():
 
 async def test_unknown_matcher_and_llm_without_url_are_reported_and_the_rest_still_match():
     pipeline = pipeline_over(shop_index())
-    policy = RoutingPolicy(matchers=["lexical", "nonesuch", "llm"], match_cache_s=0)
+    policy = Policy(matchers=["lexical", "nonesuch", "llm"], match_cache_s=0)
     await pipeline.ready(policy)
     matched = await pipeline.match("我的快递到哪了", policy)
     assert matched.matches[0].capability == "logistics.track"
@@ -261,7 +261,7 @@ def test_text_is_normalized_nfkc_lower_and_single_spaced():
 @pytest.mark.parametrize("name", ["lexical-only"])
 def test_the_benchmark_policies_are_valid_routing_policies(name):
     path = Path(__file__).parents[2] / "bench" / "policies" / f"{name}.toml"
-    policy = RoutingPolicy(**load_mapping(path))
+    policy = Policy(**load_mapping(path))
     assert policy.matchers
 
 
@@ -280,7 +280,7 @@ class Blocked(Scripted):
 async def test_text_is_matched_lexically_while_a_slow_matcher_fits_and_says_so(monkeypatch):
     slow = Blocked()
     monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
-    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     pipeline = pipeline_over(shop_index())
     try:
         early = await asyncio.wait_for(pipeline.match("我的快递到哪了", policy), 5)
@@ -307,7 +307,7 @@ async def test_a_model_matcher_is_loaded_only_once_a_capability_has_text(monkeyp
 
     monkeypatch.setitem(pipeline_module.MATCHERS, "slow", factory)
     monkeypatch.setattr(pipeline_module, "LOADS_A_MODEL", frozenset({"slow"}))
-    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     index = RegistryIndex()
     add(index, "bare-1", "inventory.check")  # a tag and nothing else
     pipeline = pipeline_over(index)
@@ -328,7 +328,7 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
     card, leaves every fit current, even while a slow matcher is still fitting."""
     slow = Blocked()
     monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
-    policy = RoutingPolicy(matchers=["lexical", "slow"], match_cache_s=0)
+    policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     index = RegistryIndex()
     add(index, "track-1", "logistics.track", **SHOP["logistics.track"])
     pipeline = pipeline_over(index)
@@ -372,7 +372,7 @@ async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monke
         return fit_and_try(matcher, catalog, folds)
 
     monkeypatch.setattr(pipeline_module, "_fit_and_try", slow)
-    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    policy = Policy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)
     try:
@@ -399,7 +399,7 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         return fit_calibration(names, trials)
 
     monkeypatch.setattr(pipeline_module, "fit_calibration", slow)
-    policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
+    policy = Policy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)
     try:

@@ -20,7 +20,7 @@ from agent_reach.identity.origins import OriginGuard
 from agent_reach.model.access import AccessPolicy
 from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.security.endpoints import EndpointGuard
 from agent_reach.security.service import SecurityService
 
@@ -51,7 +51,7 @@ rules = st.lists(
 )
 
 
-def _service(policy: RoutingPolicy) -> SecurityService:
+def _service(policy: Policy) -> SecurityService:
     clock = ManualClock()
     return SecurityService(
         MemoryKeyStore(),
@@ -78,7 +78,7 @@ def _authorized(service: SecurityService, principal: Principal, tag: str) -> boo
 def test_what_is_listed_is_exactly_what_may_be_invoked(
     principal: Principal, invoke_rules: list[dict[str, list[str]]]
 ) -> None:
-    policy = RoutingPolicy(access=AccessPolicy.model_validate({"invoke": invoke_rules}))
+    policy = Policy(access=AccessPolicy.model_validate({"invoke": invoke_rules}))
     service = _service(policy)
     for tag in TAGS:
         with capture_logs() as logged:

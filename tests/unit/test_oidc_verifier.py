@@ -25,7 +25,7 @@ from agent_reach.config import Settings
 from agent_reach.errors import Forbidden, Unauthorized
 from agent_reach.identity.jwks import KeySets
 from agent_reach.identity.oidc import OidcVerifier
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 AUDIENCE = "agent-reach"
 START = 1_700_001_000.0  # ManualClock(1000).wall()
@@ -120,10 +120,10 @@ def issuer() -> Iterator[Issuer]:
 
 
 class Setup:
-    def __init__(self, issuer: Issuer, policy: RoutingPolicy | None = None) -> None:
+    def __init__(self, issuer: Issuer, policy: Policy | None = None) -> None:
         self.clock = ManualClock(1_000.0)  # wall() is START + 1000
         self.store = MemoryKeySetStore(self.clock)
-        self.policy = policy or RoutingPolicy()
+        self.policy = policy or Policy()
         self.settings = Settings(oidc_issuer=issuer.url, oidc_audience=AUDIENCE)
         self.verifiers: list[OidcVerifier] = []
 
@@ -327,7 +327,7 @@ async def test_the_resource_audience_is_accepted_only_where_offered(
 
 
 async def test_the_policy_bounds_an_issuers_roles(issuer: Issuer, setup: Setup) -> None:
-    setup.policy = RoutingPolicy.model_validate(
+    setup.policy = Policy.model_validate(
         {"identity": {"issuers": [{"issuer": issuer.url, "roles": ["caller"]}]}}
     )
     verifier = setup.verifier()
@@ -336,7 +336,7 @@ async def test_the_policy_bounds_an_issuers_roles(issuer: Issuer, setup: Setup) 
 
 
 async def test_groups_and_scopes_map_to_roles_and_grants(issuer: Issuer, setup: Setup) -> None:
-    setup.policy = RoutingPolicy.model_validate(
+    setup.policy = Policy.model_validate(
         {
             "identity": {
                 "issuers": [{"issuer": issuer.url, "roles": ["caller", "agent"]}],
@@ -365,7 +365,7 @@ async def test_groups_and_scopes_map_to_roles_and_grants(issuer: Issuer, setup: 
 async def test_an_issuers_prefix_keeps_its_principals_apart_from_key_principals(
     issuer: Issuer, setup: Setup
 ) -> None:
-    setup.policy = RoutingPolicy.model_validate(
+    setup.policy = Policy.model_validate(
         {"identity": {"issuers": [{"issuer": issuer.url, "principal_prefix": "kc:"}]}}
     )
     principal = await setup.verifier().verify(issuer.token("k1", sub="admin"))
@@ -380,7 +380,7 @@ async def test_without_a_rule_an_issuers_token_may_not_be_admin(
         await verifier.verify(issuer.token("k1", reach_role="admin"))
     assert refused.value.code == "role_not_allowed"
     assert "[[identity.issuers]]" in str(refused.value)
-    setup.policy = RoutingPolicy.model_validate(
+    setup.policy = Policy.model_validate(
         {"identity": {"issuers": [{"issuer": issuer.url, "roles": ["caller", "admin"]}]}}
     )
     assert (await verifier.verify(issuer.token("k1", reach_role="admin"))).role == "admin"
@@ -398,7 +398,7 @@ async def test_principals_are_namespaced_per_issuer_unless_a_rule_says_otherwise
     issuer: Issuer, setup: Setup, rule: dict[str, Any] | None, named: str
 ) -> None:
     if rule is not None:
-        setup.policy = RoutingPolicy.model_validate(
+        setup.policy = Policy.model_validate(
             {"identity": {"issuers": [{"issuer": issuer.url, **rule}]}}
         )
     principal = await setup.verifier().verify(issuer.token("k1", sub="admin"))

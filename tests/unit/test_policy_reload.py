@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_reach.clock import ManualClock
-from agent_reach.routing.policy_source import PolicySource
+from agent_reach.policy.source import PolicySource
 
 
 def test_an_emptied_file_is_an_edit_in_progress_not_the_defaults(tmp_path: Path) -> None:

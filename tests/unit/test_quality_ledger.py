@@ -16,8 +16,8 @@ from agent_reach.mesh.quality import AlreadyRated, QualityLedger, UnknownServedR
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.keys import Chain, Link, Principal
 from agent_reach.model.quality import PRIOR, Outcomes, QualityPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import decide, exact_match
 
 WINDOW_S = 60.0
@@ -33,7 +33,7 @@ def ledger_of(*agent_ids: str) -> tuple[QualityLedger, RegistryIndex, ManualCloc
             id=agent_id, capabilities=["x"], transport={"endpoint": "http://127.0.0.1:1/"}
         )
         index.upsert(InstanceRecord(spec, 0.0), clock.monotonic() + 600).health = "healthy"
-    policy = RoutingPolicy.model_validate({"quality": {"window_s": WINDOW_S}})
+    policy = Policy.model_validate({"quality": {"window_s": WINDOW_S}})
     store = MemoryQualityStore(clock)
     return QualityLedger(store, index, lambda: policy, clock), index, clock
 
@@ -62,7 +62,7 @@ async def test_a_bouncing_instance_loses_routing_to_its_sibling_at_once() -> Non
     for _ in range(4):
         ledger.record("bouncer", "bounced")
         ledger.record("sibling", "completed")
-    decision = decide(exact_match("x"), index, RoutingPolicy(), now=1_000.0)
+    decision = decide(exact_match("x"), index, Policy(), now=1_000.0)
     assert decision.agent_id == "sibling"
     by_id = {c.agent_id: c for c in decision.candidates}
     assert by_id["bouncer"].outcomes == {"bounced": 4}
@@ -140,7 +140,7 @@ class FlakyStore(MemoryQualityStore):
 async def test_a_store_outage_delays_the_outcomes_and_counts_each_once() -> None:
     _, index, clock = ledger_of("a-1")
     store = FlakyStore(clock)
-    policy = RoutingPolicy()
+    policy = Policy()
     ledger = QualityLedger(store, index, lambda: policy, clock)
     ledger.record("a-1", "completed")
     store.down = True
@@ -157,7 +157,7 @@ def test_the_cli_shows_the_quality_factor_with_its_counts() -> None:
     ledger, index, _ = ledger_of("bouncer", "sibling")
     ledger.record("bouncer", "bounced")
     ledger.record("bouncer", "timed_out")
-    decision = decide(exact_match("x"), index, RoutingPolicy(), now=1_000.0)
+    decision = decide(exact_match("x"), index, Policy(), now=1_000.0)
     console = Console(record=True, width=100)
     console.print(decision_view(decision))
     text = console.export_text()

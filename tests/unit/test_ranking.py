@@ -11,10 +11,10 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
 from agent_reach.config import Settings
 from agent_reach.model.agents import AgentSpec
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import build_catalog
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.ranking import CandidateRanking, SemanticIndex, schema_summary
 
 # a word -> a dimension: texts sharing words are near, as a sentence encoder's would be
@@ -60,7 +60,7 @@ def index_of(tools: dict[str, str], examples: int = 0) -> RegistryIndex:
     return index
 
 
-LEXICAL = RoutingPolicy(matchers=["lexical"])
+LEXICAL = Policy(matchers=["lexical"])
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 
 from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
 from agent_reach.config import Settings
+from agent_reach.policy.policy import Policy
 from agent_reach.routing.encoders.remote import _vectors_of
 from agent_reach.routing.encoders.spec import encoder_spec
-from agent_reach.routing.policy import RoutingPolicy
 
 
 def _answer(rows: list[list[float]]) -> bytes:
@@ -22,7 +22,7 @@ def _answer(rows: list[list[float]]) -> bytes:
 
 
 def test_no_url_anywhere_means_the_packaged_encoder() -> None:
-    assert encoder_spec(Settings(), RoutingPolicy()) is None
+    assert encoder_spec(Settings(), Policy()) is None
 
 
 def test_the_policy_section_wins_over_the_settings_field_by_field() -> None:
@@ -32,7 +32,7 @@ def test_the_policy_section_wins_over_the_settings_field_by_field() -> None:
         embedding_api_key="sk-1",
         embedding_query_prefix="query: ",
     )
-    policy = RoutingPolicy.model_validate(
+    policy = Policy.model_validate(
         {"embedding": {"model": "e5-large", "passage_prefix": ""}}
     )
 

@@ -6,8 +6,8 @@ import pytest
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.model.agents import AgentSpec
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import LEARNED, CapabilityMatch, decide, exact_match
 
 NOW = 100.0
@@ -31,7 +31,7 @@ def test_exact_capability_picks_the_best_scored_live_instance():
     busy.stats.in_flight = 32  # half its capacity of 64
     add(index, "idle", "inventory.check")
     add(index, "other", "order.query")
-    decision = decide(exact_match("inventory.check"), index, RoutingPolicy(), now=NOW)
+    decision = decide(exact_match("inventory.check"), index, Policy(), now=NOW)
     assert decision.agent_id == "idle"
     assert decision.rule == "exact"
     assert [c.agent_id for c in decision.candidates] == ["idle", "busy"]
@@ -48,13 +48,13 @@ def test_expired_lease_leaves_the_pool_at_once():
     index = RegistryIndex()
     add(index, "gone", "x", lease_left=0.0)
     add(index, "offline", "x").health = "offline"
-    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    decision = decide(exact_match("x"), index, Policy(), now=NOW)
     assert decision.agent_id is None
     assert decision.rule == "no_instance"
 
 
 def test_unknown_capability_is_no_match():
-    decision = decide(exact_match("nothing"), RegistryIndex(), RoutingPolicy(), now=NOW)
+    decision = decide(exact_match("nothing"), RegistryIndex(), Policy(), now=NOW)
     assert (decision.agent_id, decision.rule, decision.candidates) == (None, "no_match", [])
 
 
@@ -62,7 +62,7 @@ def test_suspect_instances_are_routable_but_scored_down():
     index = RegistryIndex()
     add(index, "suspect", "x").health = "suspect"
     add(index, "healthy", "x")
-    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    decision = decide(exact_match("x"), index, Policy(), now=NOW)
     assert decision.agent_id == "healthy"
     assert decision.candidates[1].factors["health"] == 0.5
 
@@ -73,11 +73,11 @@ def test_an_instance_no_probe_answered_yet_loses_to_any_that_answered_but_alone_
     new.health = "unknown"
     busy = add(index, "busy", "x")
     busy.stats.in_flight = 60  # nearly full: scored low on load
-    decision = decide(exact_match("x"), index, RoutingPolicy(), now=NOW)
+    decision = decide(exact_match("x"), index, Policy(), now=NOW)
     assert decision.agent_id == "busy"
     assert decision.candidates[1].factors["health"] == 0.5
     index.remove("busy")
-    assert decide(exact_match("x"), index, RoutingPolicy(), now=NOW).agent_id == "new"
+    assert decide(exact_match("x"), index, Policy(), now=NOW).agent_id == "new"
 
 
 def test_success_rate_and_affinity_count_with_default_weights():
@@ -87,7 +87,7 @@ def test_success_rate_and_affinity_count_with_default_weights():
         flaky.stats.record(ok=ok, latency_ms=5.0)
     add(index, "fresh", "x")
     decision = decide(
-        exact_match("x"), index, RoutingPolicy(), now=NOW, warm_agents=frozenset({"flaky"})
+        exact_match("x"), index, Policy(), now=NOW, warm_agents=frozenset({"flaky"})
     )
     by_id = {c.agent_id: c for c in decision.candidates}
     assert by_id["flaky"].factors["success"] == 0.25
@@ -106,7 +106,7 @@ def test_dispatch_preset_weighs_latency():
     slow.stats.record(ok=True, latency_ms=300.0)
     fast = add(index, "fast", "x")
     fast.stats.record(ok=True, latency_ms=1.0)
-    decision = decide(exact_match("x"), index, RoutingPolicy(preset="dispatch"), now=NOW)
+    decision = decide(exact_match("x"), index, Policy(preset="dispatch"), now=NOW)
     assert decision.agent_id == "fast"
     assert decision.weights == {
         "match": 0.4,
@@ -122,7 +122,7 @@ def test_instance_weight_scales_the_score_and_custom_weights_apply():
     index = RegistryIndex()
     add(index, "heavy", "x", weight=2.0)
     add(index, "light", "x")
-    policy = RoutingPolicy(weights={"health": 1.0})
+    policy = Policy(weights={"health": 1.0})
     decision = decide(exact_match("x"), index, policy, now=NOW)
     assert [(c.agent_id, c.score) for c in decision.candidates] == [("heavy", 2.0), ("light", 1.0)]
 
@@ -132,7 +132,7 @@ def test_equal_scores_are_shared_between_instances():
     for name in ("a", "b", "c"):
         add(index, name, "x")
     chosen = {
-        decide(exact_match("x"), index, RoutingPolicy(), now=NOW).agent_id for _ in range(200)
+        decide(exact_match("x"), index, Policy(), now=NOW).agent_id for _ in range(200)
     }
     assert chosen == {"a", "b", "c"}
 
@@ -149,16 +149,16 @@ def test_reregistering_keeps_stats_and_moves_capabilities():
 
 
 def test_policy_versions_follow_content():
-    assert RoutingPolicy().version == RoutingPolicy().version
-    assert RoutingPolicy(margin=0.2).version != RoutingPolicy().version
+    assert Policy().version == Policy().version
+    assert Policy(margin=0.2).version != Policy().version
     with pytest.raises(ValueError, match="unknown preset"):
-        RoutingPolicy(preset="nope")
+        Policy(preset="nope")
     with pytest.raises(ValueError, match="positive"):
-        RoutingPolicy(weights={"match": 0.0})
+        Policy(weights={"match": 0.0})
 
 
 def test_timeout_classes_in_a_policy_add_to_the_defaults():
-    policy = RoutingPolicy.model_validate(
+    policy = Policy.model_validate(
         {"timeout_classes": {"quick": {"timeout_s": 0.2}, "query": {"timeout_s": 1.0}}}
     )
     assert set(policy.timeout_classes) == {"quick", "query", "reasoning", "long"}
@@ -219,7 +219,7 @@ def test_the_margin_rule_compares_match_confidences_not_instance_scores():
     close = decide(
         text_matches(("parcel.track", 0.8), ("order.query", 0.7)),
         index,
-        RoutingPolicy(),
+        Policy(),
         now=NOW,
         from_text=True,
     )
@@ -227,7 +227,7 @@ def test_the_margin_rule_compares_match_confidences_not_instance_scores():
     clear = decide(
         text_matches(("parcel.track", 0.8), ("order.query", 0.6)),
         index,
-        RoutingPolicy(),
+        Policy(),
         now=NOW,
         from_text=True,
     )
@@ -238,7 +238,7 @@ def test_below_min_confidence_is_no_match_however_clear_the_gap():
     index = RegistryIndex()
     add(index, "parcel-1", "parcel.track")
     decision = decide(
-        text_matches(("parcel.track", 0.45)), index, RoutingPolicy(), now=NOW, from_text=True
+        text_matches(("parcel.track", 0.45)), index, Policy(), now=NOW, from_text=True
     )
     assert (decision.rule, decision.agent_id) == ("no_match", None)
     assert decision.candidates[0].factors["match"] == 0.45
@@ -253,7 +253,7 @@ def test_instance_factors_rank_instances_but_never_switch_the_capability():
     decision = decide(
         text_matches(("parcel.track", 0.9), ("order.query", 0.5)),
         index,
-        RoutingPolicy(),
+        Policy(),
         now=NOW,
         from_text=True,
     )
@@ -274,7 +274,7 @@ def test_a_text_whose_capability_has_no_live_instance_is_not_sent_elsewhere():
     decision = decide(
         text_matches(("parcel.track", 0.9), ("order.query", 0.3)),
         index,
-        RoutingPolicy(),
+        Policy(),
         now=NOW,
         from_text=True,
     )
@@ -289,12 +289,12 @@ def test_a_learned_text_goes_to_its_capability_without_thresholds():
         CapabilityMatch("parcel.track", 1.0, {LEARNED: 1.0}),
         *text_matches(("order.query", 0.95)),  # within any margin of it
     ]
-    decision = decide(learned, index, RoutingPolicy(), now=NOW, from_text=True)
+    decision = decide(learned, index, Policy(), now=NOW, from_text=True)
     assert (decision.rule, decision.agent_id) == ("learned", "parcel-1")
     plain = decide(
         text_matches(("parcel.track", 1.0), ("order.query", 0.95)),
         index,
-        RoutingPolicy(),
+        Policy(),
         now=NOW,
         from_text=True,
     )

@@ -156,20 +156,20 @@ async def test_the_first_admin_key_may_come_from_a_file(tmp_path):
     from agent_reach.config import Settings
     from agent_reach.errors import InvalidRequest, Unauthorized
     from agent_reach.observability.metrics import Metrics
-    from agent_reach.routing.policy import RoutingPolicy
+    from agent_reach.policy.policy import Policy
     from agent_reach.security.service import open_security
 
     key_file = tmp_path / "admin.key"
     key_file.write_text("k" * 40 + "\n", encoding="utf-8")
     settings = Settings(auth="on", admin_key_file=key_file)
     backends = await open_backends(settings, ManualClock())
-    security = await open_security(settings, backends, RoutingPolicy, ManualClock(), Metrics())
+    security = await open_security(settings, backends, Policy, ManualClock(), Metrics())
     assert (await security.authenticate("Bearer " + "k" * 40)).role == "admin"
     with pytest.raises(Unauthorized):
         await security.authenticate("Bearer " + "k" * 39)
     with pytest.raises(InvalidRequest, match="AR_ADMIN_KEY_FILE"):
         missing = Settings(auth="on", admin_key_file=tmp_path / "nope")
-        await open_security(missing, backends, RoutingPolicy, ManualClock(), Metrics())
+        await open_security(missing, backends, Policy, ManualClock(), Metrics())
 
 
 async def test_a_cached_key_is_answered_without_waiting_and_as_authenticate_answers():
@@ -178,13 +178,13 @@ async def test_a_cached_key_is_answered_without_waiting_and_as_authenticate_answ
     from agent_reach.config import Settings
     from agent_reach.errors import Unauthorized
     from agent_reach.observability.metrics import Metrics
-    from agent_reach.routing.policy import RoutingPolicy
+    from agent_reach.policy.policy import Policy
     from agent_reach.security.service import KEY_CACHE_S, open_security
 
     clock = ManualClock()
     settings = Settings(auth="on", admin_key="k" * 40)
     backends = await open_backends(settings, clock)
-    security = await open_security(settings, backends, RoutingPolicy, clock, Metrics())
+    security = await open_security(settings, backends, Policy, clock, Metrics())
     good, bad = "Bearer " + "k" * 40, "Bearer " + "k" * 39
     assert security.authenticate_cached(good) is None  # never read: authenticate must
     admin = await security.authenticate(good)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_reach.model.decisions import TextMatch
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.routing.router import CapabilityMatch, decide
 
 BENCH = Path(__file__).parents[2] / "bench" / "small_catalogs.py"
@@ -29,7 +29,7 @@ async def test_off_topic_text_reaches_no_business_agent_and_in_scope_text_routes
 
 def test_an_uncalibrated_raw_score_must_clear_the_threshold_by_the_margin(bench):
     index = bench.catalog_index(5)
-    policy = RoutingPolicy()
+    policy = Policy()
     # "怎么办" on five capabilities after "我买的东西怎么还没到" was confirmed for order.track
     matches = [CapabilityMatch("order.track", 0.531254, {"lexical": 0.531254})]
     text = TextMatch(["lexical", "embedding"], [], False, policy.min_confidence, policy.margin)
@@ -48,7 +48,7 @@ async def test_a_text_on_an_uncalibrated_catalog_says_the_floor_it_had_to_clear(
     from agent_reach.config import Settings
     from agent_reach.routing.matchers.pipeline import MatchingPipeline
 
-    policy = RoutingPolicy()
+    policy = Policy()
     pipeline = MatchingPipeline(bench.catalog_index(1), ManualClock(), Settings())
     try:
         matched = await pipeline.match("怎么办", policy)

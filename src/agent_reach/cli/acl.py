@@ -69,7 +69,7 @@ def acl_check(
     from agent_reach.model.access import CapabilityPattern
     from agent_reach.model.agents import normalize_capability
     from agent_reach.model.keys import Principal
-    from agent_reach.routing.policy_source import PolicySource
+    from agent_reach.policy.source import PolicySource
     from agent_reach.security.access import capability_matches, decide_access, principal_matches
 
     rules = PolicySource(SYSTEM_CLOCK, policy).current

@@ -39,7 +39,7 @@ from agent_reach.identity.claims import (
 )
 from agent_reach.identity.jwks import KeySets
 from agent_reach.model.keys import Principal
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 log = structlog.get_logger("agent_reach.identity")
 
@@ -61,7 +61,7 @@ class OidcVerifier:
         self,
         settings: Settings,
         keysets: KeySets,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
     ) -> None:
         self.keysets = keysets
@@ -76,7 +76,7 @@ class OidcVerifier:
         self._policy = policy
         self._clock = clock
         self._kept: dict[tuple[str, str | None], _Kept] = {}
-        self._kept_under: tuple[RoutingPolicy, int] | None = None
+        self._kept_under: tuple[Policy, int] | None = None
 
     def kept(self, token: str, resource: str | None = None) -> Principal | None:
         """The principal of a token verified before and not yet expired; None otherwise."""
@@ -246,7 +246,7 @@ def _instant(claims: dict[str, Any], name: str, *, required: bool) -> float | No
 
 
 def open_oidc(
-    settings: Settings, backends: Backends, policy: Callable[[], RoutingPolicy], clock: Clock
+    settings: Settings, backends: Backends, policy: Callable[[], Policy], clock: Clock
 ) -> OidcVerifier | None:
     """The verifier of `AR_OIDC_ISSUER`'s tokens; None when no issuer is trusted."""
     if not settings.oidc_issuer:

@@ -22,7 +22,7 @@ from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.metrics import Metrics
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 log = structlog.get_logger("agent_reach.admission")
 
@@ -45,7 +45,7 @@ class Admission:
     def __init__(
         self,
         max_in_flight: int,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         answers: AnswerMemory,
         metrics: Metrics,
     ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from agent_reach.routing.policy import DeliveryPolicy
+from agent_reach.policy.delivery import DeliveryPolicy
 
 _rng = random.Random()  # our own: callers seeding `random` do not steer jitter
 

@@ -12,8 +12,9 @@ from agent_reach.errors import Ambiguous, NoCapability, NoInstance, NoMatch, Val
 from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest
+from agent_reach.policy.delivery import TimeoutClassPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 
 
 def check_routable(
@@ -73,7 +74,7 @@ def check_payload(
 
 
 def timeout_class_of(
-    policy: RoutingPolicy, request: InvokeRequest, decision: RouteDecision, index: RegistryIndex
+    policy: Policy, request: InvokeRequest, decision: RouteDecision, index: RegistryIndex
 ) -> TimeoutClassPolicy:
     """The class the caller asked for, else the chosen instance's, else `query`."""
     name = request.timeout_class
@@ -90,14 +91,14 @@ def timeout_class_of(
 
 
 def deadline_s(
-    deadline_ms: int | None, policy: RoutingPolicy, timeout_class: TimeoutClassPolicy
+    deadline_ms: int | None, policy: Policy, timeout_class: TimeoutClassPolicy
 ) -> float:
     """The class's whole-request budget, shortened by the caller's own deadline."""
     budget = policy.deadline_s(timeout_class)
     return budget if deadline_ms is None else min(budget, deadline_ms / 1000)
 
 
-def wait_limit_s(deadline_ms: int | None, policy: RoutingPolicy) -> float:
+def wait_limit_s(deadline_ms: int | None, policy: Policy) -> float:
     """How long a duplicate waits for the first: the caller's deadline, else the longest class."""
     longest = policy.longest_deadline_s
     return longest if deadline_ms is None else deadline_ms / 1000

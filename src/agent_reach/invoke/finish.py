@@ -28,7 +28,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.spans import Span
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.routing.service import RoutingService
 from agent_reach.troubleshooting.journal import RequestJournal
 
@@ -79,7 +79,7 @@ class Finisher:
         trace: TraceContext,
         decision: RouteDecision,
         delivered: Delivered,
-        policy: RoutingPolicy,
+        policy: Policy,
         span: Span,
     ) -> Answer:
         """A delivered answer: what the router learns of it, and the caller's answer."""
@@ -114,7 +114,7 @@ class Finisher:
         trace: TraceContext,
         decision: RouteDecision,
         delivered: Delivered,
-        policy: RoutingPolicy,
+        policy: Policy,
         span: Span,
     ) -> Answer:
         """An answer being streamed: once it ends, its assembled events are the result
@@ -145,7 +145,7 @@ class Finisher:
         error: ReachError | None,
         task: TaskEntry,
         span: Span,
-        policy: RoutingPolicy,
+        policy: Policy,
         owned: Owned | None,
         started: float,
     ) -> None:
@@ -159,7 +159,7 @@ class Finisher:
         answer: Answer,
         error: ReachError | None,
         task: TaskEntry,
-        policy: RoutingPolicy,
+        policy: Policy,
         owned: Owned,
     ) -> None:
         """The caller's request id is done: its answer is kept for replays (or given up)."""
@@ -202,7 +202,7 @@ class Finisher:
             self.metrics.recent.request(self.clock.wall(), capability, latency_s, "error")
 
     def _remember(
-        self, task: TaskEntry, capability: str, delivered: Delivered, policy: RoutingPolicy
+        self, task: TaskEntry, capability: str, delivered: Delivered, policy: Policy
     ) -> None:
         """Keep the answer for the degraded fallback, if its instance declared the
         capability safe: an answer with side effects is never served from memory."""
@@ -217,7 +217,7 @@ class Finisher:
             self.similar.remember(capability, request.text, task.task_id, delivered.result)
 
     def _learn_weights(
-        self, decision: RouteDecision, delivered: Delivered, policy: RoutingPolicy
+        self, decision: RouteDecision, delivered: Delivered, policy: Policy
     ) -> None:
         """Each attempt's outcome teaches the factor weights (when they adapt)."""
         if not policy.adaptation.enabled:

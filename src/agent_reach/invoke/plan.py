@@ -10,8 +10,8 @@ from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import Owned
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.policy.delivery import DeliveryPolicy, TimeoutClassPolicy
 from agent_reach.registry.index import Instance
-from agent_reach.routing.policy import DeliveryPolicy, TimeoutClassPolicy
 
 # An instance's own context block (a token scoped to its `context_fields`), or None.
 ContextOf = Callable[[Instance], Awaitable[dict[str, Any] | None]]

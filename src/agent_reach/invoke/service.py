@@ -49,8 +49,8 @@ from agent_reach.observability.spans import Span
 from agent_reach.observability.timeseries import Outcome
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.monitor import HealthMonitor
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
@@ -406,7 +406,7 @@ class InvokeService:
         self,
         task: TaskEntry,
         trace: TraceContext,
-        policy: RoutingPolicy,
+        policy: Policy,
         started: float,
         span: Span,
         *,

@@ -28,8 +28,8 @@ from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.observability.metrics import Metrics
+from agent_reach.policy.policy import Policy
 from agent_reach.routing.matchers.embedding import Encoder, load_encoder
-from agent_reach.routing.policy import RoutingPolicy
 
 log = structlog.get_logger("agent_reach.similar_answers")
 
@@ -62,7 +62,7 @@ class SimilarAnswers:
 
     def __init__(
         self,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         metrics: Metrics,
         encoder: Callable[[], Encoder] = load_encoder,
     ) -> None:

@@ -21,10 +21,10 @@ from agent_reach.errors import NotFound, ReachError, ValidationFailed
 from agent_reach.model.feedback import LearnedExample, RoutedText
 from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.learned import LearnedSet
 from agent_reach.routing.matchers.protocol import normalize_text
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.ownership import may_use
 
 log = structlog.get_logger("agent_reach.learning")
@@ -46,7 +46,7 @@ class LearningService:
         self,
         store: LearningStore,
         index: RegistryIndex,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         metrics: Metrics,
     ) -> None:

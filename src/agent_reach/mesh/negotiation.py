@@ -45,8 +45,8 @@ from agent_reach.model.decisions import Candidate, RouteDecision
 from agent_reach.model.offers import Negotiated, OfferAnswer, OfferOutcome
 from agent_reach.model.quality import OutcomeKind
 from agent_reach.observability.metrics import Metrics
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import Instance, RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.endpoints import EndpointGuard
 from agent_reach.wire import pool
 from agent_reach.wire.urls import check_http_url
@@ -105,7 +105,7 @@ class Negotiation:
         index: RegistryIndex,
         client: pool.HttpPool,
         store: MeshStore,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         metrics: Metrics,
     ) -> None:
@@ -292,7 +292,7 @@ def open_negotiation(
     guard: EndpointGuard,
     ssl_context: ssl.SSLContext | None,
     store: MeshStore,
-    policy: Callable[[], RoutingPolicy],
+    policy: Callable[[], Policy],
     clock: Clock,
     metrics: Metrics,
 ) -> Negotiation:

@@ -39,8 +39,8 @@ from agent_reach.clock import Clock
 from agent_reach.errors import Conflict, NotFound, ReachError
 from agent_reach.model.keys import Principal
 from agent_reach.model.quality import KINDS, PRIOR, OutcomeKind, Outcomes, QualityPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.ownership import may_use
 
 log = structlog.get_logger("agent_reach.quality")
@@ -67,7 +67,7 @@ class QualityLedger:
         self,
         store: QualityStore,
         index: RegistryIndex,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
     ) -> None:
         self._store = store

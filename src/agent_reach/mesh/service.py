@@ -39,8 +39,8 @@ from agent_reach.mesh.signing import SigningKeys
 from agent_reach.mesh.tokens import DelegationTokens, principal_of
 from agent_reach.model.access import AccessRule
 from agent_reach.model.keys import Chain, Link, Principal
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import Instance, RegistryIndex
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.access import capability_matches, principal_matches
 
 DEFAULT_ISSUER = "urn:agent-reach"  # the tokens' iss and aud when AR_PUBLIC_URL is unset
@@ -73,7 +73,7 @@ class Mesh:
         switch: KillSwitch,
         store: MeshStore,
         index: RegistryIndex,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
     ) -> None:
         self.tokens = tokens
@@ -84,7 +84,7 @@ class Mesh:
         self._policy = policy
         self._clock = clock
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
-        self._scopes_of: RoutingPolicy | None = None
+        self._scopes_of: Policy | None = None
         self.quality: QualityLedger | None = None  # set once the runtime has wired it in
 
     def involved(self, principal: Principal, budget: float | None) -> bool:
@@ -292,7 +292,7 @@ def open_mesh(
     settings: Settings,
     backends: Backends,
     index: RegistryIndex,
-    policy: Callable[[], RoutingPolicy],
+    policy: Callable[[], Policy],
     clock: Clock,
 ) -> Mesh:
     """The mesh of one coordinator: keys and kill switch shared through `backends`."""

@@ -41,7 +41,7 @@ from agent_reach.orchestration.aggregation import merge, summary_payload
 from agent_reach.orchestration.planning import Plan, plan
 from agent_reach.orchestration.steps import DEADLINE_PASSED, StepRunner
 from agent_reach.orchestration.templates import Scope, TemplateError, has_templates, resolve
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 log = structlog.get_logger("agent_reach.orchestration")
 
@@ -58,7 +58,7 @@ class RunExecutor:
         self,
         steps: StepRunner,
         contexts: ContextService,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         tracer: Tracer,
         metrics: Metrics,

@@ -40,7 +40,7 @@ from agent_reach.model.workflows import (
 from agent_reach.observability.tracecontext import TraceContext, new_span_id
 from agent_reach.orchestration.board import RECENT_RUNS, RunBoard
 from agent_reach.orchestration.planning import plan, with_ids
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.security.ownership import require_not_observer, visible_owner
 
 RECENT_LIMIT = 50  # runs `GET /v1/workflows` lists by default
@@ -56,7 +56,7 @@ class Orchestrator:
         board: RunBoard,
         definitions: WorkflowStore,
         contexts: ContextService,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         authorize: Callable[[Principal, str], None],
     ) -> None:

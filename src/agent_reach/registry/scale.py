@@ -29,9 +29,9 @@ from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable
 from agent_reach.model.agents import HealthStatus
 from agent_reach.observability.events import EventFeed
+from agent_reach.policy.source import PolicySource
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.webhook import BACKOFF_S, TIMEOUT_S, ScaleWebhook
-from agent_reach.routing.policy_source import PolicySource
 
 log = structlog.get_logger("agent_reach.registry")
 

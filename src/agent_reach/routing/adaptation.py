@@ -16,7 +16,7 @@ import math
 from collections import OrderedDict
 
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 MAX_CAPABILITIES = 10_000  # capabilities with learned multipliers; the least recent go first
 
@@ -30,7 +30,7 @@ class WeightLearner:
         self.max_capabilities = max_capabilities
         self._multipliers: OrderedDict[str, dict[str, float]] = OrderedDict()
 
-    def weights(self, capability: str, policy: RoutingPolicy) -> Weights:
+    def weights(self, capability: str, policy: Policy) -> Weights:
         """The factor weights in force for a capability: the policy's, times what was learned."""
         learned = self._multipliers.get(capability)
         if not policy.adaptation.enabled or learned is None:
@@ -38,7 +38,7 @@ class WeightLearner:
         return tuple((f, round(w * learned.get(f, 1.0), 6)) for f, w in policy.weight_items)
 
     def record(
-        self, decision: RouteDecision, agent_id: str, *, ok: bool, policy: RoutingPolicy
+        self, decision: RouteDecision, agent_id: str, *, ok: bool, policy: Policy
     ) -> None:
         """Learn from one delivery to `agent_id`, an instance the decision weighed."""
         adaptation = policy.adaptation

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent_reach.clock import Clock
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.routing.router import CapabilityMatch
 
 # (capability, payload, trace_id, parent span id) -> the agent's result; raises on failure.
@@ -35,7 +35,7 @@ class IntentParser:
         self,
         text: str,
         matches: list[CapabilityMatch],
-        policy: RoutingPolicy,
+        policy: Policy,
         *,
         trace_id: str,
         parent_span_id: str | None,
@@ -66,7 +66,7 @@ class IntentParser:
         tag, confidence = picked
         return _fold(matches, tag, confidence), {**note, "outcome": "answered", "picked": tag}
 
-    def _take(self, policy: RoutingPolicy) -> bool:
+    def _take(self, policy: Policy) -> bool:
         """One token from this coordinator's bucket; False when the budget is spent."""
         budget = policy.intent_escalation
         now = self.clock.monotonic()

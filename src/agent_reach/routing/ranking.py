@@ -38,10 +38,10 @@ import numpy as np
 import structlog
 
 from agent_reach.errors import InvalidRequest
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.matchers.protocol import card_texts, normalize_text
-from agent_reach.routing.policy import RoutingPolicy
 
 if TYPE_CHECKING:
     from agent_reach.routing.matchers.embedding import Encoder
@@ -188,7 +188,7 @@ class CandidateRanking:
         return seen[1]
 
     async def rank(
-        self, text: str, policy: RoutingPolicy, allowed: Allowed, top_k: int
+        self, text: str, policy: Policy, allowed: Allowed, top_k: int
     ) -> list[RankedCapability]:
         """The `top_k` capabilities `allowed` that fit `text` best, best first. Fewer when
         fewer are allowed. On a calibrated catalog (or for a learned text) the router's

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_reach.model.decisions import Candidate, RouteDecision, Rule, TextMatch
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.explanation import threshold_checks
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.scoring import score_of
 
 WeightsOf = Callable[[str], tuple[tuple[str, float], ...]]
@@ -42,7 +42,7 @@ def exact_match(capability: str) -> list[CapabilityMatch]:
 def decide(
     matches: list[CapabilityMatch],
     index: RegistryIndex,
-    policy: RoutingPolicy,
+    policy: Policy,
     *,
     now: float,
     warm_agents: frozenset[str] = frozenset(),
@@ -80,7 +80,7 @@ def decide(
 @dataclass(slots=True)
 class _Decider:
     index: RegistryIndex
-    policy: RoutingPolicy
+    policy: Policy
     now: float
     warm_agents: frozenset[str]
     weights_of: WeightsOf | None = None

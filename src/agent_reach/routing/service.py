@@ -11,13 +11,13 @@ from agent_reach.model.invocations import RouteRequest
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracing import Tracer
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.adaptation import WeightLearner
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.params import extract_params, missing_properties, schema_of
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.ranking import CandidateRanking
 from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 
@@ -34,7 +34,7 @@ class RoutingService:
     def __init__(
         self,
         index: RegistryIndex,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         affinity: AffinityTable,
         matching: MatchingPipeline,
@@ -158,7 +158,7 @@ class RoutingService:
         self,
         request: RouteRequest,
         matches: list[CapabilityMatch],
-        policy: RoutingPolicy,
+        policy: Policy,
         text: TextMatch | None,
     ) -> RouteDecision:
         now = self.clock.monotonic()

@@ -30,7 +30,7 @@ from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
 from agent_reach.observability.metrics import Metrics
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.security.access import (
     AccessDecision,
     Action,
@@ -63,7 +63,7 @@ class SecurityService:
         self,
         keys: KeyStore,
         quotas: QuotaStore,
-        policy: Callable[[], RoutingPolicy],
+        policy: Callable[[], Policy],
         clock: Clock,
         metrics: Metrics,
         *,
@@ -89,7 +89,7 @@ class SecurityService:
         self._cache: dict[str, _Cached] = {}
         # What the policy in force says per (principal, capability), worked out once per
         # policy: the invoke verdict and the quota buckets (index, scope, rate, burst).
-        self._rules_of: RoutingPolicy | None = None
+        self._rules_of: Policy | None = None
         self._verdicts: dict[tuple[Principal, str], AccessDecision] = {}
         self._buckets: dict[tuple[Principal, str], list[tuple[str, float, int]]] = {}
 
@@ -290,7 +290,7 @@ class SecurityService:
         cached = self._cache[key_id] = (record, principal, now)
         return cached
 
-    def _rules(self) -> RoutingPolicy:
+    def _rules(self) -> Policy:
         """The policy in force; the verdicts and buckets worked out under another are dropped."""
         policy = self.policy()
         if policy is not self._rules_of or len(self._verdicts) + len(self._buckets) > (
@@ -338,7 +338,7 @@ def _admin_key(settings: Settings) -> str | None:
 async def open_security(
     settings: Settings,
     backends: Backends,
-    policy: Callable[[], RoutingPolicy],
+    policy: Callable[[], Policy],
     clock: Clock,
     metrics: Metrics,
 ) -> SecurityService:

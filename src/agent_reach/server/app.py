@@ -15,7 +15,7 @@ from agent_reach.faces import a2a_routes, mcp_auth
 from agent_reach.faces.a2a_notifier import notifying
 from agent_reach.identity.origins import OriginGuard
 from agent_reach.identity.tls import serving_context
-from agent_reach.routing.policy_source import PolicySource
+from agent_reach.policy.source import PolicySource
 from agent_reach.server.errors import install_error_handlers
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit

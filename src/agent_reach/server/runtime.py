@@ -47,6 +47,7 @@ from agent_reach.orchestration.fanout import Fanout
 from agent_reach.orchestration.running import RunExecutor
 from agent_reach.orchestration.service import Orchestrator
 from agent_reach.orchestration.steps import StepRunner
+from agent_reach.policy.source import PolicySource
 from agent_reach.registry.fleet_load import FleetLoad
 from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import Instance
@@ -57,7 +58,6 @@ from agent_reach.registry.webhook import ScaleWebhook
 from agent_reach.routing.affinity import AffinityTable
 from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
-from agent_reach.routing.policy_source import PolicySource
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService, open_security
 from agent_reach.troubleshooting.journal import RequestJournal

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_reach.config import Settings
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 
 PACKAGED = "packaged"  # the encoder that ships with the package (and stands in for a remote)
 
@@ -30,7 +30,7 @@ class EncoderSpec:
         return f"remote:{self.model}"
 
 
-def encoder_spec(settings: Settings, policy: RoutingPolicy) -> EncoderSpec | None:
+def encoder_spec(settings: Settings, policy: Policy) -> EncoderSpec | None:
     """The remote encoder asked for (the policy's `[embedding]` over the AR_EMBEDDING_*
     settings), or None for the packaged encoder."""
     asked = policy.embedding

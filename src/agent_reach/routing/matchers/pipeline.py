@@ -35,6 +35,7 @@ from agent_reach.config import Settings
 from agent_reach.errors import InvalidRequest
 from agent_reach.model.decisions import TextMatch
 from agent_reach.observability.metrics import Metrics
+from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.calibration import (
     Calibration,
@@ -51,7 +52,6 @@ from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spe
 from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet, given_not
 from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import Matcher, normalize_text
-from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.routing.router import LEARNED, CapabilityMatch
 
 log = structlog.get_logger("agent_reach.routing")
@@ -190,7 +190,7 @@ class MatchingPipeline:
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
         self._cache_key: tuple[int, int, str] | None = None
 
-    async def match(self, text: str, policy: RoutingPolicy) -> Matched:
+    async def match(self, text: str, policy: Policy) -> Matched:
         """The best capabilities for `text`; no matches when no matcher has an opinion."""
         normalized = normalize_text(text)
         learned = self.learned()
@@ -222,14 +222,14 @@ class MatchingPipeline:
         return matched
 
     @staticmethod
-    def _short_of_floor(matched: Matched, policy: RoutingPolicy) -> bool:
+    def _short_of_floor(matched: Matched, policy: Policy) -> bool:
         """An uncalibrated catalog's best score below the careful floor (or no score)."""
         if matched.text.calibrated:
             return False
         best = matched.matches[0].confidence if matched.matches else 0.0
         return best < uncalibrated_floor(policy)
 
-    def _pending(self, policy: RoutingPolicy) -> bool:
+    def _pending(self, policy: Policy) -> bool:
         """Whether a matcher of the policy is still to be fitted on this catalog."""
         return not self._is_ready(policy)
 
@@ -237,7 +237,7 @@ class MatchingPipeline:
         """Every calibration in force, by the matchers it calibrates, with its catalog key."""
         return dict(self._calibrations)
 
-    def status(self, policy: RoutingPolicy) -> dict[str, Any]:
+    def status(self, policy: Policy) -> dict[str, Any]:
         """Which matchers are ready, pending or failed, and whether the fits are current."""
         usable = self._usable(policy)
         return {
@@ -251,13 +251,13 @@ class MatchingPipeline:
             "encoder": self._encoder_status(policy),
         }
 
-    def _is_ready(self, policy: RoutingPolicy) -> bool:
+    def _is_ready(self, policy: Policy) -> bool:
         done = len(self._usable(policy)) + len(
             (self._failed.keys() | self._deferred) & set(policy.matchers)
         )
         return self._is_current() and done >= len(policy.matchers) and self._remote_ready(policy)
 
-    async def ready(self, policy: RoutingPolicy) -> None:
+    async def ready(self, policy: Policy) -> None:
         """Wait until every matcher of the policy is fitted and calibrated on this catalog."""
         while True:
             await self._refresh(policy)
@@ -266,19 +266,19 @@ class MatchingPipeline:
             self._progress.clear()
             await self._progress.wait()
 
-    async def matcher(self, name: str, policy: RoutingPolicy | None = None) -> Matcher:
+    async def matcher(self, name: str, policy: Policy | None = None) -> Matcher:
         """The named matcher, fitted to the current catalog (benchmarks score with it)."""
-        await self.ready(policy or RoutingPolicy(matchers=[name]))
+        await self.ready(policy or Policy(matchers=[name]))
         if name in self._failed:
             raise InvalidRequest(self._failed[name])
         return self._matchers[name]
 
-    def prepare(self, policy: RoutingPolicy) -> None:
+    def prepare(self, policy: Policy) -> None:
         """Start fitting now (the encoder loads), before the first text arrives."""
         if self._is_stale(policy):
             self._start(policy)
 
-    async def watch(self, policy: Callable[[], RoutingPolicy], every_s: float = WATCH_S) -> None:
+    async def watch(self, policy: Callable[[], Policy], every_s: float = WATCH_S) -> None:
         """Refit whenever the catalog or the encoder changes (a remote encoder that failed
         is probed, and refitted once it answers), without waiting for a text, until
         cancelled."""
@@ -306,7 +306,7 @@ class MatchingPipeline:
 
     # -- matching ------------------------------------------------------------------------
 
-    async def _match(self, text: str, policy: RoutingPolicy, learned: LearnedSet) -> Matched:
+    async def _match(self, text: str, policy: Policy, learned: LearnedSet) -> Matched:
         usable = self._usable(policy)
         calibrated_names = self._calibrated_names(policy)
         asked: dict[str, dict[str, float]] = {}
@@ -351,7 +351,7 @@ class MatchingPipeline:
             info.min_confidence = uncalibrated_floor(policy)
         return Matched(matches, info)
 
-    def _info(self, policy: RoutingPolicy, asked: list[str], not_mine: list[str]) -> TextMatch:
+    def _info(self, policy: Policy, asked: list[str], not_mine: list[str]) -> TextMatch:
         usable = self._usable(policy)
         return TextMatch(
             matchers=asked,
@@ -362,7 +362,7 @@ class MatchingPipeline:
             not_mine=not_mine,
         )
 
-    def _usable(self, policy: RoutingPolicy) -> list[str]:
+    def _usable(self, policy: Policy) -> list[str]:
         """The policy's matchers that can answer now: fitted, and calibrated when they are
         calibrated (a calibrated matcher is used only after every one before it)."""
         usable: list[str] = []
@@ -382,7 +382,7 @@ class MatchingPipeline:
             usable.append(name)
         return usable
 
-    def _calibrated_names(self, policy: RoutingPolicy) -> set[str]:
+    def _calibrated_names(self, policy: Policy) -> set[str]:
         return {n for n in policy.matchers if (f := self._fitted.get(n)) and f.trials is not None}
 
     def _calibration_of(self, names: CalibrationKey) -> Calibration:
@@ -414,7 +414,7 @@ class MatchingPipeline:
     def _is_running(self) -> bool:
         return self._job is not None and not self._job.done()
 
-    def _start(self, policy: RoutingPolicy) -> None:
+    def _start(self, policy: Policy) -> None:
         """Fit the policy's matchers to the catalog in the background, unless a fit is
         running."""
         if self._is_running():
@@ -424,7 +424,7 @@ class MatchingPipeline:
         self._job = asyncio.create_task(self._fit_all(wanted, spec))
         self._job.add_done_callback(self._job_done)
 
-    def _is_stale(self, policy: RoutingPolicy) -> bool:
+    def _is_stale(self, policy: Policy) -> bool:
         key, wanted = self._catalog_key(), tuple(policy.matchers)
         return (
             wanted != self._wanted
@@ -436,7 +436,7 @@ class MatchingPipeline:
             or not self._remote_ready(policy)
         )
 
-    async def _refresh(self, policy: RoutingPolicy) -> None:
+    async def _refresh(self, policy: Policy) -> None:
         """Start a fit of a changed catalog; wait (briefly) for its first matcher."""
         wanted = tuple(policy.matchers)
         if self._is_stale(policy):
@@ -458,7 +458,7 @@ class MatchingPipeline:
         except TimeoutError:
             return
 
-    async def _first_fitted(self, name: str, policy: RoutingPolicy) -> None:
+    async def _first_fitted(self, name: str, policy: Policy) -> None:
         while (f := self._fitted.get(name)) is None or f.key != self._catalog_key():
             if name in self._failed:
                 return
@@ -638,7 +638,7 @@ class MatchingPipeline:
                 # encoder, and saying so) stay right; a fit still to do starts in `watch`
                 self._progress.set()
 
-    def _remote_usable(self, policy: RoutingPolicy, before: CalibrationKey) -> _Remote | None:
+    def _remote_usable(self, policy: Policy, before: CalibrationKey) -> _Remote | None:
         """The remote fit that may answer a text now: asked for, fitted, calibrated, up."""
         serving = self._serving
         if serving is None or not serving.encoder.health.healthy:
@@ -650,7 +650,7 @@ class MatchingPipeline:
             return None
         return serving
 
-    def _remote_ready(self, policy: RoutingPolicy) -> bool:
+    def _remote_ready(self, policy: Policy) -> bool:
         """False while the remote encoder asked for is still to be fitted on this catalog
         (never while it is down: the packaged encoder serves, and the probe brings it
         back), or while one no longer asked for is still held."""
@@ -668,7 +668,7 @@ class MatchingPipeline:
         return remote is self._serving and fitted is not None and fitted.key == self._catalog_key()
 
     async def _embed_and_score(
-        self, text: str, policy: RoutingPolicy, before: CalibrationKey
+        self, text: str, policy: Policy, before: CalibrationKey
     ) -> tuple[dict[str, float], str]:
         """The embedding matcher's scores and which encoder gave them: the remote one when
         it can answer, else (it failed just now, or is down) the packaged one."""
@@ -687,7 +687,7 @@ class MatchingPipeline:
             self.metrics.child(self.metrics.encoder_served, encoder).inc()
         return encoder
 
-    def _encoder_status(self, policy: RoutingPolicy) -> dict[str, Any]:
+    def _encoder_status(self, policy: Policy) -> dict[str, Any]:
         """What `/v1/policy` shows of the encoder: which is asked for, whether it is up,
         and which one answers texts now."""
         spec = encoder_spec(self.settings, policy) if EMBEDDING in policy.matchers else None
@@ -706,7 +706,7 @@ class MatchingPipeline:
             "serving": serving.spec.label if serving is not None else PACKAGED,
         }
 
-    def _before_embedding(self, policy: RoutingPolicy) -> CalibrationKey:
+    def _before_embedding(self, policy: Policy) -> CalibrationKey:
         calibrated = self._calibrated_names(policy)
         names = policy.matchers[: policy.matchers.index(EMBEDDING)]
         return tuple(n for n in names if n in calibrated)
@@ -767,7 +767,7 @@ def _fit_and_try(
     return trials
 
 
-def uncalibrated_floor(policy: RoutingPolicy) -> float:
+def uncalibrated_floor(policy: Policy) -> float:
     """What the best raw score must reach on a catalog too small to calibrate: the policy's
     `min_confidence` plus its `margin`. Nothing says what a raw score is worth there, and
     a catalog of one capability has no runner-up for the margin rule to weigh it against

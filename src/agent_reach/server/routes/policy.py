@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.policy import Policy
 from agent_reach.server.auth import Admin, Observer
 from agent_reach.server.responses import json_response
 from agent_reach.server.runtime import runtime_of
@@ -33,7 +33,7 @@ async def show_policy(request: Request, _: Observer) -> Response:
 
 @router.put("")
 async def replace_policy(
-    body: RoutingPolicy,
+    body: Policy,
     request: Request,
     principal: Admin,
     if_match: Annotated[

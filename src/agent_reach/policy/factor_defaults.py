@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_reach.errors import InvalidRequest
-from agent_reach.routing.policy import PRESETS
+from agent_reach.policy.weights import PRESETS
 
 # The setting's names (the original deployment's) -> the policy's factor names.
 SETTING_FACTORS = {

@@ -26,8 +26,8 @@ from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.config import load_mapping
 from agent_reach.errors import Conflict, InvalidRequest, ReachError
-from agent_reach.routing.factor_defaults import with_factor_defaults
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.policy.factor_defaults import with_factor_defaults
+from agent_reach.policy.policy import Policy
 
 log = structlog.get_logger("agent_reach.policy")
 
@@ -43,12 +43,12 @@ class PolicyStatus:
     source: str
     changed_by: str | None
     loaded_at: float
-    policy: RoutingPolicy
+    policy: Policy
     last_error: str | None
 
 
 class PolicySource:
-    """Holds the current `RoutingPolicy`; calling it returns the policy in force.
+    """Holds the current `Policy`; calling it returns the policy in force.
 
     Until `attach` it serves the file's policy (or the defaults) from memory alone,
     which is all `agent-reach acl check` needs.
@@ -60,7 +60,7 @@ class PolicySource:
         self.clock = clock
         self.path = path
         self.factors_on = factors_on  # AR_ROUTE_AFFINITY_DEFAULT
-        self.current = RoutingPolicy.model_validate(with_factor_defaults({}, factors_on))
+        self.current = Policy.model_validate(with_factor_defaults({}, factors_on))
         self.revision = 0
         self.source = "defaults"
         self.changed_by: str | None = None
@@ -75,7 +75,7 @@ class PolicySource:
             self._digest = hashlib.sha256(content).hexdigest()
             self.source = str(path)
 
-    def __call__(self) -> RoutingPolicy:
+    def __call__(self) -> Policy:
         return self.current
 
     def status(self) -> PolicyStatus:
@@ -100,7 +100,7 @@ class PolicySource:
         await self.sync()
 
     async def replace(
-        self, policy: RoutingPolicy, *, by: str, if_match: str | None
+        self, policy: Policy, *, by: str, if_match: str | None
     ) -> PolicyChange:
         """Make `policy` the one in force everywhere; `Conflict` (409 `version_conflict`)
         when `if_match` names a version that is no longer in force."""
@@ -116,13 +116,13 @@ class PolicySource:
         await self.sync()
         return change
 
-    def _with_factor_defaults(self, policy: RoutingPolicy) -> RoutingPolicy:
+    def _with_factor_defaults(self, policy: Policy) -> Policy:
         """`policy` with `AR_ROUTE_AFFINITY_DEFAULT` applied as to the file's: a body that
         sets no `weights` gets the preset's weights of the factors on, like the file."""
         if self.factors_on is None or "weights" in policy.model_fields_set:
             return policy
         data = policy.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return RoutingPolicy.model_validate(with_factor_defaults(data, self.factors_on))
+        return Policy.model_validate(with_factor_defaults(data, self.factors_on))
 
     async def changes(self, limit: int) -> list[PolicyChange]:
         """The newest audit records, newest first."""
@@ -147,7 +147,7 @@ class PolicySource:
             return False
         self._seen = seen  # an invalid revision is reported once, not at every poll
         try:
-            policy = RoutingPolicy.model_validate(orjson.loads(stored.document))
+            policy = Policy.model_validate(orjson.loads(stored.document))
         except (ValidationError, orjson.JSONDecodeError) as exc:
             return self._reject(f"the stored policy revision {stored.revision} is invalid: {exc}")
         previous = self.current.version
@@ -164,7 +164,7 @@ class PolicySource:
             )
         return True
 
-    def reload(self) -> RoutingPolicy | None:
+    def reload(self) -> Policy | None:
         """Re-read the file; the new, valid policy when its content changed, else None.
 
         An empty file is an edit in progress (a write that truncated it first), not an
@@ -206,7 +206,7 @@ class PolicySource:
 
     async def _offer(
         self,
-        policy: RoutingPolicy,
+        policy: Policy,
         source: str,
         by: str,
         *,
@@ -243,11 +243,11 @@ def _stale(if_match: str, current: str) -> Conflict:
     )
 
 
-def _parse(path: Path, content: bytes, factors_on: Sequence[str] | None) -> RoutingPolicy:
+def _parse(path: Path, content: bytes, factors_on: Sequence[str] | None) -> Policy:
     """A policy from TOML/YAML bytes; any problem is one `InvalidRequest` with the reason."""
     try:
         data = load_mapping(path, content.decode("utf-8"))
-        return RoutingPolicy.model_validate(with_factor_defaults(data, factors_on))
+        return Policy.model_validate(with_factor_defaults(data, factors_on))
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"{path}: not UTF-8 text") from exc
     except ValidationError as exc:

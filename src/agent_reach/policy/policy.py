@@ -1,10 +1,15 @@
-"""The routing policy: factor weights, the margin rule and timeout classes, as data."""
+"""The policy: everything the coordinator decides by, as one versioned document.
+
+Routing (weights, the margin rule, matchers), delivery (timeout classes, retries),
+learning, access, identity, delegation, quality, quotas, admission and workflows; each
+part is a model of its own (`policy/*`, `model/*`), this one holds them and its version.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,36 +22,11 @@ from agent_reach.model.identity import IdentityPolicy
 from agent_reach.model.intent import IntentEscalation
 from agent_reach.model.quality import QualityPolicy
 from agent_reach.model.workflows import WorkflowPolicy
+from agent_reach.policy.delivery import DEFAULT_TIMEOUT_CLASSES, DeliveryPolicy, TimeoutClassPolicy
+from agent_reach.policy.embedding import EmbeddingPolicy
+from agent_reach.policy.learning import AdaptationPolicy, LearningPolicy
+from agent_reach.policy.weights import PRESETS, Factor
 
-FACTORS = ("match", "health", "affinity", "load", "success", "latency", "quality")
-Factor = Literal["match", "health", "affinity", "load", "success", "latency", "quality"]
-
-# From the original deployment's production data (docs/policy.md lists them), but for
-# `quality`, which it did not have: 0.30, with which bench/quality.py's instance that
-# bounces half its requests gets under 10 % of the last 500 of 1,000 requests (0.20:
-# 11 %; 0.25: 7.8-9.2 %, too close; 0.30: 0 % in every run). The factor is relative to
-# the prior (1 with no evidence against an instance), so a half-bouncing instance sits
-# about 0.33 below its sibling: 0.33 x 0.30 with its success gap (0.05) is the whole
-# load factor (0.15), and no load imbalance routes to it while its bounces are in the
-# window; a new instance loses nothing (docs/mesh.md, "Quality").
-QUALITY_WEIGHT = 0.30
-PRESETS: dict[str, dict[str, float]] = {
-    "default": {
-        "match": 0.30,
-        "health": 0.25,
-        "affinity": 0.20,
-        "load": 0.15,
-        "success": 0.10,
-        "quality": QUALITY_WEIGHT,
-    },
-    "dispatch": {
-        "match": 0.40,
-        "health": 0.30,
-        "latency": 0.20,
-        "load": 0.10,
-        "quality": QUALITY_WEIGHT,
-    },
-}
 # Both apply to calibrated match confidences (P(routing there is right), fitted on the
 # registered catalog by routing/calibration.py), so they hold on any catalog untuned.
 DEFAULT_MARGIN = 0.15  # closer than this across capabilities means "do not guess"
@@ -55,100 +35,8 @@ DEFAULT_MATCHERS = ("lexical", "embedding")  # lexical serves alone until the en
 DEFAULT_MATCH_CACHE_S = 120.0  # issue 3: repeated texts reuse their match this long
 
 
-class LearningPolicy(BaseModel):
-    """What the router learns from corrections (`POST /v1/feedback`) and 421 answers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    correctable_s: float = Field(
-        3600.0, ge=0, le=7 * 86_400, description="how long a routed text may be corrected"
-    )  # the original write-up: "correct routing from the last hour's results"
-    example_ttl_s: float = Field(
-        30 * 86_400.0, gt=0, le=365 * 86_400, description="how long a learned example lasts"
-    )
-    max_per_capability: int = Field(
-        200, ge=1, le=10_000, description="learned examples kept per capability, newest first"
-    )
-
-
-class AdaptationPolicy(BaseModel):
-    """Online adaptation of factor weights to outcomes (routing/adaptation.py)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = False  # off: the weights are exactly the policy's
-    rate: float = Field(0.05, gt=0, le=1, description="step per delivery outcome")
-    low: float = Field(0.5, ge=0, le=1, description="a weight stays >= low x its policy value")
-    high: float = Field(2.0, ge=1, le=10, description="... and <= high x its policy value")
-
-
-class EmbeddingPolicy(BaseModel):
-    """The embedding matcher's encoder: an OpenAI-compatible embeddings service, or (no
-    `url` here nor in AR_EMBEDDING_URL) the packaged one. Unset fields take the
-    AR_EMBEDDING_* settings; the API key is a setting only (observers read the policy)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    url: str | None = Field(
-        None, pattern=r"^https?://", description="base URL: POST {url}/embeddings"
-    )
-    model: str | None = Field(None, min_length=1, max_length=256)
-    query_prefix: str | None = Field(None, max_length=64, description="before a request's text")
-    passage_prefix: str | None = Field(None, max_length=64, description="before a card text")
-
-
-class TimeoutClassPolicy(BaseModel):
-    """How long one delivery of a class may take, and how often it may be re-sent."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    timeout_s: float = Field(gt=0, le=3600)
-    retries: int = Field(0, ge=0, le=10)
-    asynchronous: bool = False
-    deadline_s: float | None = Field(
-        None, gt=0, le=86_400, description="whole request; default: every attempt and backoff"
-    )
-
-
-class DeliveryPolicy(BaseModel):
-    """Retries, backoff, the retry budget and the fallback chain's time limits."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    backoff_s: list[Annotated[float, Field(ge=0, le=600)]] = Field(
-        default_factory=lambda: [1.0, 2.0, 4.0],  # 1 s, 2 s, 4 s
-        min_length=1,
-    )
-    jitter: float = Field(0.2, ge=0, le=1, description="each pause varies by up to this share")
-    retry_budget_ratio: float = Field(0.2, ge=0, le=10)  # 20 % of in-flight
-    retry_budget_min: int = Field(3, ge=0, le=10_000)  # ... and at least 3 at any time
-    suspend_s: float = Field(120.0, ge=0, le=86_400, description="how long suspended requests wait")
-    idempotency_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)  # an hour
-    degraded_answers: bool = Field(True, description="remember answers for the degraded fallback")
-    answer_ttl_s: float = Field(3600.0, gt=0, le=7 * 86_400)
-    similar_answers: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="a failed text request gets an earlier answer of the capability whose "
-        "text is at least this close (cosine; needs the embeddings extra); unset: off",
-    )
-
-    def backoff(self, retry: int) -> float:
-        """The pause before re-send number `retry` (1-based), before jitter."""
-        return self.backoff_s[min(retry, len(self.backoff_s)) - 1]
-
-
-# Query 2 s no retry; reasoning 5 s one retry; long 30 s, asynchronous (docs/policy.md).
-DEFAULT_TIMEOUT_CLASSES = {
-    "query": TimeoutClassPolicy(timeout_s=2.0),
-    "reasoning": TimeoutClassPolicy(timeout_s=5.0, retries=1),
-    "long": TimeoutClassPolicy(timeout_s=30.0, asynchronous=True),
-}
-
-
-class RoutingPolicy(BaseModel):
-    """Everything routing decides by; `version` is a digest of the content."""
+class Policy(BaseModel):
+    """Everything the coordinator decides by; `version` is a digest of the content."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -196,7 +84,7 @@ class RoutingPolicy(BaseModel):
         return {**DEFAULT_TIMEOUT_CLASSES, **classes} if isinstance(classes, dict) else classes
 
     @model_validator(mode="after")
-    def _known_preset_and_weights(self) -> RoutingPolicy:
+    def _known_preset_and_weights(self) -> Policy:
         if not self.weights and self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}: use one of {sorted(PRESETS)}")
         if sum(self.effective_weights.values()) <= 0:
