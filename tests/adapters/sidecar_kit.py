@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
+from agent_reach.sidecar.service import Sidecar, SidecarConfig
 from agent_reach.testing.servers import ServerThread
 
 

@@ -83,7 +83,7 @@ def test_version_prints_the_installed_version() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["agent_reach.adapters.sidecar", "agent_reach.adapters.mcp_bridge", "agent_reach.demo"],
+    ["agent_reach.sidecar.service", "agent_reach.sidecar.mcp_bridge", "agent_reach.demo"],
 )
 def test_what_serve_demo_and_sidecar_load_imports_first_in_a_fresh_interpreter(
     module: str,

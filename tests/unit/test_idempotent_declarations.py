@@ -11,10 +11,10 @@ import pytest
 from pydantic import ValidationError
 
 from agent_reach.adapters.a2a_cards import IDEMPOTENT_EXTENSION, SAFE_EXTENSION, parse_card
-from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
 from agent_reach.federation.tools import expand
 from agent_reach.model.agents import AgentSpec
 from agent_reach.sdk.agent import Agent
+from agent_reach.sidecar.service import Sidecar, SidecarConfig
 
 COORDINATOR = "http://127.0.0.1:8500"
 ENDPOINT = "http://127.0.0.1:9050/invoke"

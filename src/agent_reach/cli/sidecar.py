@@ -22,9 +22,9 @@ def sidecar(
     """Run a sidecar: the agent for an unchanged JSON, XML or SOAP service next to it,
     or for a stdio MCP server (`mcp_stdio` in the file)."""
     # the adapters and the MCP SDK: only when a sidecar runs, not for every command
-    from agent_reach.adapters.mcp_bridge import McpSidecarConfig, serve_bridge
-    from agent_reach.adapters.sidecar import Sidecar, SidecarConfig
     from agent_reach.observability.logging import configure_logging
+    from agent_reach.sidecar.mcp_bridge import McpSidecarConfig, serve_bridge
+    from agent_reach.sidecar.service import Sidecar, SidecarConfig
 
     configure_logging("info", json=True)
     stdio = McpSidecarConfig.load(config)

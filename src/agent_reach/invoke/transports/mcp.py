@@ -19,7 +19,7 @@ guard's dial-time check and the delivery TLS context apply to every connection,
 the pool's "fully sent" flag decides what may be sent again, and a session outlives
 any one request. The SDK's protocol versions (`mcp_types.version`) are the ones
 negotiated. A stdio server runs behind the sidecar, whose bridge uses the SDK's
-stdio client (`adapters/mcp_bridge.py`).
+stdio client (`sidecar/mcp_bridge.py`).
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from agent_reach.adapters.exchange import call_service, variables_of
-from agent_reach.adapters.sidecar_stream import stream_service
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import DEFAULT_TTL_S, Capability, Example, SkillSpec
 from agent_reach.sdk.agent import Agent, AgentRequest
+from agent_reach.sidecar.stream import stream_service
 from agent_reach.wire import pool
 
 DEFAULT_SERVICE_TIMEOUT_S = 5.0  # the longest synchronous timeout class (`reasoning`)
@@ -143,7 +143,7 @@ class Sidecar:
 
     async def handle(self, request: AgentRequest) -> Any:
         """One delivery: translated, sent once, the answer mapped back (a streaming
-        service's events relayed as they arrive, `adapters.sidecar_stream`)."""
+        service's events relayed as they arrive, `sidecar.stream`)."""
         translation = self.translations[request.capability]
         context = await request.context_data() if "context" in translation.names else None
         delivery = Delivery(

@@ -36,12 +36,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agent_reach.adapters.mcp_stdio import StdioServer, StdioServerConfig
-from agent_reach.adapters.sidecar import AgentConfig
 from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError
 from agent_reach.federation.wire import SESSION_HEADER
 from agent_reach.model.agents import AgentSpec
 from agent_reach.sdk.client import ReachClient
+from agent_reach.sidecar.mcp_stdio import StdioServer, StdioServerConfig
+from agent_reach.sidecar.service import AgentConfig
 
 log = structlog.get_logger("agent_reach.sidecar")
 
