@@ -31,7 +31,7 @@ FIELD_PATH_PATTERN = r"^[^\x00-\x1f\x7f.,]+(\.[^\x00-\x1f\x7f.,]+)*$"
 
 AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
 # Transports whose registration may omit capabilities: an A2A card's skills or an MCP
-# server's tools give them (`invoke/transports/a2a.py`, `invoke/transports/mcp.py`).
+# server's tools give them (`adapters/transports/a2a.py`, `federation/transport.py`).
 SELF_DESCRIBING = ("a2a", "mcp")
 
 

@@ -29,7 +29,7 @@ from agent_reach.invoke.intent_delivery import intent_asker
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.tasks import TaskBoard
-from agent_reach.invoke.transports import Transports, open_transports
+from agent_reach.invoke.transports import Transports
 from agent_reach.learning.service import LearningService
 from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.mesh.negotiation import open_negotiation
@@ -60,6 +60,7 @@ from agent_reach.routing.intent_parser import IntentParser
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.service import RoutingService
 from agent_reach.security.service import SecurityService, open_security
+from agent_reach.server.transports import follow_tool_lists, open_transports
 from agent_reach.troubleshooting.journal import RequestJournal
 from agent_reach.troubleshooting.shared import SharedJournal
 
@@ -124,7 +125,7 @@ async def open_runtime(
         shared=backends.is_shared,
     )
 
-    transports.follow_tool_lists(registry)  # an MCP server's new tools are new capabilities
+    follow_tool_lists(transports, registry)  # an MCP server's new tools are new capabilities
 
     async def probe(instance: Instance) -> bool:
         spec = instance.spec.transport

@@ -13,10 +13,11 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.responses import Response
 
+from agent_reach.adapters.transports.a2a import A2ATransport
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
 from agent_reach.federation.tools import taken_in
-from agent_reach.invoke.transports import A2ATransport, McpTransport
+from agent_reach.federation.transport import McpTransport
 from agent_reach.mesh.negotiation import check_negotiate
 from agent_reach.model.agents import (
     AGENT_ID_PATTERN,

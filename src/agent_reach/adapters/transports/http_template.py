@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_reach.invoke.transports.translated import TranslatingTransport
+from agent_reach.adapters.transports.translated import TranslatingTransport
 from agent_reach.wire import pool
 
 

@@ -1,0 +1,1 @@
+"""Transports that translate a delivery: to an A2A agent, or to a service's own HTTP request."""
