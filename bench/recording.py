@@ -44,7 +44,7 @@ from typing import Any
 
 from agent_reach.cli import GC_THRESHOLDS
 from agent_reach.config import Settings
-from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.service import InvokeService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.logging import configure_logging

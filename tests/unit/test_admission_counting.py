@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent_reach.backends.memory.tasks import MemoryAnswerCache
 from agent_reach.clock import ManualClock
 from agent_reach.invoke.admission import Admission, Ticket
-from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.model.admission import AdmissionPolicy
 from agent_reach.observability.metrics import Metrics
 from agent_reach.policy.policy import Policy

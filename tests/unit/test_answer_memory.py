@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_reach.backends.memory.tasks import MemoryAnswerCache
 from agent_reach.clock import ManualClock
-from agent_reach.invoke.answers import AnswerMemory, answer_key
+from agent_reach.invoke.answer_memory import AnswerMemory, answer_key
 from agent_reach.registry.index import RegistryIndex
 
 

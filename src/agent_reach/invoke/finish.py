@@ -16,7 +16,7 @@ import orjson
 from agent_reach.clock import Clock
 from agent_reach.errors import ReachError
 from agent_reach.invoke.answer import Answer
-from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.attempts import Delivered
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final, may_have_acted
 from agent_reach.invoke.similar_answers import SimilarAnswers

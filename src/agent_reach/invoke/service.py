@@ -24,7 +24,7 @@ from agent_reach.ids import new_request_id
 from agent_reach.invoke import checks
 from agent_reach.invoke.admission import Admission, Limit
 from agent_reach.invoke.answer import Answer
-from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters

@@ -20,7 +20,7 @@ from agent_reach.context.service import ContextService
 from agent_reach.errors import StoreUnavailable
 from agent_reach.identity.tls import delivery_context
 from agent_reach.invoke.admission import Admission
-from agent_reach.invoke.answers import AnswerMemory
+from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.deadletters import DeadLetters
