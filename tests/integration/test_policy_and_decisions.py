@@ -1,4 +1,4 @@
-"""Hot-reloaded routing policy and the decision log, under a running coordinator."""
+"""Hot-reloaded policy and the decision log, under a running coordinator."""
 
 from __future__ import annotations
 

@@ -292,7 +292,7 @@ class KeyStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class StoredPolicy:
-    """The shared routing policy: its JSON document, content `version`, a `revision`
+    """The shared policy: its JSON document, content `version`, a `revision`
     counter, and the digest of the policy file it last took (None: never from a file)."""
 
     revision: int
@@ -318,7 +318,7 @@ class PolicyChange:
 
 
 class PolicyStore(Protocol):
-    """The routing policy every coordinator follows, and the audit log of its changes."""
+    """The policy every coordinator follows, and the audit log of its changes."""
 
     async def get(self) -> StoredPolicy | None:
         """The stored policy; None when none was ever stored (or the store lost it)."""

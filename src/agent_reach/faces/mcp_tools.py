@@ -137,7 +137,7 @@ async def find_tools(
     routing = runtime.routing
     ranked = await routing.ranking.rank(
         query,
-        routing.policy(),
+        runtime.policy(),
         lambda tag: tag != FIND_TOOLS and offers(runtime, principal, tag),
         top_k,
     )

@@ -1,4 +1,4 @@
-"""The routing policy and its audit log in memory."""
+"""The policy and its audit log in memory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The routing policy and its audit log in Redis, shared by every coordinator.
+"""The policy and its audit log in Redis, shared by every coordinator.
 
 Keys under ``<prefix>:``, in one hash slot: ``{<prefix>:policy}`` (a hash: revision,
 version, document, file_digest) and ``{<prefix>:policy}:audit`` (a stream of changes,

@@ -1,4 +1,4 @@
-"""The routing policy at run time: read it (observer), replace it and read its audit (admin)."""
+"""The policy at run time: read it (observer), replace it and read its audit (admin)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ async def route(
         return json_response(decision, headers={"x-trace-id": trace.trace_id})
     ranked = await runtime.routing.ranking.rank(
         body.text,
-        runtime.routing.policy(),
+        runtime.policy(),
         lambda tag: offers(runtime, principal, tag),
         body.top_k,
     )

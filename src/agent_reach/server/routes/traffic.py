@@ -40,7 +40,7 @@ async def recent_traffic(
     `refusals`, `p50_ms`, `p99_ms`), the requests' `total`, and the text routing
     decisions by best confidence and by margin, with the policy's thresholds."""
     runtime = runtime_of(request)
-    policy = runtime.routing.policy()
+    policy = runtime.policy()
     series = runtime.metrics.recent.snapshot(runtime.clock.wall(), KINDS[by])
     series["routing"]["min_confidence"] = policy.min_confidence
     series["routing"]["margin_threshold"] = policy.margin

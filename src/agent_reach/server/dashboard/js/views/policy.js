@@ -1,4 +1,4 @@
-// The routing policy in force: version, source, reload errors, weights, classes, everything else.
+// The policy in force: version, source, reload errors, weights, classes, everything else.
 import { getJSON } from "../api.js";
 import { ago, h, table } from "../dom.js";
 
