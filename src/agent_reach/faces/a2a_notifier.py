@@ -28,7 +28,7 @@ from agent_reach.faces.a2a_tasks import principal_of
 from agent_reach.wire import pool
 
 if TYPE_CHECKING:
-    from agent_reach.server.runtime import Runtime
+    from agent_reach.faces.handler import FaceHandler
 
 log = structlog.get_logger("agent_reach.a2a_push")
 
@@ -40,9 +40,9 @@ TOKEN_HEADER = "X-A2A-Notification-Token"  # noqa: S105 (a header name)
 
 
 @asynccontextmanager
-async def notifying(runtime: Runtime) -> AsyncIterator[None]:
-    """Push `runtime`'s task updates while the block runs."""
-    task = asyncio.create_task(PushNotifier(runtime).run(), name="a2a-push")
+async def notifying(handler: FaceHandler) -> AsyncIterator[None]:
+    """Push `handler`'s task updates while the block runs."""
+    task = asyncio.create_task(PushNotifier(handler).run(), name="a2a-push")
     try:
         yield
     finally:
@@ -54,9 +54,9 @@ async def notifying(runtime: Runtime) -> AsyncIterator[None]:
 class PushNotifier:
     """Pushes watched tasks' updates to their webhooks (see the module doc)."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.store = runtime.backends.a2a
+    def __init__(self, handler: FaceHandler) -> None:
+        self.handler = handler
+        self.store = handler.a2a_store
         self._sending: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
@@ -76,7 +76,7 @@ class PushNotifier:
 
     async def look(self) -> None:
         """One pass over the watched tasks: claim and send each state not yet sent."""
-        face = A2AFace(self.runtime)
+        face = A2AFace(self.handler)
         for owner, task_id in await self.store.watched():
             configs = await self.store.list_push(owner, task_id)
             try:
@@ -113,7 +113,7 @@ class PushNotifier:
             headers.append(
                 ("authorization", f"{auth.get('scheme') or 'Bearer'} {auth['credentials']}")
             )
-        client = self.runtime.transports.get("a2a").client  # type: ignore[attr-defined]
+        client = self.handler.push_client
         for delay_s in (0.0, *RETRY_DELAYS_S):
             await asyncio.sleep(delay_s)
             try:

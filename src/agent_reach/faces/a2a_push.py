@@ -19,16 +19,16 @@ from agent_reach.faces.a2a_tasks import owner_of
 from agent_reach.model.keys import Principal
 
 if TYPE_CHECKING:
-    from agent_reach.server.runtime import Runtime
+    from agent_reach.faces.handler import FaceHandler
 
 
 MAX_CONFIGS = 10  # per task: a client needs one or two
 
 
 class TaskReader(Protocol):
-    """What the configs need of the face: its runtime, and the caller's task (-32001)."""
+    """What the configs need of the face: its handler, and the caller's task (-32001)."""
 
-    runtime: Runtime
+    handler: FaceHandler
 
     async def task(self, principal: Principal, task_id: Any) -> dict[str, Any]: ...
 
@@ -38,7 +38,7 @@ class PushConfigs:
 
     def __init__(self, face: TaskReader) -> None:
         self.face = face
-        self.store = face.runtime.backends.a2a
+        self.store = face.handler.a2a_store
 
     async def create(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
         """Set (or replace, by id) a config on the caller's task; the config comes back."""
@@ -54,7 +54,7 @@ class PushConfigs:
             raise A2AError(INVALID_PARAMS, "authentication must be an object")
         await self.face.task(principal, str(task_id))  # -32001 when not the caller's task
         try:
-            await self.face.runtime.security.guard.check_url(url, "url")
+            await self.face.handler.check_url(url, "url")
         except ReachError as exc:
             raise error_of(exc) from None
         config_id = str(params.get("id") or uuid.uuid4().hex)
@@ -70,7 +70,7 @@ class PushConfigs:
                 raise A2AError(INVALID_PARAMS, f"a task takes at most {MAX_CONFIGS} push configs")
             document = orjson.dumps({**config, "version": params.get("_version", "1.0")})
             await self.store.put_push(
-                owner, str(task_id), config_id, document, self.face.runtime.tasks.ttl_s
+                owner, str(task_id), config_id, document, self.face.handler.task_ttl_s
             )
         except ReachError as exc:
             raise error_of(exc) from None

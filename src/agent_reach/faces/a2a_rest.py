@@ -35,10 +35,10 @@ from agent_reach.faces.a2a_push import PushConfigs
 from agent_reach.faces.a2a_rpc import serves_v1
 from agent_reach.faces.a2a_service import A2AFace
 from agent_reach.faces.a2a_stream import StreamedReply, sse_body
+from agent_reach.faces.handler import FaceHandler, handler_of
 from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.runtime import Runtime, runtime_of
 
 router = APIRouter(tags=["a2a"])
 MEDIA_TYPE = "application/a2a+json"  # A2A v1.0.1, HTTP+JSON binding
@@ -64,7 +64,7 @@ def status_body(exc: A2AError) -> Response:
 
 async def _principal(request: Request) -> Principal:
     return await _authenticated(
-        runtime_of(request),
+        handler_of(request),
         request.headers.get("a2a-version"),
         request.headers.get("authorization"),
         peer_of(request.scope),
@@ -72,14 +72,17 @@ async def _principal(request: Request) -> Principal:
 
 
 async def _authenticated(
-    runtime: Runtime, version: str | None, authorization: str | None, peer: PeerCertificate | None
+    handler: FaceHandler,
+    version: str | None,
+    authorization: str | None,
+    peer: PeerCertificate | None,
 ) -> Principal:
     if not serves_v1(version):
         raise A2AError(
             VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not served on this binding: use 1.0"
         )
     try:
-        return await runtime.security.authenticate(authorization, peer)
+        return await handler.authenticate(authorization, peer)
     except ReachError as exc:
         raise error_of(exc) from None
 
@@ -120,7 +123,7 @@ async def send(request: Request) -> Response:
     """`SendMessage`: a SendMessageResponse (`{"message"}` or `{"task"}`)."""
     headers = request.headers
     status, body = await send_answer(
-        runtime_of(request),
+        handler_of(request),
         request.body,
         headers.get("a2a-version"),
         headers.get("authorization"),
@@ -131,7 +134,7 @@ async def send(request: Request) -> Response:
 
 
 async def send_answer(
-    runtime: Runtime,
+    handler: FaceHandler,
     body: Callable[[], Awaitable[bytes]],
     version: str | None,
     authorization: str | None,
@@ -141,8 +144,8 @@ async def send_answer(
     """`POST /a2a/message:send` without ASGI (the edge's fast path calls it too): the
     status and JSON body; `body` reads the request body, after authentication."""
     try:
-        principal = await _authenticated(runtime, version, authorization, peer)
-        face = A2AFace(runtime)
+        principal = await _authenticated(handler, version, authorization, peer)
+        face = A2AFace(handler)
         trace = continue_trace(traceparent)
         return 200, orjson.dumps(await face.send(_parsed(await body()), principal, trace))
     except A2AError as exc:
@@ -155,7 +158,7 @@ async def stream(request: Request) -> Response:
     """`SendStreamingMessage`: server-sent StreamResponses."""
     try:
         principal = await _principal(request)
-        face = A2AFace(runtime_of(request))
+        face = A2AFace(handler_of(request))
         trace = continue_trace(request.headers.get("traceparent"))
         reply: StreamedReply = await face.stream(await _body(request), principal, trace, "1.0")
     except A2AError as exc:
@@ -172,7 +175,7 @@ async def list_tasks(request: Request) -> Response:
     """`ListTasks`, its parameters in the query."""
     try:
         principal = await _principal(request)
-        return _json(await A2AFace(runtime_of(request)).list(_query(request), principal))
+        return _json(await A2AFace(handler_of(request)).list(_query(request), principal))
     except A2AError as exc:
         return status_body(exc)
 
@@ -183,7 +186,7 @@ async def get_task(request: Request, task_id: str) -> Response:
     try:
         principal = await _principal(request)
         params = {**_query(request), "id": task_id}
-        return _json(await A2AFace(runtime_of(request)).get(params, principal))
+        return _json(await A2AFace(handler_of(request)).get(params, principal))
     except A2AError as exc:
         return status_body(exc)
 
@@ -196,7 +199,7 @@ async def task_action(request: Request, task_ref: str) -> Response:
         task_id, _, verb = task_ref.rpartition(":")
         if verb != "cancel" or not task_id:
             raise A2AError(-32601, f"no such task action {verb!r}: only :cancel")
-        return _json(await A2AFace(runtime_of(request)).cancel({"id": task_id}, principal))
+        return _json(await A2AFace(handler_of(request)).cancel({"id": task_id}, principal))
     except A2AError as exc:
         return status_body(exc)
 
@@ -206,7 +209,7 @@ async def create_push(request: Request, task_id: str) -> Response:
     """`CreateTaskPushNotificationConfig`: the config as set."""
     try:
         principal = await _principal(request)
-        configs = PushConfigs(A2AFace(runtime_of(request)))
+        configs = PushConfigs(A2AFace(handler_of(request)))
         body = {**(await _body(request)), "taskId": task_id}
         return _json(await configs.create(body, principal))
     except A2AError as exc:
@@ -217,7 +220,7 @@ async def create_push(request: Request, task_id: str) -> Response:
 async def list_push(request: Request, task_id: str) -> Response:
     try:
         principal = await _principal(request)
-        configs = PushConfigs(A2AFace(runtime_of(request)))
+        configs = PushConfigs(A2AFace(handler_of(request)))
         return _json(await configs.list({"taskId": task_id}, principal))
     except A2AError as exc:
         return status_body(exc)
@@ -227,7 +230,7 @@ async def list_push(request: Request, task_id: str) -> Response:
 async def get_push(request: Request, task_id: str, config_id: str) -> Response:
     try:
         principal = await _principal(request)
-        configs = PushConfigs(A2AFace(runtime_of(request)))
+        configs = PushConfigs(A2AFace(handler_of(request)))
         return _json(await configs.get({"taskId": task_id, "id": config_id}, principal))
     except A2AError as exc:
         return status_body(exc)
@@ -237,7 +240,7 @@ async def get_push(request: Request, task_id: str, config_id: str) -> Response:
 async def delete_push(request: Request, task_id: str, config_id: str) -> Response:
     try:
         principal = await _principal(request)
-        configs = PushConfigs(A2AFace(runtime_of(request)))
+        configs = PushConfigs(A2AFace(handler_of(request)))
         await configs.delete({"taskId": task_id, "id": config_id}, principal)
         return _json({})
     except A2AError as exc:

@@ -12,12 +12,11 @@ from agent_reach.faces.a2a_errors import error_of
 from agent_reach.faces.a2a_rest import router as rest_router
 from agent_reach.faces.a2a_rpc import answer_rpc, error_answer
 from agent_reach.faces.a2a_stream import sse_body
-from agent_reach.faces.catalog import live_capabilities
+from agent_reach.faces.handler import handler_of
 from agent_reach.identity.certificates import peer_of
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.tracecontext import continue_trace
-from agent_reach.server.responses import json_response
-from agent_reach.server.runtime import runtime_of
+from agent_reach.wire.json_answers import json_response
 
 router = APIRouter(tags=["a2a"])
 
@@ -25,20 +24,19 @@ router = APIRouter(tags=["a2a"])
 async def card(request: Request) -> Response:
     """A v1.0 agent card, readable without a key; its skills are the live capabilities the
     caller may invoke (none without a valid key when keys are on)."""
-    runtime = runtime_of(request)
-    security = runtime.security
+    handler = handler_of(request)
     principal: Principal | None = ANONYMOUS
-    if security.enabled:
+    if handler.secured:
         try:
-            principal = await security.authenticate(
+            principal = await handler.authenticate(
                 request.headers.get("authorization"), peer_of(request.scope)
             )
         except ReachError:
             principal = None  # no valid key: the card without skills
-    skills = [] if principal is None else live_capabilities(runtime, principal)
-    base = runtime.settings.public_url or str(request.base_url)
+    skills = [] if principal is None else handler.catalog.live_capabilities(principal)
+    base = handler.settings.public_url or str(request.base_url)
     version = request.app.version
-    return json_response(agent_card(base, version, skills, secured=security.enabled))
+    return json_response(agent_card(base, version, skills, secured=handler.secured))
 
 
 for _path in (*CARD_PATHS, RPC_PATH):
@@ -48,16 +46,16 @@ for _path in (*CARD_PATHS, RPC_PATH):
 @router.post(RPC_PATH)
 async def rpc(request: Request) -> Response:
     """One A2A JSON-RPC call (`a2a_rpc.py`); a stream answers SSE."""
-    runtime = runtime_of(request)
+    handler = handler_of(request)
     try:
-        principal = await runtime.security.authenticate(
+        principal = await handler.authenticate(
             request.headers.get("authorization"), peer_of(request.scope)
         )
     except ReachError as exc:
         answer = error_answer(error_of(exc), None)
     else:
         answer = await answer_rpc(
-            runtime,
+            handler,
             await request.body(),
             principal,
             continue_trace(request.headers.get("traceparent")),

@@ -36,7 +36,7 @@ from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import TraceContext
 
 if TYPE_CHECKING:
-    from agent_reach.server.runtime import Runtime
+    from agent_reach.faces.handler import FaceHandler
 
 SERVED_VERSIONS = ("1.0", "0.3")  # A2A-Version values this face answers
 V1_METHODS = {
@@ -102,7 +102,7 @@ def error_answer(exc: A2AError, call_id: Any, version: str = "1.0") -> RpcAnswer
 
 
 async def answer_rpc(
-    runtime: Runtime,
+    handler: FaceHandler,
     body: bytes,
     principal: Principal,
     trace: TraceContext,
@@ -115,7 +115,7 @@ async def answer_rpc(
         call = _envelope(body)
         call_id = call.get("id")
         version = "0.3" if call["method"] in V03_METHODS else "1.0"
-        result = await _dispatch(A2AFace(runtime), call, principal, trace, version_header)
+        result = await _dispatch(A2AFace(handler), call, principal, trace, version_header)
     except A2AError as exc:
         return error_answer(exc, call_id if call_id is not None else exc.call_id, version)
     if isinstance(result, StreamedReply):

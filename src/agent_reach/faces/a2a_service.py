@@ -35,7 +35,8 @@ write (its Task; none when the client asks for a Message). With the edge's fast 
 wrk, the same agent), measured when a send kept no Task. The SDK stays the reference we
 test against (its Python and JavaScript clients, its server as the agent behind the
 `a2a` transport). Entry points for an edge without ASGI:
-`a2a_rpc.answer_rpc(runtime, body, principal, trace, version)` and `A2AFace`.
+`a2a_rpc.answer_rpc(handler, body, principal, trace, version)` and `A2AFace`, both on
+the narrow `FaceHandler` (`handler.py`).
 """
 
 from __future__ import annotations
@@ -63,11 +64,11 @@ from agent_reach.faces.a2a_stream import StreamedReply
 from agent_reach.faces.a2a_tasks import owner_of
 from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
-from agent_reach.model.keys import Principal, owned_key
+from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import TraceContext
 
 if TYPE_CHECKING:
-    from agent_reach.server.runtime import Runtime
+    from agent_reach.faces.handler import FaceHandler
 
 REJECTING = frozenset({"no_match", "ambiguous", "no_capability"})  # "no skill fits": declined
 LIVE_KINDS = frozenset({"board", "stream"})  # records whose state is read elsewhere
@@ -78,8 +79,8 @@ _REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 class A2AFace:
     """The operations of the face for one coordinator (cheap: make one per call)."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, handler: FaceHandler) -> None:
+        self.handler = handler
 
     # -- messages ---------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class A2AFace:
         """`SendMessage`: `{"message": ...}` or `{"task": ...}`."""
         message = await self._message(params, principal)
         request = _invocation(message, params.get("configuration") or {})
-        answer = await self.runtime.invoke.handle(request, trace, principal=principal)
+        answer = await self.handler.invoke(request, trace, principal, stream=False)
         return await self._answered(params, principal, request, message, answer)
 
     async def stream(
@@ -100,7 +101,7 @@ class A2AFace:
         request = _invocation(message, params.get("configuration") or {})
         if request.request_id is None:  # the Task's id, read back with GetTask
             request = request.model_copy(update={"request_id": uuid.uuid4().hex})
-        answer = await self.runtime.invoke.handle(request, trace, principal=principal, stream=True)
+        answer = await self.handler.invoke(request, trace, principal, stream=True)
         context_id = message.get("contextId")
         context = context_id if isinstance(context_id, str) else None
         if answer.stream is not None:
@@ -144,7 +145,7 @@ class A2AFace:
         }
         status = {
             "state": views.STATES.get(str(document.get("status")), "TASK_STATE_COMPLETED"),
-            "timestamp": views.timestamp(self.runtime.clock.wall()),
+            "timestamp": views.timestamp(self.handler.clock.wall()),
         }
         task = await self._keep(principal, task_id, context_id, "answered", message, status, done)
         await self._watch(params, principal, task_id)  # its one state, pushed once
@@ -198,7 +199,7 @@ class A2AFace:
                 context_id,
                 taskId=task_id,
             ),
-            "timestamp": views.timestamp(self.runtime.clock.wall()),
+            "timestamp": views.timestamp(self.handler.clock.wall()),
         }
         task = await self._keep(principal, task_id, context_id, "rejected", message, status)
         await self._watch(params, principal, task_id)
@@ -216,7 +217,7 @@ class A2AFace:
     ) -> dict[str, Any]:
         """Record a new face task (with `extra` fields: artifacts, metadata); its history
         is the message (with the task's ids)."""
-        now = self.runtime.clock.wall()
+        now = self.handler.clock.wall()
         context = context_id or task_id
         record: dict[str, Any] = {
             "id": task_id,
@@ -229,8 +230,8 @@ class A2AFace:
             **(extra or {}),
         }
         try:
-            await self.runtime.backends.a2a.put_task(
-                owner_of(principal), task_id, orjson.dumps(record), now, self.runtime.tasks.ttl_s
+            await self.handler.a2a_store.put_task(
+                owner_of(principal), task_id, orjson.dumps(record), now, self.handler.task_ttl_s
             )
         except ReachError as exc:
             raise error_of(exc) from None
@@ -254,7 +255,7 @@ class A2AFace:
         if not isinstance(task_id, str) or not _REQUEST_ID.match(task_id):
             raise A2AError(INVALID_PARAMS, "the task id is not a task id")
         try:
-            raw = await self.runtime.backends.a2a.get_task(owner_of(principal), task_id)
+            raw = await self.handler.a2a_store.get_task(owner_of(principal), task_id)
             if raw is None:  # a synchronous message's id, or a task of `/v1/invoke`
                 document = await self._board_or_record(principal, task_id)
                 status, artifacts = views.board_view(document)
@@ -262,7 +263,7 @@ class A2AFace:
                 return {**task, "artifacts": artifacts} if artifacts else task
             record: dict[str, Any] = orjson.loads(raw)
             if record["kind"] == "board":
-                document = await self.runtime.tasks.get(principal, task_id)
+                document = await self.handler.board_task(principal, task_id)
             elif record["kind"] == "stream":
                 document = await self._streamed(principal, task_id)
             else:
@@ -291,7 +292,7 @@ class A2AFace:
         if length is not None and (not isinstance(length, int) or length < 0):
             raise A2AError(INVALID_PARAMS, "historyLength must be a whole number >= 0")
         try:
-            raw = await self.runtime.backends.a2a.list_tasks(owner_of(principal), 1000)
+            raw = await self.handler.a2a_store.list_tasks(owner_of(principal), 1000)
         except ReachError as exc:
             raise error_of(exc) from None
         tasks = []
@@ -339,13 +340,13 @@ class A2AFace:
 
     async def _board_or_record(self, principal: Principal, task_id: str) -> dict[str, Any]:
         try:
-            return await self.runtime.tasks.get(principal, task_id)
+            return await self.handler.board_task(principal, task_id)
         except UnknownTask:
             return await self._streamed(principal, task_id)
 
     async def _streamed(self, principal: Principal, task_id: str) -> dict[str, Any]:
         """A request's Task from its idempotency record."""
-        record = await self.runtime.backends.idempotency.peek(owned_key(principal, task_id))
+        record = await self.handler.invocation_record(principal, task_id)
         if record is None:
             raise UnknownTask(f"no task {task_id!r} (unknown or expired)")
         if record.state != "completed":

@@ -22,9 +22,9 @@ from starlette.responses import Response
 
 from agent_reach.config import Settings
 from agent_reach.errors import NotFound, ReachError
+from agent_reach.faces.handler import handler_of
 from agent_reach.identity.origins import cannot_rebind
-from agent_reach.server.responses import JSON, json_response
-from agent_reach.server.runtime import runtime_of
+from agent_reach.wire.json_answers import JSON, json_response
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -95,7 +95,7 @@ def request_id_of(body: bytes) -> object:
 @router.get(METADATA_PATH + MCP_PATH, summary="OAuth protected resource metadata of /mcp")
 async def protected_resource_metadata(request: Request) -> Response:
     """RFC 9728 metadata: the resource and the authorization servers that issue for it."""
-    settings = runtime_of(request).settings
+    settings = handler_of(request).settings
     if not settings.oidc_issuer:
         raise NotFound(
             "OAuth is not configured: set AR_OIDC_ISSUER and AR_OIDC_AUDIENCE (API keys work "

@@ -27,16 +27,15 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from agent_reach.errors import ReachError
+from agent_reach.faces.handler import FaceHandler
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_sessions import LiveSessions, Opening, session_not_found
 from agent_reach.faces.mcp_tools import call_tool, list_tools
 from agent_reach.faces.mcp_versions import serve_aliases
 from agent_reach.identity.certificates import peer_of
-from agent_reach.model.access import AccessPolicy
 from agent_reach.model.keys import Principal
-from agent_reach.server.fastpath import read_body
-from agent_reach.server.responses import json_response
-from agent_reach.server.runtime import Runtime
+from agent_reach.wire.asgi_body import read_body
+from agent_reach.wire.json_answers import json_response
 
 log = structlog.get_logger("agent_reach.faces")
 
@@ -67,8 +66,8 @@ class _ToolServer(Server[dict[str, Any]]):
 class McpFace:
     """The MCP endpoint as an ASGI app; `running` holds its sessions and change watcher."""
 
-    def __init__(self, runtime: Callable[[], Runtime | None]) -> None:
-        self._runtime = runtime
+    def __init__(self, handler: Callable[[], FaceHandler | None]) -> None:
+        self._handler = handler
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self.sessions = LiveSessions()
@@ -87,13 +86,13 @@ class McpFace:
         self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
-    async def running(self, runtime: Runtime) -> AsyncIterator[None]:
-        """Serve sessions and watch `runtime`'s tool list until the block ends."""
+    async def running(self, handler: FaceHandler) -> AsyncIterator[None]:
+        """Serve sessions and watch `handler`'s tool list until the block ends."""
         # Idle sessions are the face's to end (`_expire`): fast-path calls keep them in use.
         self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=None)
         async with self.manager.run():
             loops = [
-                asyncio.create_task(self._watch(runtime), name="mcp-tool-watch"),
+                asyncio.create_task(self._watch(handler), name="mcp-tool-watch"),
                 asyncio.create_task(self._expire(self.manager), name="mcp-session-expiry"),
             ]
             try:
@@ -108,33 +107,33 @@ class McpFace:
                 self.sessions.clear()
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        runtime, manager = self._runtime(), self.manager
-        if runtime is None or manager is None:
+        handler, manager = self._handler(), self.manager
+        if handler is None or manager is None:
             await json_response(
                 {"error": {"code": "starting", "message": "the coordinator is starting"}}, 503
             )(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
         try:
-            principal = await runtime.security.authenticate(
+            principal = await handler.authenticate(
                 _text(headers.get(b"authorization")),
                 peer_of(scope),
-                resource=resource_audience(runtime.settings, scope),
+                resource=resource_audience(handler.settings, scope),
             )
         except ReachError as exc:
             body = b""
             if scope["method"] == "POST":
                 with contextlib.suppress(ReachError):
-                    body = await read_body(receive, runtime.settings.max_body_bytes, None)
-            answer = refusal(runtime.settings, scope, exc, request_id_of(body))
+                    body = await read_body(receive, handler.settings.max_body_bytes, None)
+            answer = refusal(handler.settings, scope, exc, request_id_of(body))
             await answer(scope, receive, send)
             return
         try:
             scope, receive, send = await serve_aliases(
-                scope, receive, send, runtime.settings.max_body_bytes
+                scope, receive, send, handler.settings.max_body_bytes
             )
         except ReachError as exc:  # a body too large, or the client gone before sending it
-            await refusal(runtime.settings, scope, exc, None)(scope, receive, send)
+            await refusal(handler.settings, scope, exc, None)(scope, receive, send)
             return
         session_id = _text(headers.get(_SESSION))
         scope = {**scope, PRINCIPAL: principal}
@@ -171,47 +170,49 @@ class McpFace:
                 opening.version, opening.server_side = version, ctx.session
         return result
 
-    async def _principal(self, runtime: Runtime, ctx: ServerRequestContext[Any, Any]) -> Principal:
+    async def _principal(
+        self, handler: FaceHandler, ctx: ServerRequestContext[Any, Any]
+    ) -> Principal:
         """The request's principal: as `__call__` authenticated it, else authenticated."""
         request = ctx.request
         if request is None:
-            return await runtime.security.authenticate(None)
+            return await handler.authenticate(None)
         principal = request.scope.get(PRINCIPAL)
         if isinstance(principal, Principal):
             return principal
-        return await runtime.security.authenticate(
+        return await handler.authenticate(
             request.headers.get("authorization"),
             peer_of(request.scope),
-            resource=resource_audience(runtime.settings, request.scope),
+            resource=resource_audience(handler.settings, request.scope),
         )
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        runtime = self._live_runtime()
-        principal = await self._principal(runtime, ctx)
-        return types.ListToolsResult(tools=list_tools(runtime, principal))
+        handler = self._live_handler()
+        principal = await self._principal(handler, ctx)
+        return types.ListToolsResult(tools=list_tools(handler, principal))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        runtime = self._live_runtime()
-        principal = await self._principal(runtime, ctx)
-        return await call_tool(runtime, principal, params.name, params.arguments)
+        handler = self._live_handler()
+        principal = await self._principal(handler, ctx)
+        return await call_tool(handler, principal, params.name, params.arguments)
 
-    def _live_runtime(self) -> Runtime:
-        runtime = self._runtime()
-        if runtime is None:
+    def _live_handler(self) -> FaceHandler:
+        handler = self._handler()
+        if handler is None:
             raise RuntimeError("the coordinator is not running")
-        return runtime
+        return handler
 
-    async def _watch(self, runtime: Runtime) -> None:
+    async def _watch(self, handler: FaceHandler) -> None:
         """Tell clients when what they may be listed changes: the live capabilities, or
         the access rules of the policy in force."""
-        seen = _offered(runtime)
+        seen = handler.catalog.offered()
         while True:
             await asyncio.sleep(WATCH_S)
-            live = _offered(runtime)
+            live = handler.catalog.offered()
             if live != seen:
                 await self.bus.publish(ToolsListChanged())
                 for session_id, session in list(self.sessions.live.items()):
@@ -233,12 +234,6 @@ class McpFace:
                     await _answered(manager, _delete_scope(session_id), _no_body, _discard)
                 except Exception as exc:  # one session's end must not stop the others'
                     log.warning("mcp_session_expiry_failed", error=type(exc).__name__)
-
-
-def _offered(runtime: Runtime) -> tuple[frozenset[str], AccessPolicy]:
-    """The live capabilities and the access rules: what every caller's list depends on."""
-    live = frozenset(t for t, ids in runtime.registry.capabilities().items() if ids)
-    return live, runtime.security.policy().access
 
 
 def _text(value: bytes | None) -> str | None:

@@ -1,8 +1,8 @@
 """What `/mcp`'s `tools/list` and `tools/call` answer, apart from the MCP sessions.
 
-Both take a runtime and an authenticated principal and nothing of the ASGI stack, so a
+Both take the face handler and an authenticated principal and nothing of the ASGI stack, so a
 fast path can answer a tool call without the SDK's transport. A principal is offered
-exactly the tools `faces/catalog.offers` names (live, and invocable under its grants and
+exactly the tools `Catalog.offers` names (live, and invocable under its grants and
 the access rules); a call on any other tool is the JSON-RPC error an unknown tool gets,
 so what a client is shown and what it may call never disagree, and a refusal does not
 tell a caller which tools exist for others.
@@ -24,11 +24,11 @@ import structlog
 from mcp.shared.exceptions import MCPError
 
 from agent_reach.errors import ReachError, ValidationFailed
-from agent_reach.faces.catalog import LiveCapability, input_schema, live_capabilities, offers
+from agent_reach.faces.catalog import LiveCapability
+from agent_reach.faces.handler import FaceHandler
 from agent_reach.model.invocations import MAX_TOP_K, InvokeRequest
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import new_trace
-from agent_reach.server.runtime import Runtime
 
 log = structlog.get_logger("agent_reach.faces")
 
@@ -66,18 +66,20 @@ FIND_TOOLS_TOOL = types.Tool(
 )
 
 
-def list_tools(runtime: Runtime, principal: Principal) -> list[types.Tool]:
+def list_tools(handler: FaceHandler, principal: Principal) -> list[types.Tool]:
     """One tool per capability offered to `principal`, sorted by name; `find_tools` first
     when there are at least FIND_TOOLS_FROM of them."""
-    tools = [_tool(c) for c in live_capabilities(runtime, principal) if c.tag != FIND_TOOLS]
+    live = handler.catalog.live_capabilities(principal)
+    tools = [_tool(c) for c in live if c.tag != FIND_TOOLS]
     return [FIND_TOOLS_TOOL, *tools] if len(tools) >= FIND_TOOLS_FROM else tools
 
 
-def offers_search(runtime: Runtime, principal: Principal) -> bool:
+def offers_search(handler: FaceHandler, principal: Principal) -> bool:
     """Whether `find_tools` is listed to (and callable by) `principal`."""
+    catalog = handler.catalog
     found = 0
-    for tag in runtime.registry.index.by_capability:
-        if tag != FIND_TOOLS and offers(runtime, principal, tag):
+    for tag in catalog.tags():
+        if tag != FIND_TOOLS and catalog.offers(principal, tag):
             found += 1
             if found >= FIND_TOOLS_FROM:
                 return True
@@ -85,24 +87,25 @@ def offers_search(runtime: Runtime, principal: Principal) -> bool:
 
 
 async def call_tool(
-    runtime: Runtime, principal: Principal, name: str, arguments: dict[str, Any] | None
+    handler: FaceHandler, principal: Principal, name: str, arguments: dict[str, Any] | None
 ) -> types.CallToolResult:
     """Invoke the capability `name` for `principal`; `MCPError` (invalid params, "Unknown
     tool") for a tool it is not offered, a result with `isError` for a failed invocation.
     `find_tools` searches the tools offered to `principal`."""
-    if name == FIND_TOOLS and offers_search(runtime, principal):
-        return await find_tools(runtime, principal, arguments or {})
-    if name == FIND_TOOLS or not offers(runtime, principal, name):
+    catalog = handler.catalog
+    if name == FIND_TOOLS and offers_search(handler, principal):
+        return await find_tools(handler, principal, arguments or {})
+    if name == FIND_TOOLS or not catalog.offers(principal, name):
         log.info("mcp_tool_refused", tool=name, principal=principal.name)
         raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {name}")
     arguments = arguments or {}
-    declared = _declares_object(input_schema(runtime, name))
+    declared = _declares_object(catalog.input_schema(name))
     payload = arguments if declared or "payload" not in arguments else arguments["payload"]
     try:
         request = InvokeRequest(capability=name, payload=payload)
     except ValueError as exc:
         return _failed(ValidationFailed(f"the tool call is not a valid invocation: {exc}"))
-    answer = await runtime.invoke.handle(request, new_trace(), principal=principal)
+    answer = await handler.invoke(request, new_trace(), principal, stream=False)
     document = orjson.loads(answer.body)
     if answer.status >= 300 and answer.status != 202:
         error = document.get("error", {})
@@ -125,7 +128,7 @@ async def call_tool(
 
 
 async def find_tools(
-    runtime: Runtime, principal: Principal, arguments: dict[str, Any]
+    handler: FaceHandler, principal: Principal, arguments: dict[str, Any]
 ) -> types.CallToolResult:
     """The `top_k` tools offered to `principal` that fit `query` best, best first, as
     `tools/list` shows them, each with the router's calibrated `confidence` in it."""
@@ -134,17 +137,14 @@ async def find_tools(
         return _failed(ValidationFailed("query: give the user's request as a non-blank string"))
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         return _failed(ValidationFailed(f"top_k: a whole number from 1 to {MAX_TOP_K}"))
-    routing = runtime.routing
-    ranked = await routing.ranking.rank(
-        query,
-        runtime.policy(),
-        lambda tag: tag != FIND_TOOLS and offers(runtime, principal, tag),
-        top_k,
+    catalog = handler.catalog
+    ranked = await catalog.rank(
+        query, lambda tag: tag != FIND_TOOLS and catalog.offers(principal, tag), top_k
     )
     tools = []
     for r in ranked:
         tool = _tool(
-            LiveCapability(r.capability, r.description, [], input_schema(runtime, r.capability))
+            LiveCapability(r.capability, r.description, [], catalog.input_schema(r.capability))
         )
         tools.append(
             {**tool.model_dump(by_alias=True, exclude_none=True), "confidence": r.confidence}

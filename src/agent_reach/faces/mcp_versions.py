@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from agent_reach.server.fastpath import read_body
+from agent_reach.wire.asgi_body import read_body
 
 # alias -> the version the SDK serves it as (same length: a body's length never changes)
 ALIASES = {"2024-10-07": "2024-11-05"}

@@ -17,6 +17,7 @@ from agent_reach.identity.origins import OriginGuard
 from agent_reach.identity.tls import serving_context
 from agent_reach.policy.source import PolicySource
 from agent_reach.server.errors import install_error_handlers
+from agent_reach.server.face_handler import CoordinatorFaces
 from agent_reach.server.fastpath import handle_invoke
 from agent_reach.server.limits import BodyLimit
 from agent_reach.server.media import JsonBodies
@@ -52,6 +53,7 @@ class CoordinatorApp:
     def __init__(self, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> None:
         self.settings = settings
         self.runtime: Runtime | None = None
+        self.faces: CoordinatorFaces | None = None  # what the A2A and MCP faces ask of it
         self.startup_error: ReachError | ValueError | None = None
         source = PolicySource(  # a bad file fails here, not later
             clock, settings.policy_file, settings.route_affinity_default
@@ -61,7 +63,7 @@ class CoordinatorApp:
         # agent process imports this module through `agent_reach` without serving MCP.
         from agent_reach.faces.mcp_server import McpFace
 
-        self.mcp = McpFace(lambda: self.runtime)
+        self.mcp = McpFace(lambda: self.faces)
 
         @asynccontextmanager
         async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -72,9 +74,10 @@ class CoordinatorApp:
                     self.startup_error = exc
                     raise
                 api.state.runtime = self.runtime = runtime
-                async with self.mcp.running(runtime), notifying(runtime):
+                api.state.faces = self.faces = faces = CoordinatorFaces(runtime)
+                async with self.mcp.running(faces), notifying(faces):
                     yield
-                self.runtime = None
+                self.runtime = self.faces = None
 
         self.api = FastAPI(
             title="Agent-Reach coordinator",

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from agent_reach.errors import InvalidRequest, PayloadTooLarge, ReachError
+from agent_reach.errors import InvalidRequest, ReachError
 from agent_reach.identity.certificates import PeerCertificate, peer_of
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
@@ -30,6 +30,8 @@ from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
 from agent_reach.server.media import check_json_body
 from agent_reach.server.responses import dump_json
+from agent_reach.wire.asgi_body import body_too_large as body_too_large
+from agent_reach.wire.asgi_body import read_body
 from agent_reach.wire.sse import accepts_event_stream
 
 Scope = dict[str, Any]
@@ -39,33 +41,6 @@ Headers = Sequence[tuple[bytes, bytes]]
 BodyReader = Callable[[int | None], Awaitable[bytes]]
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 MAX_HEADER_COUNT = 10**12 - 1  # hops or milliseconds (31 years): beyond any real budget
-
-
-def body_too_large(limit: int) -> PayloadTooLarge:
-    """The one refusal of a body over `limit` bytes, whoever counted them."""
-    return PayloadTooLarge(f"the body is larger than {limit} bytes", limit=limit)
-
-
-async def read_body(receive: Any, limit: int, declared: int | None) -> bytes:
-    """The whole body from ASGI messages, refusing more than `limit` bytes as soon as
-    that is known."""
-    if declared is not None and declared > limit:
-        raise body_too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise InvalidRequest(
-                "the client went away before sending the body", code="disconnected"
-            )
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise body_too_large(limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def answer_invoke(

@@ -22,15 +22,15 @@ from agent_reach.server.fastfaces.wire import (
 )
 
 if TYPE_CHECKING:
-    from agent_reach.server.runtime import Runtime
+    from agent_reach.faces.handler import FaceHandler
 
 _STREAMING = frozenset({"SendStreamingMessage", "message/stream"})
 
 
-async def a2a_send(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer:
+async def a2a_send(handler: FaceHandler, request: Request, body: bytes) -> FaceAnswer:
     """`POST /a2a/message:send` (the HTTP+JSON binding)."""
     status, answer = await send_answer(
-        runtime,
+        handler,
         given(body),
         request.a2a_version,
         request.authorization,
@@ -45,7 +45,7 @@ def _rest_headers(body: bytes) -> RawHeaders:
     return [(b"content-length", b"%d" % len(body)), (b"content-type", MEDIA_TYPE.encode())]
 
 
-async def a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer | None:
+async def a2a_rpc(handler: FaceHandler, request: Request, body: bytes) -> FaceAnswer | None:
     """`POST /a2a` as `faces/a2a_routes.rpc` answers it, but for streams (None)."""
     try:
         call = orjson.loads(body)
@@ -54,12 +54,12 @@ async def a2a_rpc(runtime: Runtime, request: Request, body: bytes) -> FaceAnswer
     if isinstance(call, dict) and call.get("method") in _STREAMING:
         return None
     try:
-        principal = await runtime.security.authenticate(request.authorization, request.peer)
+        principal = await handler.authenticate(request.authorization, request.peer)
     except ReachError as exc:
         answer = error_answer(error_of(exc), None)
     else:
         trace = continue_trace(request.traceparent)
-        answer = await answer_rpc(runtime, body, principal, trace, request.a2a_version)
+        answer = await answer_rpc(handler, body, principal, trace, request.a2a_version)
     if answer.stream is not None:  # the method was checked above; never reached
         raise RuntimeError("a streamed A2A answer on the fast path")
     return json_answer(answer.status, answer.body)

@@ -33,8 +33,8 @@ from agent_reach.server.fastfaces.wire import FaceAnswer, Headers, OnSlow, Reque
 from agent_reach.server.limits import check_headers
 
 if TYPE_CHECKING:
+    from agent_reach.faces.handler import FaceHandler
     from agent_reach.faces.mcp_server import McpFace
-    from agent_reach.server.runtime import Runtime
 
 A2A_RPC, A2A_SEND, MCP = b"/a2a", b"/a2a/message:send", b"/mcp"
 
@@ -43,7 +43,7 @@ A2A_RPC, A2A_SEND, MCP = b"/a2a", b"/a2a/message:send", b"/mcp"
 class FaceRoutes:
     """The faces of one running coordinator, as the edge server calls them."""
 
-    runtime: Runtime
+    handler: FaceHandler
     mcp: McpFace
 
     async def answer(
@@ -58,24 +58,24 @@ class FaceRoutes:
     ) -> FaceAnswer | None:
         """`answer_face` for a request's head and body."""
         request = read_head(headers, peer, tls, local)
-        return await answer_face(self.runtime, self.mcp, path, request, body, on_slow)
+        return await answer_face(self.handler, self.mcp, path, request, body, on_slow)
 
 
 async def answer_face(
-    runtime: Runtime, mcp: McpFace, path: bytes, request: Request, body: bytes, on_slow: OnSlow
+    handler: FaceHandler, mcp: McpFace, path: bytes, request: Request, body: bytes, on_slow: OnSlow
 ) -> FaceAnswer | None:
     """The answer to a request for `path` (one of the three), or None: the full stack's."""
     try:
         check_headers(len(request.headers), sum(len(n) + len(v) for n, v in request.headers))
-        runtime.security.origins.check(path.decode(), request.host, request.origin)
+        handler.origins.check(path.decode(), request.host, request.origin)
     except ReachError:
         return None
     if request.authorizations > 1:
         return None
     if path == MCP:
         if request.session_ids:
-            return await session_call(runtime, mcp, request, body, on_slow)
-        return await modern_call(runtime, mcp, request, body, on_slow)
+            return await session_call(handler, mcp, request, body, on_slow)
+        return await modern_call(handler, mcp, request, body, on_slow)
     if path == A2A_SEND:
-        return await a2a_send(runtime, request, body)
-    return await a2a_rpc(runtime, request, body)
+        return await a2a_send(handler, request, body)
+    return await a2a_rpc(handler, request, body)

@@ -251,6 +251,6 @@ class FaceExchange:
 
 def faces_of(app: CoordinatorApp) -> EdgeFaces | None:
     """The fast path for a started coordinator's faces."""
-    if app.runtime is None:
+    if app.faces is None:
         return None
-    return EdgeFaces(FaceRoutes(app.runtime, app.mcp))
+    return EdgeFaces(FaceRoutes(app.faces, app.mcp))

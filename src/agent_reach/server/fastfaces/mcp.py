@@ -29,7 +29,6 @@ from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_reach.errors import ReachError
-from agent_reach.faces.catalog import input_schema
 from agent_reach.faces.mcp_auth import refusal, request_id_of, resource_audience
 from agent_reach.faces.mcp_tools import call_tool
 from agent_reach.model.keys import Principal
@@ -46,8 +45,8 @@ from agent_reach.server.fastfaces.wire import (
 )
 
 if TYPE_CHECKING:
+    from agent_reach.faces.handler import FaceHandler
     from agent_reach.faces.mcp_server import McpFace
-    from agent_reach.server.runtime import Runtime
 
 # The SDK's modern entry commits to an event stream when a handler runs this long
 # (`_streamable_http_modern._SSE_PING_INTERVAL`), with a ping comment as often.
@@ -65,7 +64,7 @@ PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 
 
 async def modern_call(
-    runtime: Runtime, face: McpFace, request: Request, body: bytes, on_slow: OnSlow
+    handler: FaceHandler, face: McpFace, request: Request, body: bytes, on_slow: OnSlow
 ) -> FaceAnswer | None:
     """A 2026-07-28 `tools/call` the way `faces/mcp_server.McpFace` and the SDK's
     modern entry answer it; None for anything else."""
@@ -74,16 +73,16 @@ async def modern_call(
         return None
     call_id, name, arguments, version = call
     try:
-        principal = await runtime.security.authenticate(
-            request.authorization, request.peer, resource=audience(runtime, request)
+        principal = await handler.authenticate(
+            request.authorization, request.peer, resource=audience(handler, request)
         )
     except ReachError as exc:
-        return refused(runtime, request, exc, body)
-    if not _callable(runtime, name, arguments):
+        return refused(handler, request, exc, body)
+    if not _callable(handler, name, arguments):
         return None
     timer = asyncio.get_running_loop().call_later(SSE_AFTER_S, on_slow, MODERN_STREAM)
     try:
-        return await _called(runtime, face, principal, (name, arguments), call_id, version)
+        return await _called(handler, face, principal, (name, arguments), call_id, version)
     finally:
         timer.cancel()
 
@@ -92,23 +91,23 @@ _Audience = tuple[str | None, bool, bytes | None, tuple[str, int]]
 _audiences: dict[_Audience, str | None] = {}
 
 
-def audience(runtime: Runtime, request: Request) -> str | None:
+def audience(handler: FaceHandler, request: Request) -> str | None:
     """`mcp_auth.resource_audience` of the request, kept per public URL, scheme, Host
     and local address (all it reads): reading the Host is a tenth of a call's own cost."""
     if request.hosts > 1:  # it reads the first Host; the head keeps the last
-        return resource_audience(runtime.settings, request.scope())
-    key = (runtime.settings.public_url, request.tls, request.host, request.local)
+        return resource_audience(handler.settings, request.scope())
+    key = (handler.settings.public_url, request.tls, request.host, request.local)
     if key in _audiences:
         return _audiences[key]
     if len(_audiences) >= 256:
         _audiences.clear()
-    value = _audiences[key] = resource_audience(runtime.settings, request.scope())
+    value = _audiences[key] = resource_audience(handler.settings, request.scope())
     return value
 
 
-def refused(runtime: Runtime, request: Request, error: ReachError, body: bytes) -> FaceAnswer:
+def refused(handler: FaceHandler, request: Request, error: ReachError, body: bytes) -> FaceAnswer:
     """`McpFace`'s refusal of a request whose credentials do not authenticate."""
-    answer = refusal(runtime.settings, request.scope(), error, request_id_of(body))
+    answer = refusal(handler.settings, request.scope(), error, request_id_of(body))
     return FaceAnswer(answer.status_code, answer.raw_headers, bytes(answer.body))
 
 
@@ -191,18 +190,18 @@ def _envelope_version(
     return route.protocol_version
 
 
-def _callable(runtime: Runtime, name: str, arguments: dict[str, Any] | None) -> bool:
+def _callable(handler: FaceHandler, name: str, arguments: dict[str, Any] | None) -> bool:
     """Whether the SDK's `Mcp-Param-*` check (against the tool's listed schema; no such
     header was sent) passes for sure: no arguments, or a schema without annotations. A
     tool the caller is not offered is refused by `call_tool`, as on the full stack."""
     if not arguments:
         return True
-    schema = input_schema(runtime, name)
+    schema = handler.catalog.input_schema(name)
     return schema is None or X_MCP_HEADER_KEY.encode() not in orjson.dumps(schema)
 
 
 async def _called(
-    runtime: Runtime,
+    handler: FaceHandler,
     face: McpFace,
     principal: Principal,
     call: tuple[str, dict[str, Any] | None],
@@ -212,7 +211,7 @@ async def _called(
     """The tool called, and its JSON-RPC answer as the SDK's modern entry writes it."""
     status, message = 200, {"jsonrpc": "2.0", "id": call_id}
     try:
-        result = await call_tool(runtime, principal, *call)
+        result = await call_tool(handler, principal, *call)
         # JSONRPCResponse's dump: these keys in this order (exclude_none keeps inner None)
         message["result"] = shaped(face, result, version)
     except Exception as exc:

@@ -39,9 +39,9 @@ from agent_reach.server.fastfaces.mcp_result import shaped
 from agent_reach.server.fastfaces.wire import EventStream, FaceAnswer, OnSlow, RawHeaders, Request
 
 if TYPE_CHECKING:
+    from agent_reach.faces.handler import FaceHandler
     from agent_reach.faces.mcp_server import McpFace
     from agent_reach.model.keys import Principal
-    from agent_reach.server.runtime import Runtime
 
 log = structlog.get_logger("agent_reach.faces")
 
@@ -50,7 +50,7 @@ _JSON = "application/json"
 
 
 async def session_call(
-    runtime: Runtime, face: McpFace, request: Request, body: bytes, on_slow: OnSlow
+    handler: FaceHandler, face: McpFace, request: Request, body: bytes, on_slow: OnSlow
 ) -> FaceAnswer | None:
     """A `tools/call` in a live session the way the SDK's session transport answers it;
     None for anything else."""
@@ -64,20 +64,20 @@ async def session_call(
     if call is None:
         return None
     try:
-        principal = await runtime.security.authenticate(
+        principal = await handler.authenticate(
             request.authorization,
             request.peer,
-            resource=audience(runtime, request),
+            resource=audience(handler, request),
         )
     except ReachError as exc:  # `McpFace` refuses it before any session is looked up
-        return refused(runtime, request, exc, body)
+        return refused(handler, request, exc, body)
     if principal != live.principal or face.sessions.get(session_id) is not live:
         return None
     stream = EventStream(_stream_headers(session_id), _ping)
     with face.sessions.using(session_id):
         timer = asyncio.get_running_loop().call_later(fast_mcp.SSE_AFTER_S, on_slow, stream)
         try:
-            message = await _answered(runtime, face, principal, call, live.version)
+            message = await _answered(handler, face, principal, call, live.version)
         finally:
             timer.cancel()
     return FaceAnswer(200, stream.headers, fast_mcp.sse_event(message), stream=True)
@@ -143,7 +143,7 @@ def _json_content(content_type: bytes | None) -> bool:
 
 
 async def _answered(
-    runtime: Runtime,
+    handler: FaceHandler,
     face: McpFace,
     principal: Principal,
     call: tuple[Any, str, dict[str, Any] | None],
@@ -152,7 +152,7 @@ async def _answered(
     """The tool called, and the JSON-RPC message the session's dispatcher writes."""
     call_id, name, arguments = call
     try:
-        result = await call_tool(runtime, principal, name, arguments)
+        result = await call_tool(handler, principal, name, arguments)
         # JSONRPCResponse's JSON dump: these keys in this order, its serializer for `result`
         return pydantic_core.to_json(
             {"jsonrpc": "2.0", "id": call_id, "result": shaped(face, result, version)}

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request
 from starlette.responses import Response
 
-from agent_reach.faces.catalog import offers
+from agent_reach.faces.handler import handler_of
 from agent_reach.ids import new_request_id
 from agent_reach.invoke.checks import no_capability
 from agent_reach.model.decisions import RouteDecision
@@ -66,10 +66,11 @@ async def route(
         raise no_capability(body.capability, trace_id=trace.trace_id, route=decision)
     if body.text is None:
         return json_response(decision, headers={"x-trace-id": trace.trace_id})
+    catalog = handler_of(request).catalog
     ranked = await runtime.routing.ranking.rank(
         body.text,
         runtime.policy(),
-        lambda tag: offers(runtime, principal, tag),
+        lambda tag: catalog.offers(principal, tag),
         body.top_k,
     )
     return Response(
