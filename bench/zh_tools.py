@@ -18,7 +18,8 @@ example utterances; its Chinese description and its input schema (property names
 descriptions) are all the router has. Tools are grouped into agents by their app (the
 first two parts of `Domain.App.method`), capability `domain.app.method` lower-cased.
 A request counts only when its tool is in the catalog. Nothing here is tuned on it: the
-default policy, the packaged encoder, the router's own calibration.
+default policy, the packaged encoder (or the remote one the AR_EMBEDDING_* settings name),
+the router's own calibration.
 
 - **Small catalogs** (`--sizes`): for each request and size n, a catalog of its tool and
   n - 1 others drawn at random (seeded), and one of n tools none of which is of its app
@@ -98,6 +99,7 @@ class Tally:
     irrelevant: int = 0
     irrelevant_refused: int = 0
     seconds_per_fit: float = 0.0
+    encoders: dict[str, int] = field(default_factory=dict)  # which encoder matched the texts
     misses: list[tuple[str, str, str | None]] = field(default_factory=list)
 
     def percent(self, n: int, of: int) -> str:
@@ -192,9 +194,11 @@ class Catalog:
     async def __aexit__(self, *exc: object) -> None:
         await self.pipeline.aclose()
 
-    async def ask(self, text: str) -> tuple[str | None, list[str]]:
+    async def ask(self, text: str, tally: Tally) -> tuple[str | None, list[str]]:
         """(the capability the router routes to or None, the `top_k` 5 ranking)."""
         matched = await self.pipeline.match(text, self.policy)
+        encoder = str(matched.text.encoder)
+        tally.encoders[encoder] = tally.encoders.get(encoder, 0) + 1
         decision = decide(
             matched.matches, self.index, self.policy, now=0.0, from_text=True, text=matched.text
         )
@@ -232,11 +236,11 @@ async def small_catalogs(
         started = time.perf_counter()
         async with Catalog(offered, settings) as catalog:
             fits.append(time.perf_counter() - started)
-            went, ranked = await catalog.ask(request.query)
+            went, ranked = await catalog.ask(request.query, tally)
         _count(tally, request, tool, went, ranked)
         elsewhere = [n for n in names if tools[n].app != tool.app]
         async with Catalog([tools[n] for n in draw.sample(elsewhere, size)], settings) as catalog:
-            went, _ = await catalog.ask(request.query)
+            went, _ = await catalog.ask(request.query, tally)
         tally.irrelevant += 1
         tally.irrelevant_refused += went is None
     tally.seconds_per_fit = statistics.median(fits) if fits else 0.0
@@ -252,7 +256,7 @@ async def large_catalog(
     async with Catalog(list(tools.values()), settings) as catalog:
         tally.seconds_per_fit = time.perf_counter() - started
         for request in requests:
-            went, ranked = await catalog.ask(request.query)
+            went, ranked = await catalog.ask(request.query, tally)
             _count(tally, request, tools[request.tool], went, ranked)
     return tally
 
@@ -292,6 +296,8 @@ async def run(data: Path, sizes: list[int], seed: int) -> list[Tally]:
         tallies.append(await small_catalogs(tools, requests, size, seed, settings))
         print(table(tallies[-1:]).splitlines()[-1], flush=True)
     tallies.append(await large_catalog(tools, requests, settings))
+    for tally in tallies:
+        print(f"{tally.label}: texts matched by encoder {tally.encoders}")
     return tallies
 
 
