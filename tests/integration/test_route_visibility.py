@@ -12,6 +12,7 @@ import pytest
 from ranked_kit import ADMIN, HR, PARCEL, SHOP, secured_catalog
 
 from agent_reach.config import Settings
+from agent_reach.testing.servers import run_coordinator
 
 # texts an HR tool fits best, one a shop tool fits, and texts no tool fits
 HR_TEXTS = (
@@ -91,3 +92,58 @@ def test_a_generic_agent_the_key_may_not_invoke_never_takes_its_text(
         assert (decision["rule"] == "generic") is taken, (key, decision)
         if not taken:
             assert "hr.helpdesk" not in _named(decision)
+
+
+PARSER_POLICY = """
+intent_parser = "intent.parse"
+
+[intent_escalation]
+below = 0.99
+rate_per_s = 100.0
+burst = 10
+"""
+
+
+def test_the_intent_parser_s_pick_the_key_may_not_invoke_is_not_taken(
+    settings: Settings, fake_agents, tmp_path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(PARSER_POLICY, encoding="utf-8")
+    secured = Settings(
+        **{**settings.model_dump(), "auth": "on", "admin_key": ADMIN, "policy_file": policy}
+    )
+    parser, parser_endpoint = fake_agents(
+        answer={"capability": "refund.request", "confidence": 0.9}
+    )
+    _, endpoint = fake_agents(name="desk")
+    cards = {
+        "intent.parse": ("parser-1", parser_endpoint, "intent parser"),
+        "refund.request": ("refund-1", endpoint, "退款 退货退款"),
+        "order.query": ("order-1", endpoint, "订单 状态 查询订单"),
+    }
+    with (
+        run_coordinator(secured) as (url, _),
+        httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin,
+    ):
+        for tag, (agent_id, agent_endpoint, description) in cards.items():
+            body = {
+                "id": agent_id,
+                "capabilities": [tag],
+                "description": description,
+                "transport": {"endpoint": agent_endpoint},
+            }
+            assert admin.post("/v1/agents", json=body).status_code == 201
+        grant = {"principal": "orders-app", "role": "caller", "capabilities": ["order.*"]}
+        key = admin.post("/v1/keys", json=grant).json()["key"]
+        text = "钱什么时候能回到我卡上"
+
+        asked_by_admin = _route(url, ADMIN, {"text": text})
+        asked_by_orders = _route(url, key, {"text": text + "呢"})
+
+    assert asked_by_admin["capability"] == "refund.request"  # the parser's pick ...
+    assert len(parser.received) == 2
+    assert asked_by_orders["capability"] != "refund.request"  # ... never for this key
+    assert not {c["capability"] for c in asked_by_orders["candidates"]} - {"order.query"}
+    for delivery in parser.received[1:]:  # nor is it offered to the parser on its behalf
+        offered = {c["capability"] for c in delivery.body["payload"]["candidates"]}
+        assert offered <= {"order.query"}

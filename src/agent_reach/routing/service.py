@@ -117,6 +117,8 @@ class RoutingService:
                 trace_id=trace_id,
                 parent_span_id=parent_span_id,
             )
+            if allowed is not None:  # the parser may pick one no matcher had
+                matches = [m for m in matches if allowed(m.capability)]
         decision = self._decide(request, matches, policy, text, allowed)
         if note is not None:
             decision.intent = note
