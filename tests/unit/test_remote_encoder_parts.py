@@ -44,6 +44,26 @@ def test_the_policy_section_wins_over_the_settings_field_by_field() -> None:
     assert spec.label == "remote:e5-large"
 
 
+def test_input_types_are_sent_only_when_set_the_policy_winning() -> None:
+    settings = Settings(
+        embedding_url="http://nim.internal/v1",
+        embedding_query_input_type="query",
+        embedding_passage_input_type="passage",
+    )
+    spec = encoder_spec(settings, Policy())
+    assert spec is not None
+    assert (spec.query_input_type, spec.passage_input_type) == ("query", "passage")
+
+    voyage = Policy.model_validate({"embedding": {"passage_input_type": "document"}})
+    spec = encoder_spec(settings, voyage)
+    assert spec is not None
+    assert (spec.query_input_type, spec.passage_input_type) == ("query", "document")
+
+    plain = encoder_spec(Settings(embedding_url="http://tei.internal/v1"), Policy())
+    assert plain is not None
+    assert (plain.query_input_type, plain.passage_input_type) == (None, None)
+
+
 def test_an_answer_becomes_unit_vectors_in_index_order() -> None:
     data = [
         {"index": 1, "embedding": [0.0, 2.0]},

@@ -80,3 +80,26 @@ class RouteDecision:
     text: TextMatch | None = None
     negotiation: Negotiated | None = None  # when the candidates were asked for offers
     thresholds: list[ThresholdCheck] = field(default_factory=list)  # text only
+
+
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
+class RankedCandidate:
+    """One capability of `ranked` (text only): the caller may invoke it, the router's
+    calibrated confidence in it (0 when the router did not weigh it), its similarity to
+    the text when the semantic index ranked it, and what its card says."""
+
+    capability: str
+    confidence: float
+    similarity: float | None
+    description: str
+    # each property's type (its enum values when it has them) and the required ones
+    input_schema: dict[str, Any] | None
+
+
+@dataclass  # no slots: orjson serializes slotted dataclasses ~3x slower
+class RankedRouteDecision(RouteDecision):
+    """`POST /v1/route`'s answer as the SDK reads it: the decision, and for text the
+    `top_k` capabilities the caller may invoke that fit it best, best first, whatever
+    the decision (None when the request named its capability)."""
+
+    ranked: list[RankedCandidate] | None = None

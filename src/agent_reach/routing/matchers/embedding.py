@@ -22,7 +22,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -77,6 +77,14 @@ class Encoder(Protocol):
     """Sentence encoder: a list of texts -> an (n, d) array of L2-normalized vectors."""
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+class SidedEncoder(Protocol):
+    """An encoder that embeds requests' texts (queries) apart from card texts."""
+
+    def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray: ...
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray: ...
 
 
 @functools.cache
@@ -220,14 +228,17 @@ class EmbeddingMatcher:
                 self._warm.popitem(last=False)
         return model
 
-    def _vectors_of(self, texts: Iterable[str]) -> dict[str, np.ndarray]:
-        known = self._vectors
+    def _vectors_of(self, texts: Iterable[str], *, query: bool = False) -> dict[str, np.ndarray]:
+        """Card texts' vectors; `query`: texts scored as requests (a sided encoder embeds
+        them as queries, not as the card texts they may also be)."""
+        query = query and _sided(self._encoder)
+        known = {} if query else self._vectors
         wanted = list(dict.fromkeys(texts))
         missing = [t for t in wanted if t not in known]
         found = {t: known[t] for t in wanted if t in known}
         for start in range(0, len(missing), FIT_CHUNK):
             chunk = missing[start : start + FIT_CHUNK]
-            found.update(zip(chunk, self._encode(chunk), strict=True))
+            found.update(zip(chunk, self._encode(chunk, query=query), strict=True))
         return found
 
     async def scores(self, text: str) -> dict[str, float]:
@@ -236,8 +247,11 @@ class EmbeddingMatcher:
     async def aclose(self) -> None:
         await self._batcher.aclose()
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         with self._lock:
+            if query:  # a sided (remote) encoder's query side, batched and cached as at fit
+                sided = cast("SidedEncoder", self._encoder)
+                return np.asarray(sided.encode(texts, query=True), dtype=np.float32)
             return np.asarray(self._encoder.encode(texts), dtype=np.float32)
 
     def _score_batch(self, texts: list[str]) -> list[dict[str, float]]:
@@ -251,6 +265,11 @@ class EmbeddingMatcher:
         return model.scores(np.asarray(encode(texts), dtype=np.float32), texts)
 
 
+def _sided(encoder: Encoder) -> bool:
+    """Whether the encoder embeds requests' texts apart from card texts (a remote one)."""
+    return hasattr(encoder, "encode_queries")
+
+
 @dataclass(frozen=True, slots=True)
 class _Trial:
     model: _Model | None
@@ -259,7 +278,7 @@ class _Trial:
     def score_many(self, texts: list[str]) -> list[dict[str, float]]:
         if self.model is None:
             return [{} for _ in texts]
-        vectors = self.matcher._vectors_of(texts)
+        vectors = self.matcher._vectors_of(texts, query=True)  # held out: scored as requests
         return self.model.scores(np.stack([vectors[t] for t in texts]), texts)
 
 

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from agent_reach.faces.handler import handler_of
 from agent_reach.ids import new_request_id
 from agent_reach.invoke.checks import no_capability
-from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.decisions import RankedCandidate, RouteDecision
 from agent_reach.model.invocations import RankedRouteRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.routing.ranking import RankedCapability, schema_summary
@@ -45,8 +45,9 @@ async def route(
     A capability nobody registered is 404 `no_capability`, as on `/v1/invoke` (the
     decision is in the error's `route`). Naming a capability needs the right to invoke
     it, naming a context the right to use it (else 404); text may be routed by any key
-    but an observer's (observers only read). For text, `ranked` lists the `top_k`
-    capabilities the caller may invoke that fit it best, whatever the decision.
+    but an observer's (observers only read). A text is routed among the capabilities
+    the caller may invoke: no other is chosen, weighed as a candidate or named. For
+    text, `ranked` lists the `top_k` of them that fit it best, whatever the decision.
     """
     require_not_observer(principal, "route")
     runtime = runtime_of(request)
@@ -60,6 +61,7 @@ async def route(
         request_id=body.request_id or new_request_id(),
         trace_id=trace.trace_id,
         principal=principal.name,
+        allowed=lambda tag: runtime.security.may_invoke(principal, tag),
     )
     if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
         # as `/v1/invoke` answers it: nobody registered the capability
@@ -81,13 +83,13 @@ async def route(
 def _with_ranked(decision: RouteDecision, ranked: list[RankedCapability]) -> bytes:
     """The decision's JSON object with `ranked` as its last member."""
     listed = [
-        {
-            "capability": r.capability,
-            "confidence": r.confidence,
-            "similarity": r.similarity,
-            "description": r.description,
-            "input_schema": schema_summary(r.input_schema),
-        }
+        RankedCandidate(
+            r.capability,
+            r.confidence,
+            r.similarity,
+            r.description,
+            schema_summary(r.input_schema),
+        )
         for r in ranked
     ]
     # the decision is a JSON object, so it ends with its closing brace: the members

@@ -1,0 +1,149 @@
+"""`POST /v1/route` with text, per caller: a key granted some capabilities is routed
+among them only. The decision, its candidates, `text` and `ranked` never name another
+capability, whatever the text fits best (memory and Redis); an admin key, allowed
+everything, sees the other group's capability the same text fits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from ranked_kit import ADMIN, HR, PARCEL, SHOP, secured_catalog
+
+from agent_reach.config import Settings
+from agent_reach.testing.servers import run_coordinator
+
+# texts an HR tool fits best, one a shop tool fits, and texts no tool fits
+HR_TEXTS = (
+    "I need a copy of my payslip for March",
+    "run the monthly payroll and pay the salaries",
+    "book two days of vacation leave next week",
+)
+TEXTS = (*HR_TEXTS, PARCEL, "xyzzy plugh", "今天天气怎么样")
+
+
+@pytest.fixture
+def world(settings: Settings) -> Iterator[tuple[str, dict[str, str]]]:
+    with secured_catalog(settings, {"shop": SHOP, "hr": HR}) as (url, keys, _):
+        yield url, keys
+
+
+def _route(url: str, key: str, body: dict[str, object]) -> dict[str, object]:
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {key}"}, timeout=30) as c:
+        answer = c.post("/v1/route", json=body)
+    assert answer.status_code == 200, answer.text
+    decision: dict[str, object] = answer.json()
+    return decision
+
+
+def _named(decision: dict[str, object]) -> set[str]:
+    """Every capability the answer names anywhere."""
+    named = {c["capability"] for c in decision["candidates"]}  # type: ignore[union-attr,index]
+    named |= {r["capability"] for r in decision["ranked"]}  # type: ignore[union-attr,index]
+    text = decision["text"]
+    assert isinstance(text, dict)
+    named |= set(text["not_mine"])
+    if text["learned"] is not None:
+        named.add(text["learned"]["capability"])
+    if decision["capability"] is not None:
+        named.add(str(decision["capability"]))
+    return named
+
+
+def test_a_key_is_routed_among_the_capabilities_it_may_invoke_only(
+    world: tuple[str, dict[str, str]],
+) -> None:
+    url, keys = world
+    for group, tools in (("shop", SHOP), ("hr", HR)):
+        for text in TEXTS:
+            decision = _route(url, keys[group], {"text": text, "top_k": 10})
+            assert _named(decision) <= set(tools), (group, text, _named(decision))
+
+
+def test_the_admin_sees_what_the_text_fits_in_either_group(
+    world: tuple[str, dict[str, str]],
+) -> None:
+    url, keys = world
+    for text in HR_TEXTS:
+        admin = _route(url, keys["admin"], {"text": text, "top_k": 10})
+        shop = _route(url, keys["shop"], {"text": text, "top_k": 10})
+        assert _named(admin) & set(HR), text  # the text does fit an HR tool ...
+        assert not _named(shop) & set(HR), text  # ... which the shop key never sees
+
+
+def test_a_generic_agent_the_key_may_not_invoke_never_takes_its_text(
+    world: tuple[str, dict[str, str]],
+) -> None:
+    url, keys = world
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin:
+        endpoint = admin.get("/v1/agents/hr-agent").json()["transport"]["endpoint"]
+        generic = {
+            "id": "hr-desk",
+            "capabilities": ["hr.helpdesk"],
+            "description": "answers any HR question",
+            "generic": True,
+            "transport": {"type": "http", "endpoint": endpoint},
+        }
+        assert admin.post("/v1/agents", json=generic).status_code == 201
+    for key, taken in (("admin", True), ("hr", True), ("shop", False)):
+        decision = _route(url, keys[key], {"text": "xyzzy plugh"})
+        assert (decision["capability"] == "hr.helpdesk") is taken, (key, decision)
+        assert (decision["rule"] == "generic") is taken, (key, decision)
+        if not taken:
+            assert "hr.helpdesk" not in _named(decision)
+
+
+PARSER_POLICY = """
+intent_parser = "intent.parse"
+
+[intent_escalation]
+below = 0.99
+rate_per_s = 100.0
+burst = 10
+"""
+
+
+def test_the_intent_parser_s_pick_the_key_may_not_invoke_is_not_taken(
+    settings: Settings, fake_agents, tmp_path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(PARSER_POLICY, encoding="utf-8")
+    secured = Settings(
+        **{**settings.model_dump(), "auth": "on", "admin_key": ADMIN, "policy_file": policy}
+    )
+    parser, parser_endpoint = fake_agents(
+        answer={"capability": "refund.request", "confidence": 0.9}
+    )
+    _, endpoint = fake_agents(name="desk")
+    cards = {
+        "intent.parse": ("parser-1", parser_endpoint, "intent parser"),
+        "refund.request": ("refund-1", endpoint, "退款 退货退款"),
+        "order.query": ("order-1", endpoint, "订单 状态 查询订单"),
+    }
+    with (
+        run_coordinator(secured) as (url, _),
+        httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin,
+    ):
+        for tag, (agent_id, agent_endpoint, description) in cards.items():
+            body = {
+                "id": agent_id,
+                "capabilities": [tag],
+                "description": description,
+                "transport": {"endpoint": agent_endpoint},
+            }
+            assert admin.post("/v1/agents", json=body).status_code == 201
+        grant = {"principal": "orders-app", "role": "caller", "capabilities": ["order.*"]}
+        key = admin.post("/v1/keys", json=grant).json()["key"]
+        text = "钱什么时候能回到我卡上"
+
+        asked_by_admin = _route(url, ADMIN, {"text": text})
+        asked_by_orders = _route(url, key, {"text": text + "呢"})
+
+    assert asked_by_admin["capability"] == "refund.request"  # the parser's pick ...
+    assert len(parser.received) == 2
+    assert asked_by_orders["capability"] != "refund.request"  # ... never for this key
+    assert not {c["capability"] for c in asked_by_orders["candidates"]} - {"order.query"}
+    for delivery in parser.received[1:]:  # nor is it offered to the parser on its behalf
+        offered = {c["capability"] for c in delivery.body["payload"]["candidates"]}
+        assert offered <= {"order.query"}
