@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import pytest
 
 from agent_reach import errors
@@ -37,3 +40,23 @@ def test_unknown_codes_and_bodies_map_by_status():
     )
     odd = errors.error_from_body(500, "<html>")
     assert odd.code == "unexpected_answer" and odd.status == 500
+
+
+def _every_subclass(cls: type[errors.ReachError]) -> list[type[errors.ReachError]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_every_subclass(sub)]
+    return found
+
+
+def test_every_error_of_the_package_is_in_the_table_under_its_own_code():
+    package = importlib.import_module("agent_reach")
+    for module in pkgutil.walk_packages(package.__path__, "agent_reach."):
+        if not module.name.endswith(".__main__"):  # that one runs the CLI
+            importlib.import_module(module.name)
+    classes = [c for c in _every_subclass(errors.ReachError) if c.__module__.startswith("agent_")]
+    codes = [c.code for c in classes]
+
+    assert len(classes) >= 40
+    assert sorted(code for code in set(codes) if codes.count(code) > 1) == []
+    assert [c for c in classes if errors.ERROR_CLASSES.get(c.code) is not c] == []

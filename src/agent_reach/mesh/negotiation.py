@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
-from agent_reach.errors import NoRoute
+from agent_reach.errors import AllDeclined
 from agent_reach.invoke import pool
 from agent_reach.invoke.transports.http import check_http_url
 from agent_reach.mesh.service import BUDGET_TTL_S
@@ -61,12 +61,6 @@ OFFER_MAX_BYTES = 64 * 1024  # an offer is four numbers
 OFFER_CONNECTIONS = 64  # per agent origin: offers are few and short
 _HEADERS = (("content-type", "application/json"), ("accept", "application/json"))
 
-
-class AllDeclined(NoRoute):
-    """Every candidate asked turned the request down and no generic agent is live."""
-
-    status = 503
-    code = "all_declined"
 
 
 class OutcomeLedger(Protocol):

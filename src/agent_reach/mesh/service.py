@@ -32,7 +32,7 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
-from agent_reach.errors import Forbidden, ReachError
+from agent_reach.errors import DelegationCycle, DelegationExpired, Forbidden, ReachError
 from agent_reach.mesh.kill_switch import KillSwitch
 from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.signing import SigningKeys
@@ -49,19 +49,6 @@ UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded wha
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
 
 
-class DelegationCycle(ReachError):
-    """The capability is already in the chain: handing it back is passing the buck."""
-
-    status = 422
-    code = "delegation_cycle"
-
-
-class DelegationExpired(ReachError):
-    """The chain's deadline passed before the request could be delivered (it waited,
-    parked): it was not sent, and a token for it could not be valid any more."""
-
-    status = 504
-    code = "delegation_expired"
 
 
 class Mesh:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import httptools
 import structlog
 
-from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.errors import HeadersTooLarge, InvalidRequest, ReachError, VersionNotSupported
 from agent_reach.identity.certificates import PeerCertificate, tls_extension
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
@@ -39,12 +39,7 @@ from agent_reach.server.edge_asgi import (
 from agent_reach.server.edge_chunks import ChunkLines
 from agent_reach.server.edge_stream import abort_stream, relay_answer
 from agent_reach.server.fastpath import answer_invoke, body_too_large
-from agent_reach.server.limits import (
-    HeadersTooLarge,
-    VersionNotSupported,
-    check_headers,
-    check_target,
-)
+from agent_reach.server.limits import check_headers, check_target
 from agent_reach.server.responses import dump_json
 
 log = structlog.get_logger("agent_reach.server")

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.errors import CallerError, PayloadTooLarge, ReachError
+from agent_reach.errors import (
+    HeadersTooLarge,
+    PayloadTooLarge,
+    ReachError,
+    TargetTooLong,
+)
 from agent_reach.server.responses import dump_json
 
 MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
@@ -18,25 +23,7 @@ MAX_HEADER_BYTES = 16 * 1024
 MAX_TARGET_BYTES = 8 * 1024
 
 
-class HeadersTooLarge(CallerError):
-    """Too many request headers, or too many bytes of them (431, RFC 6585)."""
 
-    status = 431
-    code = "headers_too_large"
-
-
-class TargetTooLong(CallerError):
-    """The request target is longer than `MAX_TARGET_BYTES` (414, RFC 9110 §15.5.15)."""
-
-    status = 414
-    code = "uri_too_long"
-
-
-class VersionNotSupported(CallerError):
-    """A request line naming an HTTP version other than 1.0 and 1.1 (505)."""
-
-    status = 505
-    code = "http_version_not_supported"
 
 
 def check_target(size: int) -> None:

@@ -1,0 +1,1 @@
+"""HTTP plumbing under everything: the connection pool, streamed bodies, SSE, URL checks."""
