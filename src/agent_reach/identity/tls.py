@@ -24,7 +24,6 @@ MINIMUM_VERSION = ssl.TLSVersion.TLSv1_2
 ALPN = ["http/1.1"]  # the edge server speaks HTTP/1.1; a client offering h2 falls back
 
 
-
 def server_context(
     cert: Path,
     key: Path,

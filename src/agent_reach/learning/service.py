@@ -33,7 +33,6 @@ SYNC_S = 1.0  # another coordinator's correction is in force here within about t
 REBUILD_S = 60.0  # the snapshot is rebuilt at least this often, so expired examples leave it
 
 
-
 class LearningService:
     """Routed texts, corrections and negatives in the store; the snapshot in force."""
 

@@ -62,7 +62,6 @@ OFFER_CONNECTIONS = 64  # per agent origin: offers are few and short
 _HEADERS = (("content-type", "application/json"), ("accept", "application/json"))
 
 
-
 class OutcomeLedger(Protocol):
     """The quality ledger (mesh/quality.py): a declined or missed offer is an outcome."""
 

@@ -50,8 +50,6 @@ REFRESH_S = 0.5  # another coordinator's outcomes count here within about this l
 Rating = Literal["good", "bad"]
 
 
-
-
 class QualityLedger:
     """Outcomes recorded here and read from the shared store; the view routing uses."""
 

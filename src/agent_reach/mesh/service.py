@@ -49,8 +49,6 @@ UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded wha
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
 
 
-
-
 class Mesh:
     """Tokens for deliveries, and the checks of delegated calls."""
 

@@ -30,7 +30,6 @@ EXPIRED_CODE = "token_expired"
 TokenCallable: TypeAlias = Callable[[], str | Awaitable[str]]
 
 
-
 class ClientCredentials:
     """OAuth client-credentials settings: where and as whom to ask the IdP for tokens.
 

@@ -38,7 +38,6 @@ _CANONICAL_V4 = re.compile(
 )
 
 
-
 class EndpointGuard:
     """Checks URLs and resolved addresses against the allowed networks."""
 

@@ -14,16 +14,13 @@ from agent_reach.errors import (
     ReachError,
     TargetTooLong,
 )
-from agent_reach.server.responses import dump_json
+from agent_reach.wire.rendering import error_body, error_headers
 
 MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
 # A single 16 KB header is refused; nginx's default buffers hold 4 x 8 KiB.
 MAX_HEADER_BYTES = 16 * 1024
 # RFC 9112 §3: senders and recipients should support targets of at least 8,000 octets.
 MAX_TARGET_BYTES = 8 * 1024
-
-
-
 
 
 def check_target(size: int) -> None:
@@ -97,11 +94,8 @@ class BodyLimit:
 
 async def refuse(send: Any, error: ReachError) -> None:
     """Answer `error` and close: the rest of the request is never read."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-        }
-    )
-    await send({"type": "http.response.body", "body": dump_json(error.to_body())})
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    for name, value in error_headers(error.retry_after(), error.challenge()):
+        headers.append((name.encode(), value.encode()))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": error_body(error)})

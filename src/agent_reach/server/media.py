@@ -21,7 +21,6 @@ _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 _YAML_TOO = "/v1/workflows"  # POST: a named workflow, as JSON or YAML
 
 
-
 def _media(value: bytes) -> bytes:
     return value.split(b";", 1)[0].strip().lower()
 
