@@ -173,7 +173,7 @@ class HttpTransport:
                 encoded=b"" if encoded is None else encoded,
             )
         except pool.PoolError as exc:
-            raise self._failure(exc, timeout_s) from None
+            raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
         _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
@@ -203,16 +203,13 @@ class HttpTransport:
                 return EventStream(streamed, timeout_s)
             body = await streamed.read_all()
         except pool.PoolError as exc:
-            raise self._failure(exc, timeout_s) from None
+            raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
         response = pool.Response(streamed.status, streamed.headers, body)
         _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
-    def _failure(self, exc: pool.PoolError, timeout_s: float) -> AgentFailed:
-        """What a pool error says about the agent (see `Transport.deliver`)."""
-        return delivery_failure(exc, timeout_s, AGENT, self._unreadable)
-
     def _unreadable(self, exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
+        """A pool error saying the agent answered something this cannot read: it acted."""
         if isinstance(exc, pool.ResponseTooLarge):
             return _acted(
                 f"the agent's answer is over {self.client.max_response_bytes} bytes",
