@@ -26,6 +26,7 @@ ReachError
     UnsupportedMediaType     415 unsupported_media_type
     HeadersTooLarge          431 headers_too_large
     VersionNotSupported      505 http_version_not_supported
+    DelegationCycle          422 delegation_cycle: the capability is already in the chain
   NoRoute                  no agent can take the request
     NoCapability             404 no_capability
     NoMatch                  404 no_match: the text fits no capability well enough
@@ -37,7 +38,6 @@ ReachError
     AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
     OutcomeUnknown           502 outcome_unknown: may have acted; not re-sent (not idempotent)
   HopLimit                 508 hop_limit: the request went through too many agents
-  DelegationCycle          422 delegation_cycle: the capability is already in the chain
   DelegationExpired        504 delegation_expired: the chain's deadline passed; not sent
   StoreUnavailable         503 store_unavailable: the backend did not answer
     StoreFull                507 store_full: the backend is out of memory; nothing was written
@@ -386,8 +386,9 @@ class HopLimit(ReachError):
     code = "hop_limit"
 
 
-class DelegationCycle(ReachError):
-    """The capability is already in the chain: handing it back is passing the buck."""
+class DelegationCycle(CallerError):
+    """The capability is already in the chain: handing it back is passing the buck (a
+    caller's error, as the SDKs read a 422 before the class was in the table)."""
 
     status = 422
     code = "delegation_cycle"

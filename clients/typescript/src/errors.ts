@@ -182,7 +182,7 @@ export class HopLimit extends ReachError {
   static override readonly status: number = 508;
   static override readonly code: string = "hop_limit";
 }
-export class DelegationCycle extends ReachError {
+export class DelegationCycle extends CallerError {
   static override readonly status: number = 422;
   static override readonly code: string = "delegation_cycle";
 }
