@@ -6,56 +6,125 @@ ReachError
   QuotaExceeded            429 quota_exceeded: try again after `retry_after_s`
   CallerError              the caller must change the request (4xx)
     InvalidRequest           400 invalid_request
+      TlsSettingError          400 bad_tls_setting: a TLS setting names an unusable file
       ValidationFailed         422 validation_error
         KeyReused                422 idempotency_key_reused: same id, different body
         WorkflowRefused          422 invalid_workflow (or the reason's own code: a cycle, ...)
+        EndpointRefused          422 endpoint_not_allowed: where agents may not be
     NotFound                 404 not_found
       UnknownAgent             404 unknown_agent: register again
       UnknownTask              404 unknown_task
       UnknownRun               404 unknown_run
       UnknownWorkflow          404 unknown_workflow
+      UnknownRequest           404 unknown_request: no request of this caller has this id
     Conflict                 409 conflict
       InProgress               409 in_progress: the same request_id is running
+      RunEnded                 409 run_ended: the workflow run has already ended
+      AlreadyRated             409 already_rated
     PayloadTooLarge          413 payload_too_large
+    TargetTooLong            414 uri_too_long
+    UnsupportedMediaType     415 unsupported_media_type
+    HeadersTooLarge          431 headers_too_large
+    VersionNotSupported      505 http_version_not_supported
+    DelegationCycle          422 delegation_cycle: the capability is already in the chain
   NoRoute                  no agent can take the request
     NoCapability             404 no_capability
     NoMatch                  404 no_match: the text fits no capability well enough
     Ambiguous                422 ambiguous: the text fits two capabilities too equally
     NoInstance               503 no_instance
+    AllDeclined              503 all_declined: every candidate asked turned the request down
   AgentFailed              the agent answered with an error (502 agent_error)
     AgentUnreachable         502 agent_unreachable: never reached, safe to retry
     AgentTimeout             504 agent_timeout: may have acted (outcome unknown)
     OutcomeUnknown           502 outcome_unknown: may have acted; not re-sent (not idempotent)
   HopLimit                 508 hop_limit: the request went through too many agents
+  DelegationExpired        504 delegation_expired: the chain's deadline passed; not sent
   StoreUnavailable         503 store_unavailable: the backend did not answer
     StoreFull                507 store_full: the backend is out of memory; nothing was written
   Overloaded               503 overloaded: beyond the admission limits; retry after `retry_after_s`
+  TokenUnavailable         502 token_unavailable: (SDK) no token could be had from the IdP
+  TaskPending              500 task_pending: (SDK) the task had not finished within `wait_s`
 
 The server renders every one of them as ``{"error": {"code", "message", ...}}``
-and the SDK maps such a body back to the same class with `error_from_body`.
+and the SDK maps such a body back to the same class with `error_from_body`: every
+class is in `ERROR_CLASSES`, each under its own code.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_reach.model.invocations import TaskView
 
 REALM = 'Bearer realm="agent-reach"'  # the RFC 6750 challenge of every 401
 
 
 class ReachError(Exception):
-    """Root of every Agent-Reach error: a stable `code`, an HTTP `status`, a safe message."""
+    """Root of every Agent-Reach error: a stable `code`, an HTTP `status`, a safe message.
 
-    status: ClassVar[int] = 500
-    code: ClassVar[str] = "internal_error"
-    retryable: ClassVar[bool] = False
+    `code`, `status` and `retryable` are the class's unless given: a failure whose
+    class may be retried says `retryable=False` when this one may not (the agent acted
+    and answered), as Temporal's `ApplicationError(non_retryable=...)` does. `details`
+    are the wire body's other fields, in the order given."""
 
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+    status: int = 500
+    code: str = "internal_error"
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        retryable: bool | None = None,
+        **details: Any,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
-            self.code = code  # type: ignore[misc]
+            self.code = code
+        if status is not None:
+            self.status = status
+        if retryable is not None:
+            self.retryable = retryable
         self.details = details
+
+    # What a failed delivery says, read as typed fields (on the wire they are details).
+
+    @property
+    def http_status(self) -> int | None:
+        """The status the agent answered with, when it answered."""
+        value = self.details.get("http_status")
+        return value if isinstance(value, int) else None
+
+    @property
+    def outcome_unknown(self) -> bool | None:
+        """Whether the agent may have acted (the request was sent); None when unsaid."""
+        value = self.details.get("outcome_unknown")
+        return None if value is None else bool(value)
+
+    @outcome_unknown.setter
+    def outcome_unknown(self, value: bool) -> None:
+        self.details["outcome_unknown"] = value
+
+    @property
+    def connect_timeout(self) -> bool:
+        """Whether the connection timed out (weaker evidence than a refusal)."""
+        return bool(self.details.get("connect_timeout", False))
+
+    @property
+    def attempts(self) -> list[Any]:
+        """The delivery attempts made before this error, first to last."""
+        value = self.details.get("attempts")
+        return value if isinstance(value, list) else []
+
+    @attempts.setter
+    def attempts(self, value: list[Any]) -> None:
+        self.details["attempts"] = value
 
     def retry_after(self) -> str | None:
         """The `Retry-After` header value (whole seconds) when the error says when to retry."""
@@ -150,6 +219,13 @@ class UnknownWorkflow(NotFound):
     code = "unknown_workflow"
 
 
+class UnknownRequest(NotFound):
+    """No request this caller may rate or correct has this id (never served or routed,
+    too old, or another's)."""
+
+    code = "unknown_request"
+
+
 class Conflict(CallerError):
     status = 409
     code = "conflict"
@@ -167,6 +243,12 @@ class RunEnded(Conflict):
     code = "run_ended"
 
 
+class AlreadyRated(Conflict):
+    """The caller has already rated this request."""
+
+    code = "already_rated"
+
+
 class KeyReused(ValidationFailed):
     """The request_id was used before with a different request body."""
 
@@ -181,9 +263,49 @@ class WorkflowRefused(ValidationFailed):
     code = "invalid_workflow"
 
 
+class EndpointRefused(ValidationFailed):
+    """The endpoint points where agents may not be."""
+
+    code = "endpoint_not_allowed"
+
+
+class TlsSettingError(InvalidRequest):
+    """A TLS setting names a file that cannot be used; the message says which and why."""
+
+    code = "bad_tls_setting"
+
+
 class PayloadTooLarge(CallerError):
     status = 413
     code = "payload_too_large"
+
+
+class TargetTooLong(CallerError):
+    """The request target is too long (414, RFC 9110 §15.5.15)."""
+
+    status = 414
+    code = "uri_too_long"
+
+
+class UnsupportedMediaType(CallerError):
+    """A `/v1` body declared as something other than JSON (415, RFC 9110 §15.5.16)."""
+
+    status = 415
+    code = "unsupported_media_type"
+
+
+class HeadersTooLarge(CallerError):
+    """Too many request headers, or too many bytes of them (431, RFC 6585)."""
+
+    status = 431
+    code = "headers_too_large"
+
+
+class VersionNotSupported(CallerError):
+    """A request line naming an HTTP version other than 1.0 and 1.1 (505)."""
+
+    status = 505
+    code = "http_version_not_supported"
 
 
 class NoRoute(ReachError):
@@ -222,6 +344,13 @@ class NoInstance(NoRoute):
     retryable = True
 
 
+class AllDeclined(NoRoute):
+    """Every candidate asked turned the request down and no generic agent is live."""
+
+    status = 503
+    code = "all_declined"
+
+
 class AgentFailed(ReachError):
     """The agent answered, but with a failure status or an unreadable body."""
 
@@ -257,6 +386,22 @@ class HopLimit(ReachError):
     code = "hop_limit"
 
 
+class DelegationCycle(CallerError):
+    """The capability is already in the chain: handing it back is passing the buck (a
+    caller's error, as the SDKs read a 422 before the class was in the table)."""
+
+    status = 422
+    code = "delegation_cycle"
+
+
+class DelegationExpired(ReachError):
+    """The chain's deadline passed before the request could be delivered (it waited,
+    parked): it was not sent, and a token for it could not be valid any more."""
+
+    status = 504
+    code = "delegation_expired"
+
+
 class StoreUnavailable(ReachError):
     """The state backend did not answer in time; nothing was decided."""
 
@@ -283,7 +428,25 @@ class Overloaded(ReachError):
     retryable = True
 
 
-_BY_CODE: dict[str, type[ReachError]] = {
+class TokenUnavailable(ReachError):
+    """(SDK) No token could be had from the IdP: unreachable, or it refused the client."""
+
+    status = 502
+    code = "token_unavailable"
+
+
+class TaskPending(ReachError):
+    """(SDK) `wait_s` passed before the task finished; `task` says where it stands."""
+
+    code = "task_pending"
+    task: TaskView | None = None  # None when rebuilt from a body
+
+    def __init__(self, message: str, *, task: TaskView | None = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.task = task
+
+
+ERROR_CLASSES: Mapping[str, type[ReachError]] = {
     cls.code: cls
     for cls in (
         Unauthorized,
@@ -291,52 +454,64 @@ _BY_CODE: dict[str, type[ReachError]] = {
         QuotaExceeded,
         CallerError,
         InvalidRequest,
+        TlsSettingError,
         ValidationFailed,
+        KeyReused,
+        WorkflowRefused,
+        EndpointRefused,
         NotFound,
         UnknownAgent,
         UnknownTask,
         UnknownRun,
         UnknownWorkflow,
+        UnknownRequest,
         Conflict,
         InProgress,
         RunEnded,
-        KeyReused,
-        WorkflowRefused,
+        AlreadyRated,
         PayloadTooLarge,
+        TargetTooLong,
+        UnsupportedMediaType,
+        HeadersTooLarge,
+        VersionNotSupported,
         NoRoute,
         NoCapability,
         NoMatch,
         Ambiguous,
         NoInstance,
+        AllDeclined,
         AgentFailed,
         AgentUnreachable,
         AgentTimeout,
         OutcomeUnknown,
         HopLimit,
+        DelegationCycle,
+        DelegationExpired,
         StoreUnavailable,
         StoreFull,
         Overloaded,
+        TokenUnavailable,
+        TaskPending,
     )
 }
+"""Every `ReachError` class by its code: the one table the SDK rebuilds errors from."""
 
 
 def error_from_body(status: int, body: Any) -> ReachError:
     """Rebuild the error a coordinator rendered, so SDK callers can catch by class."""
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
-        exc = ReachError(f"unexpected answer with HTTP status {status}", code="unexpected_answer")
-        exc.status = status  # type: ignore[misc]
-        return exc
+        return ReachError(
+            f"unexpected answer with HTTP status {status}", code="unexpected_answer", status=status
+        )
     code = str(error.get("code", "internal_error"))
     message = str(error.get("message", ""))
     details = {k: v for k, v in error.items() if k not in ("code", "message")}
-    cls = _BY_CODE.get(code)
-    if cls is None:
-        cls = _closest_by_status(status)
-        exc = cls(message, code=code, **details)
-    else:
-        exc = cls(message, **details)
-    exc.status = status  # type: ignore[misc]
+    cls = ERROR_CLASSES.get(code) or _closest_by_status(status)
+    # Not `cls(message, **details)`: a detail may share a name with a keyword (`status`).
+    exc = cls.__new__(cls)
+    ReachError.__init__(exc, message, code=code, status=status)
+    exc.details = details
     return exc
 
 

@@ -29,8 +29,9 @@ DOCUMENTS = [REPOSITORY / "README.md", *sorted(DOCS.glob("*.md"))]
 REQUIRED_DOCS = ("agent-contract.md", "api.md", "configuration.md", "policy.md")
 # Raised on the client side (CLI, SDK, demo, test kit), never answered by a coordinator.
 CLIENT_SIDE = ("cli", "sdk", "demo", "testing")
-# `error_from_body` makes it when an answer is no error body at all: the SDK's code.
-CLIENT_CODES = {"unexpected_answer"}
+# `error_from_body` makes the first when an answer is no error body at all; the SDK
+# raises the others itself (its IdP failed; a task outlasted `wait_s`).
+CLIENT_CODES = {"unexpected_answer", "token_unavailable", "task_pending"}
 # Raised through a helper or a constant, not a `code=` literal (checked to exist below).
 INDIRECT_CODES = {"agent_bad_answer", "agent_response_too_large"}
 CODE_LITERAL = re.compile(r"""\bcode\s*=\s*"([a-z_]+)"|_count\([^)]*"([a-z_]+)"\)""")
@@ -46,7 +47,7 @@ def _text(name: str) -> str:
 
 def _server_codes() -> set[str]:
     """Every error code a coordinator can put on the wire."""
-    codes = {cls.code for cls in errors._BY_CODE.values()} | set(_HTTP_CODES.values())
+    codes = {cls.code for cls in errors.ERROR_CLASSES.values()} | set(_HTTP_CODES.values())
     codes |= {errors.ReachError.code, "http_error"}
     for path in SOURCE.rglob("*.py"):
         if any(part in CLIENT_SIDE for part in path.relative_to(SOURCE).parts):

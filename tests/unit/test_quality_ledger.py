@@ -12,7 +12,7 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.cli.route_view import decision_view
 from agent_reach.clock import ManualClock
 from agent_reach.errors import StoreUnavailable
-from agent_reach.mesh.quality import AlreadyRated, QualityLedger, UnknownServedRequest
+from agent_reach.mesh.quality import AlreadyRated, QualityLedger, UnknownRequest
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.keys import Chain, Link, Principal
 from agent_reach.model.quality import PRIOR, Outcomes, QualityPolicy
@@ -93,9 +93,9 @@ async def test_outcomes_are_shared_through_the_store_and_forgotten_after_the_win
 async def test_the_caller_rates_once_and_anyone_else_is_told_there_is_no_such_request() -> None:
     ledger, index, _ = ledger_of("a-1")
     ledger.served("r-1", "a-1", ALICE)
-    with pytest.raises(UnknownServedRequest):
+    with pytest.raises(UnknownRequest):
         await ledger.rate(BOB, "r-1", "bad")
-    with pytest.raises(UnknownServedRequest):
+    with pytest.raises(UnknownRequest):
         await ledger.rate(ALICE, "r-2", "bad")
     assert await ledger.rate(ALICE, "r-1", "bad") == {
         "request_id": "r-1",
@@ -117,7 +117,7 @@ async def test_an_agent_that_delegated_the_request_may_rate_it_and_no_other_agen
     as_c = Principal("k-alice", "alice", None, "caller", chain=chain_of("r-0", "a-1", "b-1", "c-1"))
     other_chain = Principal("k-alice", "alice", None, "caller", chain=chain_of("r-9", "b-1"))
     for stranger in (as_c, other_chain):
-        with pytest.raises(UnknownServedRequest):
+        with pytest.raises(UnknownRequest):
             await ledger.rate(stranger, "r-2", "bad")
     as_a = Principal("k-alice", "alice", None, "caller", chain=chain_of("r-0", "a-1"))
     assert (await ledger.rate(as_a, "r-2", "good"))["agent_id"] == "c-1"

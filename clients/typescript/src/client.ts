@@ -3,7 +3,7 @@
  * error code (`NoCapability`, `AgentTimeout`, `Conflict`...), and a coordinator that
  * cannot be reached throws `ReachError` with code `coordinator_unreachable`.
  */
-import { ReachError, describe, errorFromBody, isObject } from "./errors.js";
+import { ReachError, TaskPending, describe, errorFromBody, isObject } from "./errors.js";
 import type { InvokeResult, TaskView, ContextView } from "./results.js";
 import { contextView, expectObject, invokeResult, taskView } from "./results.js";
 import { STREAM_MEDIA_TYPE, readEvents } from "./streams.js";
@@ -58,19 +58,6 @@ export interface RouteOptions {
 }
 
 /** Raised when `waitMs` passed before the task finished; `task` says where it stands. */
-export class TaskPending extends ReachError {
-  static override readonly code: string = "task_pending";
-  readonly task: TaskView;
-
-  constructor(task: TaskView) {
-    const why = (task.instances ?? [])
-      .map((i) => `${String(i["agent_id"])} (${String(i["status"])}): ${String(i["last_error"] ?? "no error recorded")}`)
-      .join("; ");
-    super(`task ${task.taskId} is still ${task.status}${why ? ` — ${why}` : ""}`, { details: { task_id: task.taskId } });
-    this.task = task;
-  }
-}
-
 export class ReachClient {
   readonly coordinator: string;
   readonly #http: Transport;

@@ -9,6 +9,8 @@
  * `problems`, `failed`...).
  */
 
+import type { TaskView } from "./results.js";
+
 /** A problem's fields beside `code` and `message`, as the coordinator sent them. */
 export type ErrorDetails = Record<string, unknown>;
 
@@ -67,6 +69,9 @@ export class CallerError extends ReachError {
 export class InvalidRequest extends CallerError {
   static override readonly code: string = "invalid_request";
 }
+export class TlsSettingError extends InvalidRequest {
+  static override readonly code: string = "bad_tls_setting";
+}
 export class ValidationFailed extends InvalidRequest {
   static override readonly status: number = 422;
   static override readonly code: string = "validation_error";
@@ -87,6 +92,9 @@ export class UnknownRun extends NotFound {
 export class UnknownWorkflow extends NotFound {
   static override readonly code: string = "unknown_workflow";
 }
+export class UnknownRequest extends NotFound {
+  static override readonly code: string = "unknown_request";
+}
 export class Conflict extends CallerError {
   static override readonly status: number = 409;
   static override readonly code: string = "conflict";
@@ -97,15 +105,37 @@ export class InProgress extends Conflict {
 export class RunEnded extends Conflict {
   static override readonly code: string = "run_ended";
 }
+export class AlreadyRated extends Conflict {
+  static override readonly code: string = "already_rated";
+}
 export class KeyReused extends ValidationFailed {
   static override readonly code: string = "idempotency_key_reused";
 }
 export class WorkflowRefused extends ValidationFailed {
   static override readonly code: string = "invalid_workflow";
 }
+export class EndpointRefused extends ValidationFailed {
+  static override readonly code: string = "endpoint_not_allowed";
+}
 export class PayloadTooLarge extends CallerError {
   static override readonly status: number = 413;
   static override readonly code: string = "payload_too_large";
+}
+export class TargetTooLong extends CallerError {
+  static override readonly status: number = 414;
+  static override readonly code: string = "uri_too_long";
+}
+export class UnsupportedMediaType extends CallerError {
+  static override readonly status: number = 415;
+  static override readonly code: string = "unsupported_media_type";
+}
+export class HeadersTooLarge extends CallerError {
+  static override readonly status: number = 431;
+  static override readonly code: string = "headers_too_large";
+}
+export class VersionNotSupported extends CallerError {
+  static override readonly status: number = 505;
+  static override readonly code: string = "http_version_not_supported";
 }
 export class NoRoute extends ReachError {
   static override readonly status: number = 503;
@@ -128,6 +158,10 @@ export class NoInstance extends NoRoute {
   static override readonly code: string = "no_instance";
   static override readonly retryable: boolean = true;
 }
+export class AllDeclined extends NoRoute {
+  static override readonly status: number = 503;
+  static override readonly code: string = "all_declined";
+}
 export class AgentFailed extends ReachError {
   static override readonly status: number = 502;
   static override readonly code: string = "agent_error";
@@ -148,6 +182,14 @@ export class HopLimit extends ReachError {
   static override readonly status: number = 508;
   static override readonly code: string = "hop_limit";
 }
+export class DelegationCycle extends CallerError {
+  static override readonly status: number = 422;
+  static override readonly code: string = "delegation_cycle";
+}
+export class DelegationExpired extends ReachError {
+  static override readonly status: number = 504;
+  static override readonly code: string = "delegation_expired";
+}
 export class StoreUnavailable extends ReachError {
   static override readonly status: number = 503;
   static override readonly code: string = "store_unavailable";
@@ -163,6 +205,27 @@ export class Overloaded extends ReachError {
   static override readonly retryable: boolean = true;
 }
 
+/** An IdP that cannot be reached or refuses the client (raised by `ClientCredentials`). */
+export class TokenUnavailable extends ReachError {
+  static override readonly status: number = 502;
+  static override readonly code: string = "token_unavailable";
+}
+
+/** `waitMs` passed before the task finished (raised by `ReachClient.invoke`); `task` says
+ * where it stands (absent when rebuilt from an error body). */
+export class TaskPending extends ReachError {
+  static override readonly code: string = "task_pending";
+  readonly task: TaskView;
+
+  constructor(task: TaskView) {
+    const why = (task.instances ?? [])
+      .map((i) => `${String(i["agent_id"])} (${String(i["status"])}): ${String(i["last_error"] ?? "no error recorded")}`)
+      .join("; ");
+    super(`task ${task.taskId} is still ${task.status}${why ? ` — ${why}` : ""}`, { details: { task_id: task.taskId } });
+    this.task = task;
+  }
+}
+
 type ErrorClass = typeof ReachError;
 
 /** The API's error code -> its class: the table `errorFromBody` picks from. */
@@ -174,32 +237,45 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze
       QuotaExceeded,
       CallerError,
       InvalidRequest,
+      TlsSettingError,
       ValidationFailed,
+      KeyReused,
+      WorkflowRefused,
+      EndpointRefused,
       NotFound,
       UnknownAgent,
       UnknownTask,
       UnknownRun,
       UnknownWorkflow,
+      UnknownRequest,
       Conflict,
       InProgress,
       RunEnded,
-      KeyReused,
-      WorkflowRefused,
+      AlreadyRated,
       PayloadTooLarge,
+      TargetTooLong,
+      UnsupportedMediaType,
+      HeadersTooLarge,
+      VersionNotSupported,
       NoRoute,
       NoCapability,
       NoMatch,
       Ambiguous,
       NoInstance,
+      AllDeclined,
       AgentFailed,
       AgentUnreachable,
       AgentTimeout,
       OutcomeUnknown,
       HopLimit,
+      DelegationCycle,
+      DelegationExpired,
       StoreUnavailable,
       StoreFull,
       Overloaded,
-    ].map((cls) => [cls.code, cls as ErrorClass]),
+      TokenUnavailable,
+      TaskPending,
+    ].map((cls) => [cls.code, cls as unknown as ErrorClass]),
   ),
 );
 
@@ -225,7 +301,8 @@ export function errorFromBody(status: number, body: unknown, retryAfterHeader?: 
     if (Number.isFinite(seconds)) details["retry_after_s"] = seconds;
   }
   const cls = ERROR_CLASSES[code] ?? closestByStatus(status);
-  return new cls(message, { code, status, details });
+  // ReachError's constructor for every class (`TaskPending`'s own takes a task).
+  return Reflect.construct(ReachError, [message, { code, status, details }], cls) as ReachError;
 }
 
 function closestByStatus(status: number): ErrorClass {

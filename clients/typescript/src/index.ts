@@ -7,13 +7,13 @@ export { Agent, REMEMBERED_REQUESTS } from "./agent.js";
 export type { AgentOptions, Handler, ListenOptions, OfferAnswer, OfferFn, OfferRequest, Skill } from "./agent.js";
 export { AgentRequest, NotMine, RequestContext, RetryLater } from "./request.js";
 export type { DelegateOptions, Delegation } from "./request.js";
-export { ReachClient, TaskPending } from "./client.js";
+export { ReachClient } from "./client.js";
 export type { InvokeOptions, ReachClientOptions, RouteOptions } from "./client.js";
 export type { ContextView, InvokeResult, TaskView } from "./results.js";
 export type { StreamEvent } from "./streams.js";
 export { DelegationVerifier } from "./delegation.js";
 export type { DelegationVerifierOptions, Hop, VerifiedDelegation } from "./delegation.js";
-export { ClientCredentials, TokenUnavailable } from "./tokens.js";
+export { ClientCredentials } from "./tokens.js";
 export type { ClientCredentialsOptions, TokenCallable, TokenProvider } from "./tokens.js";
 export {
   ReachError,
@@ -22,31 +22,44 @@ export {
   QuotaExceeded,
   CallerError,
   InvalidRequest,
+  TlsSettingError,
   ValidationFailed,
+  KeyReused,
+  WorkflowRefused,
+  EndpointRefused,
   NotFound,
   UnknownAgent,
   UnknownTask,
   UnknownRun,
   UnknownWorkflow,
+  UnknownRequest,
   Conflict,
   InProgress,
   RunEnded,
-  KeyReused,
-  WorkflowRefused,
+  AlreadyRated,
   PayloadTooLarge,
+  TargetTooLong,
+  UnsupportedMediaType,
+  HeadersTooLarge,
+  VersionNotSupported,
   NoRoute,
   NoCapability,
   NoMatch,
   Ambiguous,
   NoInstance,
+  AllDeclined,
   AgentFailed,
   AgentUnreachable,
   AgentTimeout,
   OutcomeUnknown,
   HopLimit,
+  DelegationCycle,
+  DelegationExpired,
   StoreUnavailable,
   StoreFull,
   Overloaded,
+  TokenUnavailable,
+  TaskPending,
   ERROR_CLASSES,
   errorFromBody,
 } from "./errors.js";

@@ -7,7 +7,7 @@
  * and fetches the next one once 80 % of a token's lifetime has passed. Either way, a
  * request refused with 401 `token_expired` is sent once more with a fresh token.
  */
-import { ReachError, describe, isObject } from "./errors.js";
+import { ReachError, TokenUnavailable, describe, isObject } from "./errors.js";
 
 export const REFRESH_AT = 0.8; // of a token's lifetime: the next one is fetched from then on
 const TOKEN_TIMEOUT_MS = 10_000;
@@ -15,11 +15,6 @@ const DISCOVERY_PATHS = ["/.well-known/openid-configuration", "/.well-known/oaut
 export const EXPIRED_CODE = "token_expired";
 
 /** No token could be had from the IdP: unreachable, or it refused the client. */
-export class TokenUnavailable extends ReachError {
-  static override readonly status: number = 502;
-  static override readonly code: string = "token_unavailable";
-}
-
 export interface ClientCredentialsOptions {
   clientId: string;
   clientSecret: string;

@@ -14,8 +14,7 @@ test("the table holds exactly errors.py's codes, classes and statuses", () => {
     "spec = importlib.util.spec_from_file_location('errors', sys.argv[1])",
     "errors = importlib.util.module_from_spec(spec)",
     "spec.loader.exec_module(errors)",
-    "_BY_CODE = errors._BY_CODE",
-    "print(json.dumps({c: [k.__name__, k.status, k.retryable, [b.__name__ for b in k.__mro__]] for c, k in _BY_CODE.items()}))",
+    "print(json.dumps({c: [k.__name__, k.status, k.retryable, [b.__name__ for b in k.__mro__]] for c, k in errors.ERROR_CLASSES.items()}))",
   ].join("\n");
   const python = JSON.parse(execFileSync(path.join(REPO, ".venv/bin/python"), ["-c", script, path.join(REPO, "src/agent_reach/errors.py")], {
       encoding: "utf8",

@@ -85,15 +85,14 @@ def as_rpc(answer: Any) -> Any:
 
 def refusal(error: dict[str, Any], **details: Any) -> AgentFailed:
     """A JSON-RPC error answer of an A2A agent: never retried, the agent decided."""
-    failure = AgentFailed(
+    return AgentFailed(
         f"the A2A agent refused: {error.get('message', '')}",
         code="a2a_error",
+        retryable=False,
         rpc_code=error.get("code"),
         rpc_message=error.get("message"),
         **details,
     )
-    failure.retryable = False  # type: ignore[misc]
-    return failure
 
 
 def _split(answer: Any) -> tuple[str, dict[str, Any]]:
@@ -125,6 +124,4 @@ def _content(result: dict[str, Any]) -> str | None:
 
 
 def _final(message: str, code: str) -> AgentFailed:
-    failure = AgentFailed(message, code=code, outcome_unknown=True)
-    failure.retryable = False  # type: ignore[misc]  # it acted and answered
-    return failure
+    return AgentFailed(message, code=code, retryable=False, outcome_unknown=True)  # it acted

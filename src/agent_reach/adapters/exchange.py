@@ -87,7 +87,7 @@ def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) ->
             f"the service answered HTTP {status}",
             http_status=status,
             agent_answer=failure_answer(body),
+            retryable=status >= 500 or status == 429,
         )
-        failure.retryable = status >= 500 or status == 429  # type: ignore[misc]
         raise failure
     return translation.answer(body)

@@ -55,11 +55,10 @@ class Envelope:
         else:
             code = fault.findtext("soap:Code/soap:Value", namespaces=ns) or ""
             reason = fault.findtext("soap:Reason/soap:Text", namespaces=ns) or ""
-        failure = AgentFailed(
+        raise AgentFailed(  # the service decided; it would again: final
             f"the service answered a SOAP fault: {code.strip()}: {reason.strip()}",
             code="soap_fault",
+            retryable=False,
             fault_code=code.strip(),
             fault_string=reason.strip(),
         )
-        failure.retryable = False  # type: ignore[misc]  # the service decided; it would again
-        raise failure

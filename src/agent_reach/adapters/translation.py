@@ -190,9 +190,9 @@ class CompiledTranslation:
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError:
-            failure = AgentFailed("the service's answer is not JSON", code="agent_bad_answer")
-            failure.retryable = False  # type: ignore[misc]  # it acted and answered
-            raise failure from None
+            raise AgentFailed(  # it acted and answered: final
+                "the service's answer is not JSON", code="agent_bad_answer", retryable=False
+            ) from None
         if self._jmes is None:
             return document
         if isinstance(self._jmes, dict):

@@ -17,9 +17,9 @@ def parse(body: bytes) -> etree._Element:
     try:
         return etree.fromstring(body, _PARSER)
     except etree.XMLSyntaxError as exc:
-        failure = AgentFailed(f"the service's answer is not XML: {exc}", code="agent_bad_answer")
-        failure.retryable = False  # type: ignore[misc]  # it acted and answered
-        raise failure from None
+        raise AgentFailed(  # it acted and answered: final
+            f"the service's answer is not XML: {exc}", code="agent_bad_answer", retryable=False
+        ) from None
 
 
 def compile_paths(

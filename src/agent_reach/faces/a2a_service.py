@@ -389,8 +389,11 @@ def _invocation(message: dict[str, Any], configuration: dict[str, Any]) -> Invok
 
 def _error_of(answer: Answer, document: Any) -> ReachError:
     error = document.get("error", {}) if isinstance(document, dict) else {}
-    exc = ReachError(str(error.get("message", "")), code=str(error.get("code", "internal_error")))
-    exc.status = answer.status  # type: ignore[misc]
+    exc = ReachError(
+        str(error.get("message", "")),
+        code=str(error.get("code", "internal_error")),
+        status=answer.status,
+    )
     exc.details = {k: v for k, v in error.items() if k not in ("code", "message")}
     return exc
 

@@ -25,6 +25,7 @@ from agent_reach.errors import NotFound, ReachError
 from agent_reach.faces.handler import handler_of
 from agent_reach.identity.origins import cannot_rebind
 from agent_reach.wire.json_answers import JSON, json_response
+from agent_reach.wire.rendering import error_headers
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -73,11 +74,7 @@ def refusal(
             "data": {**body, "status": error.status},
         },
     }
-    headers = {}
-    if (value := challenge(settings, scope, error)) is not None:
-        headers["www-authenticate"] = value
-    if (retry_after := error.retry_after()) is not None:
-        headers["retry-after"] = retry_after
+    headers = dict(error_headers(error.retry_after(), challenge(settings, scope, error)))
     return Response(orjson.dumps(document), error.status, headers, media_type=JSON)
 
 

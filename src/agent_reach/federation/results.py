@@ -29,13 +29,12 @@ def result_of(result: dict[str, Any]) -> Shaped:
     if others:
         said["content"] = others
     if result.get("isError") is True:
-        failure = AgentFailed(
+        raise AgentFailed(  # it ran and said no: final
             f"the tool failed: {said['text'][:200]}" if texts else "the tool failed",
             code="mcp_tool_error",
+            retryable=False,
             agent_answer=structured if structured is not None else said,
         )
-        failure.retryable = False  # type: ignore[misc]  # it ran and said no
-        raise failure
     if structured is not None:
         return Shaped(structured, "json")
     if len(content) == 1 and len(texts) == 1:

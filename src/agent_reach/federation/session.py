@@ -24,9 +24,10 @@ from typing import Any
 import structlog
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
+from agent_reach.errors import AgentFailed, AgentUnreachable
 from agent_reach.federation import wire
 from agent_reach.wire import pool
+from agent_reach.wire.failures import Peer, delivery_failure
 from agent_reach.wire.pool_stream import open_stream
 from agent_reach.wire.sse import SseFramer
 
@@ -37,6 +38,7 @@ CLIENT_INFO = {"name": "agent-reach", "version": "1"}
 # the server half-forgot (a proxy's idle cut) heals within this time.
 LISTEN_S = 60.0
 LISTEN_RETRY_S = 1.0  # after a failed listen, before the next try
+SERVER = Peer("the MCP server")
 NO_SESSION = 404  # "the session is gone": the request was not processed
 GONE = "gone"  # told when the session ends because its instance is no longer registered
 LISTENING = "listening"  # told when a stream opens: what the server said before it is lost
@@ -115,7 +117,7 @@ class McpSession:
                 # Nothing but the handshake reached the server: the request itself is unsent.
                 raise AgentUnreachable(
                     f"the MCP session could not be initialized: {exc.message}",
-                    connect_timeout=exc.details.get("connect_timeout", False),
+                    connect_timeout=exc.connect_timeout,
                 ) from None
             version = result.get("protocolVersion")
             if version not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -179,20 +181,20 @@ class McpSession:
                 timeout_s=timeout_s,
             )
         except pool.PoolError as exc:
-            raise _failure(exc, timeout_s) from None
+            raise delivery_failure(exc, timeout_s, SERVER, _unreadable_answer) from None
         if response.status == NO_SESSION and self.session_id is not None and not initializing:
             raise _SessionGone
         if not 200 <= response.status < 300:
+            # 429 and 503 say it did not take the request; any other answer may follow work
+            # (a 5xx: it may have acted; a 4xx: the request's own fault). Final either way.
             failure = AgentFailed(
                 f"the MCP server answered HTTP {response.status}",
                 http_status=response.status,
                 agent_answer=response.body[:512].decode("utf-8", "replace"),
+                retryable=response.status in (429, 503),
             )
-            # 429 and 503 say it did not take the request; any other answer may follow work
-            # (a 5xx: it may have acted; a 4xx: the request's own fault). Final either way.
-            failure.retryable = response.status in (429, 503)  # type: ignore[misc]
             if response.status >= 500 and not failure.retryable:
-                failure.details["outcome_unknown"] = True
+                failure.outcome_unknown = True
             raise failure
         if initializing:
             header = _header(response.headers, wire.SESSION_HEADER.encode())
@@ -319,40 +321,24 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
     return None
 
 
-def _failure(exc: pool.PoolError, timeout_s: float) -> AgentFailed:
-    """What a pool error says about the server (as the `http` transport reads it)."""
-    if isinstance(exc, pool.ConnectTimedOut):
-        return AgentUnreachable(f"could not connect to the MCP server: {exc}", connect_timeout=True)
-    if isinstance(exc, pool.ConnectFailed):
-        return AgentUnreachable(f"could not connect to the MCP server: {exc}")
-    if isinstance(exc, pool.RequestTimeout):
-        return AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent)
-    if isinstance(exc, pool.ConnectionLost):
-        if not exc.sent:
-            return AgentUnreachable("the connection closed before the request was sent")
-        return AgentFailed(
-            "the connection closed before the MCP server answered", outcome_unknown=True
-        )
-    if isinstance(exc, pool.ResponseTooLarge | pool.InvalidResponse):
-        return _unreadable(str(exc))
-    return AgentUnreachable(f"could not reach the MCP server: {exc}")
+def _unreadable_answer(exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
+    return _unreadable(str(exc))
 
 
 def _unreadable(message: str) -> AgentFailed:
-    failure = AgentFailed(
-        f"the MCP server's answer cannot be read: {message}", code="agent_bad_answer"
+    return AgentFailed(  # it acted and answered: final
+        f"the MCP server's answer cannot be read: {message}",
+        code="agent_bad_answer",
+        retryable=False,
     )
-    failure.retryable = False  # type: ignore[misc]  # it acted and answered
-    return failure
 
 
 def _rpc_error(error: Any) -> AgentFailed:
     """A JSON-RPC error: the server read the request and refused it; final."""
     detail = error if isinstance(error, dict) else {"message": str(error)}
-    failure = AgentFailed(
+    return AgentFailed(
         f"the MCP server refused the request: {detail.get('message', '')}",
         code="mcp_error",
+        retryable=False,
         agent_answer=detail,
     )
-    failure.retryable = False  # type: ignore[misc]
-    return failure

@@ -85,11 +85,11 @@ class McpTransport:
     ) -> Shaped:
         tool = ((spec.model_extra or {}).get(TOOL_OF_FIELD) or {}).get(delivery.capability)
         if not isinstance(tool, str):
-            failure = AgentFailed(
-                f"the MCP server no longer offers {delivery.capability!r}", code="mcp_error"
+            raise AgentFailed(
+                f"the MCP server no longer offers {delivery.capability!r}",
+                code="mcp_error",
+                retryable=False,
             )
-            failure.retryable = False  # type: ignore[misc]
-            raise failure
         deadline = asyncio.get_running_loop().time() + timeout_s
         headers = [("x-request-id", delivery.request_id), ("traceparent", traceparent)]
         params = {"name": tool, "arguments": _arguments(delivery)}
@@ -98,8 +98,8 @@ class McpTransport:
                 "tools/call", params, deadline=deadline, headers=headers
             )
         except AgentFailed as exc:
-            if isinstance(exc, AgentTimeout) or exc.details.get("outcome_unknown"):
-                exc.retryable = False  # type: ignore[misc]  # the tool may have run
+            if isinstance(exc, AgentTimeout) or exc.outcome_unknown:
+                exc.retryable = False  # the tool may have run
             raise
         return result_of(result)
 

@@ -16,18 +16,12 @@ import ssl
 from pathlib import Path
 
 from agent_reach.config import Settings
-from agent_reach.errors import InvalidRequest
+from agent_reach.errors import TlsSettingError
 
 # TLS 1.2 and 1.3 only: what Mozilla's "intermediate" configuration and every
 # supported client accept; ssl.create_default_context() sets the same floor.
 MINIMUM_VERSION = ssl.TLSVersion.TLSv1_2
 ALPN = ["http/1.1"]  # the edge server speaks HTTP/1.1; a client offering h2 falls back
-
-
-class TlsSettingError(InvalidRequest):
-    """A TLS setting names a file that cannot be used; the message says which and why."""
-
-    code = "bad_tls_setting"
 
 
 def server_context(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agent_reach.errors import ReachError
+from agent_reach.wire.rendering import error_body, error_headers
 
 if TYPE_CHECKING:
     from agent_reach.invoke.streaming import EventStream
@@ -31,9 +32,11 @@ class Answer:
 
     @classmethod
     def of_error(cls, exc: ReachError) -> Answer:
+        """The error's answer on every path (`wire/rendering.py`)."""
         return cls(
-            exc.status,
-            orjson.dumps(exc.to_body()),
-            retry_after=exc.retry_after(),
-            challenge=exc.challenge(),
+            exc.status, error_body(exc), retry_after=exc.retry_after(), challenge=exc.challenge()
         )
+
+    def error_headers(self) -> list[tuple[str, str]]:
+        """`Retry-After` and `WWW-Authenticate`, when the answer is an error asking for them."""
+        return error_headers(self.retry_after, self.challenge)

@@ -240,10 +240,10 @@ class AttemptLoop:
             # HopLimit: the agent's own onward call ran out of hops; it is final, as it is.
             elapsed_ms = (self.clock.monotonic() - started) * 1000
             window.record(ok=False, latency_ms=elapsed_ms)
-            if exc.retryable and not exc.details.get("connect_timeout"):
+            if exc.retryable and not exc.connect_timeout:
                 self.health.record_delivery(instance, ok=False, error=f"{exc.code}: {exc.message}")
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
-            declined = exc.details.get("http_status") in DECLINED_STATUSES
+            declined = exc.http_status in DECLINED_STATUSES
             self._chart(spec.id, elapsed_ms, "refused" if declined else "error")
             self._trace(trace, span_id, delivery, spec.id, number, started, exc.code, via)
             chain.attempts.append(
@@ -252,12 +252,12 @@ class AttemptLoop:
                     number,
                     exc.code,
                     round(elapsed_ms, 3),
-                    exc.details.get("http_status"),
+                    exc.http_status,
                     exc.message,
                 )
             )
             if isinstance(exc, HopLimit):
-                exc.details["attempts"] = chain.attempts
+                exc.attempts = chain.attempts
             self._note_outcome(spec.id, _outcome_of(exc, plan.decision))
             raise
         finally:
@@ -383,14 +383,14 @@ def _via(agent_id: str, chain: _Chain) -> str | None:
 
 def _bounced(error: AgentFailed, decision: RouteDecision) -> bool:
     """A 421 "not mine" to a request that named its capability (an instance of it said no)."""
-    return decision.rule == "exact" and error.details.get("http_status") == NOT_MINE
+    return decision.rule == "exact" and error.http_status == NOT_MINE
 
 
 def _outcome_of(error: AgentFailed | HopLimit, decision: RouteDecision) -> OutcomeKind | None:
     """What a failed attempt says of the instance's work, if anything."""
-    if isinstance(error, HopLimit | AgentUnreachable) or error.details.get("connect_timeout"):
+    if isinstance(error, HopLimit | AgentUnreachable) or error.connect_timeout:
         return None
-    status = error.details.get("http_status")
+    status = error.http_status
     if status == NOT_MINE:
         return "bounced" if decision.rule == "exact" else None  # text: the route missed
     if status == 429:
@@ -399,19 +399,20 @@ def _outcome_of(error: AgentFailed | HopLimit, decision: RouteDecision) -> Outco
 
 
 def _may_have_acted(error: AgentFailed) -> bool:
-    return bool(error.details.get("outcome_unknown", isinstance(error, AgentTimeout)))
+    said = error.outcome_unknown
+    return isinstance(error, AgentTimeout) if said is None else said
 
 
 def _with_attempts(error: AgentFailed | None, chain: _Chain) -> AgentFailed:
     assert error is not None  # only called after a failed attempt
-    error.details["attempts"] = chain.attempts
+    error.attempts = chain.attempts
     return error
 
 
 def _answered_5xx(error: AgentFailed) -> bool:
     """A 5xx answer other than 503: the agent took the request and failed on the way, so
     it may have acted. 503 (like 429) says it did not take it: that request may wait."""
-    status = int(error.details.get("http_status") or 0)
+    status = error.http_status or 0
     return status >= 500 and status != NOT_TAKEN
 
 

@@ -146,10 +146,10 @@ class Dispatcher:
             try:
                 delivered = await self._attempts(plan, request.context_id)
             except AgentFailed as exc:
-                if exc.details.get("http_status") != 421:
+                if exc.http_status != 421:
                     raise
                 delivery = plan.delivery
-                earlier = _numbered(earlier, exc.details.get("attempts", []))
+                earlier = _numbered(earlier, exc.attempts)
                 refused.add(delivery.capability)
                 if self.learning is not None and request.text:
                     await self.learning.misdirected(

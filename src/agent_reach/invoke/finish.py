@@ -129,7 +129,7 @@ class Finisher:
                 return
             error = end.error
             error.details.setdefault("route", decision)
-            error.details["attempts"] = delivered.attempts
+            error.attempts = delivered.attempts
             self.metrics.requests.labels(self.label(decision.capability), "error").inc()
             span.status, span.agent_id = "error", delivered.instance.id
             error.details.setdefault("request_id", task.task_id)

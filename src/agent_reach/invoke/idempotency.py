@@ -160,9 +160,9 @@ def may_have_acted(error: ReachError | None) -> bool:
     declined, nor a refusal before any delivery)."""
     if not isinstance(error, AgentFailed) or isinstance(error, AgentUnreachable):
         return False
-    if int(error.details.get("http_status") or 0) in NOT_TAKEN_STATUSES:
+    if (error.http_status or 0) in NOT_TAKEN_STATUSES:
         return False
-    return bool(error.details.get("outcome_unknown", True))
+    return error.outcome_unknown is not False  # unsaid: it may have
 
 
 def _replay(claim: Claim) -> Answer:

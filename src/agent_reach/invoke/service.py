@@ -494,7 +494,7 @@ class InvokeService:
             why = unreached_instances(
                 self.routing.index,
                 capability,
-                exc.details.get("attempts") or [],
+                exc.attempts,
                 self.clock.monotonic(),
                 self._disabled(),
             )

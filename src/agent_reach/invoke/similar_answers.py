@@ -123,7 +123,7 @@ class SimilarAnswers:
                 "agent_id": None,
                 "result": found.result,
                 "route": decision,
-                "attempts": error.details.get("attempts", []),
+                "attempts": error.attempts,
                 "degraded": {
                     "reason": error.code,
                     "similarity": found.similarity,

@@ -167,6 +167,4 @@ class EventStream:
 
 def _final(message: str, *, code: str) -> AgentFailed:
     """A failure once the stream has begun: the agent acted; never retried."""
-    failure = AgentFailed(message, code=code, outcome_unknown=True)
-    failure.retryable = False  # type: ignore[misc]
-    return failure
+    return AgentFailed(message, code=code, retryable=False, outcome_unknown=True)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from agent_reach.backends.protocols import LearningStore
 from agent_reach.clock import Clock
-from agent_reach.errors import NotFound, ReachError, ValidationFailed
+from agent_reach.errors import NotFound, ReachError, UnknownRequest, ValidationFailed
 from agent_reach.model.feedback import LearnedExample, RoutedText
 from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
@@ -31,12 +31,6 @@ log = structlog.get_logger("agent_reach.learning")
 
 SYNC_S = 1.0  # another coordinator's correction is in force here within about this long
 REBUILD_S = 60.0  # the snapshot is rebuilt at least this often, so expired examples leave it
-
-
-class UnknownRequest(NotFound):
-    """No text request of this caller has this id (never routed, expired, or another's)."""
-
-    code = "unknown_request"
 
 
 class LearningService:

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
-from agent_reach.errors import NoRoute
+from agent_reach.errors import AllDeclined
 from agent_reach.mesh.service import BUDGET_TTL_S
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.decisions import Candidate, RouteDecision
@@ -60,13 +60,6 @@ COST_PENALTY = 0.25  # an offer that would spend all the budget left loses a qua
 OFFER_MAX_BYTES = 64 * 1024  # an offer is four numbers
 OFFER_CONNECTIONS = 64  # per agent origin: offers are few and short
 _HEADERS = (("content-type", "application/json"), ("accept", "application/json"))
-
-
-class AllDeclined(NoRoute):
-    """Every candidate asked turned the request down and no generic agent is live."""
-
-    status = 503
-    code = "all_declined"
 
 
 class OutcomeLedger(Protocol):

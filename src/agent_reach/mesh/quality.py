@@ -36,7 +36,7 @@ import structlog
 from agent_reach.backends.protocols import QualityStore
 from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
-from agent_reach.errors import Conflict, NotFound, ReachError
+from agent_reach.errors import AlreadyRated, ReachError, UnknownRequest
 from agent_reach.model.keys import Principal
 from agent_reach.model.quality import KINDS, PRIOR, OutcomeKind, Outcomes, QualityPolicy
 from agent_reach.policy.policy import Policy
@@ -48,16 +48,6 @@ log = structlog.get_logger("agent_reach.quality")
 BUCKETS = 20  # a window is forgotten a twentieth at a time
 REFRESH_S = 0.5  # another coordinator's outcomes count here within about this long
 Rating = Literal["good", "bad"]
-
-
-class UnknownServedRequest(NotFound):
-    """No request this caller may rate has this id (never served, too old, or another's)."""
-
-    code = "unknown_request"
-
-
-class AlreadyRated(Conflict):
-    code = "already_rated"
 
 
 class QualityLedger:
@@ -123,7 +113,7 @@ class QualityLedger:
         record = self._recent.get(request_id) or await self._store.served(request_id)
         served = orjson.loads(record) if record is not None else None
         if served is None or not _may_rate(principal, served):
-            raise UnknownServedRequest(
+            raise UnknownRequest(
                 "no request with this id that you may rate was served (unknown or too old)",
                 request_id=request_id,
             )

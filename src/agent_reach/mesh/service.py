@@ -32,7 +32,7 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
-from agent_reach.errors import Forbidden, ReachError
+from agent_reach.errors import DelegationCycle, DelegationExpired, Forbidden, ReachError
 from agent_reach.mesh.kill_switch import KillSwitch
 from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.signing import SigningKeys
@@ -47,21 +47,6 @@ DEFAULT_ISSUER = "urn:agent-reach"  # the tokens' iss and aud when AR_PUBLIC_URL
 BUDGET_TTL_S = 3600.0  # a chain's spent total outlives any request of it (the long class)
 UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded whatever it costs
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
-
-
-class DelegationCycle(ReachError):
-    """The capability is already in the chain: handing it back is passing the buck."""
-
-    status = 422
-    code = "delegation_cycle"
-
-
-class DelegationExpired(ReachError):
-    """The chain's deadline passed before the request could be delivered (it waited,
-    parked): it was not sent, and a token for it could not be valid any more."""
-
-    status = 504
-    code = "delegation_expired"
 
 
 class Mesh:

@@ -21,7 +21,7 @@ import httpx
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from agent_reach.errors import ReachError, error_from_body
+from agent_reach.errors import ReachError, TaskPending, error_from_body
 from agent_reach.identity.tls import client_context
 from agent_reach.model.agents import AgentSpec, InstanceView
 from agent_reach.model.decisions import RankedRouteDecision
@@ -39,19 +39,14 @@ T = TypeVar("T")
 STREAM_MEDIA_TYPE = "text/event-stream"
 
 
-class TaskPending(ReachError):
-    """`wait_s` passed before the task finished; `task` says where it stands."""
-
-    code = "task_pending"
-
-    def __init__(self, task: TaskView) -> None:
-        why = "; ".join(
-            f"{i.agent_id} ({i.status}): {i.last_error or 'no error recorded'}"
-            for i in task.instances or ()
-        )
-        message = f"task {task.task_id} is still {task.status}" + (f" — {why}" if why else "")
-        super().__init__(message, task_id=task.task_id)
-        self.task = task
+def _pending(task: TaskView) -> TaskPending:
+    """`TaskPending` for a task still running once `wait_s` passed, saying why."""
+    why = "; ".join(
+        f"{i.agent_id} ({i.status}): {i.last_error or 'no error recorded'}"
+        for i in task.instances or ()
+    )
+    message = f"task {task.task_id} is still {task.status}" + (f" — {why}" if why else "")
+    return TaskPending(message, task=task, task_id=task.task_id)
 
 
 _INVOKE_RESULT = TypeAdapter(InvokeResult)
@@ -338,7 +333,7 @@ class ReachClient(_ClientCore):
         pause = TASK_POLL_FIRST_S
         while not (task := await self.task(task_id)).is_finished:
             if deadline is not None and time.monotonic() + pause > deadline:
-                raise TaskPending(task)
+                raise _pending(task)
             await asyncio.sleep(pause)
             pause = min(TASK_POLL_MAX_S, pause * 2)
         return _task_outcome(task)
@@ -495,7 +490,7 @@ class SyncReachClient(_ClientCore):
         pause = TASK_POLL_FIRST_S
         while not (task := self.task(task_id)).is_finished:
             if deadline is not None and time.monotonic() + pause > deadline:
-                raise TaskPending(task)
+                raise _pending(task)
             time.sleep(pause)
             pause = min(TASK_POLL_MAX_S, pause * 2)
         return _task_outcome(task)

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 import httpx
 import orjson
 
-from agent_reach.errors import ReachError
+from agent_reach.errors import TokenUnavailable
 
 REFRESH_AT = 0.8  # of a token's lifetime: the next one is fetched from then on
 TOKEN_TIMEOUT_S = 10.0
@@ -28,13 +28,6 @@ DISCOVERY_PATHS = ("/.well-known/openid-configuration", "/.well-known/oauth-auth
 EXPIRED_CODE = "token_expired"
 
 TokenCallable: TypeAlias = Callable[[], str | Awaitable[str]]
-
-
-class TokenUnavailable(ReachError):
-    """No token could be had from the IdP: unreachable, or it refused the client."""
-
-    status = 502
-    code = "token_unavailable"
 
 
 class ClientCredentials:

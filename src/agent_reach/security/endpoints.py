@@ -14,7 +14,7 @@ import socket
 from urllib.parse import urlsplit
 
 from agent_reach.config import DEFAULT_ENDPOINT_ALLOW
-from agent_reach.errors import ValidationFailed
+from agent_reach.errors import EndpointRefused
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -36,12 +36,6 @@ _NUMERIC_HOST = re.compile(r"^[0-9a-fA-Fx.]+$")
 _CANONICAL_V4 = re.compile(
     r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$"
 )
-
-
-class EndpointRefused(ValidationFailed):
-    """The endpoint points where agents may not be."""
-
-    code = "endpoint_not_allowed"
 
 
 class EndpointGuard:

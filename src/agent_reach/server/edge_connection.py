@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import httptools
 import structlog
 
-from agent_reach.errors import InvalidRequest, ReachError
+from agent_reach.errors import HeadersTooLarge, InvalidRequest, ReachError, VersionNotSupported
 from agent_reach.identity.certificates import PeerCertificate, tls_extension
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
@@ -39,13 +39,8 @@ from agent_reach.server.edge_asgi import (
 from agent_reach.server.edge_chunks import ChunkLines
 from agent_reach.server.edge_stream import abort_stream, relay_answer
 from agent_reach.server.fastpath import answer_invoke, body_too_large
-from agent_reach.server.limits import (
-    HeadersTooLarge,
-    VersionNotSupported,
-    check_headers,
-    check_target,
-)
-from agent_reach.server.responses import dump_json
+from agent_reach.server.limits import check_headers, check_target
+from agent_reach.wire.rendering import error_body, error_headers
 
 log = structlog.get_logger("agent_reach.server")
 
@@ -440,7 +435,8 @@ class HttpConnection(asyncio.Protocol):
         self._start_first()
 
     def answer_error(self, error: ReachError) -> None:
-        self.write(_json_response(error.status, dump_json(error.to_body()), b"", False, False))
+        headers = _header_lines(error_headers(error.retry_after(), error.challenge()))
+        self.write(_json_response(error.status, error_body(error), headers, False, False))
         self.finish(False)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -452,10 +448,8 @@ class HttpConnection(asyncio.Protocol):
         """An invoke answer in one write."""
         keep_alive = exchange.keep_alive and not self.draining
         headers = b"x-trace-id: %s\r\n%s" % (trace_id.encode(), self.server.node_header)
-        if answer.retry_after is not None:
-            headers += b"retry-after: %s\r\n" % answer.retry_after.encode()
-        if answer.challenge is not None:
-            headers += b"www-authenticate: %s\r\n" % answer.challenge.encode()
+        if answer.retry_after is not None or answer.challenge is not None:
+            headers += _header_lines(answer.error_headers())
         self.write(_json_response(answer.status, answer.body, headers, keep_alive, exchange.http10))
         self.finish(keep_alive)
 
@@ -717,6 +711,10 @@ def _check_request_line(http_version: str, hosts: int) -> None:
         )
     if hosts > 1 or (hosts == 0 and http_version == "1.1"):
         raise InvalidRequest("an HTTP/1.1 request carries exactly one Host header", code="bad_host")
+
+
+def _header_lines(headers: list[tuple[str, str]]) -> bytes:
+    return b"".join(b"%s: %s\r\n" % (name.encode(), value.encode()) for name, value in headers)
 
 
 def _json_response(

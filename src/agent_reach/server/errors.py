@@ -59,9 +59,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> Response:
         code = _HTTP_CODES.get(exc.status_code, "http_error")
-        error = ReachError(str(exc.detail), code=code)
-        error.status = exc.status_code  # type: ignore[misc]
-        return error_response(error)
+        return error_response(ReachError(str(exc.detail), code=code, status=exc.status_code))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:

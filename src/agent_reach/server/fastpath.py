@@ -29,7 +29,6 @@ from agent_reach.server.edge_stream import relay_asgi
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
 from agent_reach.server.media import check_json_body
-from agent_reach.server.responses import dump_json
 from agent_reach.wire.asgi_body import body_too_large as body_too_large
 from agent_reach.wire.asgi_body import read_body
 from agent_reach.wire.sse import accepts_event_stream
@@ -104,13 +103,7 @@ async def answer_invoke(
         deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
-        error = Answer(
-            exc.status,
-            dump_json(exc.to_body()),
-            retry_after=exc.retry_after(),
-            challenge=exc.challenge(),
-        )
-        return error, trace.trace_id
+        return Answer.of_error(exc), trace.trace_id
     # Most callers send `*/*` or JSON: the substring test keeps them off the parser.
     stream = accept is not None and b"event-stream" in accept.lower()
     stream = stream and accepts_event_stream(accept)
@@ -139,10 +132,8 @@ async def handle_invoke(
         await relay_asgi(answer.stream, [(b"x-trace-id", trace_id.encode())], receive, send)
         return
     headers = [*_JSON_HEADERS, (b"x-trace-id", trace_id.encode())]
-    if answer.retry_after is not None:
-        headers.append((b"retry-after", answer.retry_after.encode()))
-    if answer.challenge is not None:
-        headers.append((b"www-authenticate", answer.challenge.encode()))
+    if answer.retry_after is not None or answer.challenge is not None:
+        headers += [(name.encode(), value.encode()) for name, value in answer.error_headers()]
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body})
 

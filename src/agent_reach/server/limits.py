@@ -8,35 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.errors import CallerError, PayloadTooLarge, ReachError
-from agent_reach.server.responses import dump_json
+from agent_reach.errors import (
+    HeadersTooLarge,
+    PayloadTooLarge,
+    ReachError,
+    TargetTooLong,
+)
+from agent_reach.wire.rendering import error_body, error_headers
 
 MAX_HEADERS = 100  # Apache httpd's LimitRequestFields default; real clients send 5-20
 # A single 16 KB header is refused; nginx's default buffers hold 4 x 8 KiB.
 MAX_HEADER_BYTES = 16 * 1024
 # RFC 9112 §3: senders and recipients should support targets of at least 8,000 octets.
 MAX_TARGET_BYTES = 8 * 1024
-
-
-class HeadersTooLarge(CallerError):
-    """Too many request headers, or too many bytes of them (431, RFC 6585)."""
-
-    status = 431
-    code = "headers_too_large"
-
-
-class TargetTooLong(CallerError):
-    """The request target is longer than `MAX_TARGET_BYTES` (414, RFC 9110 §15.5.15)."""
-
-    status = 414
-    code = "uri_too_long"
-
-
-class VersionNotSupported(CallerError):
-    """A request line naming an HTTP version other than 1.0 and 1.1 (505)."""
-
-    status = 505
-    code = "http_version_not_supported"
 
 
 def check_target(size: int) -> None:
@@ -110,11 +94,8 @@ class BodyLimit:
 
 async def refuse(send: Any, error: ReachError) -> None:
     """Answer `error` and close: the rest of the request is never read."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-        }
-    )
-    await send({"type": "http.response.body", "body": dump_json(error.to_body())})
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    for name, value in error_headers(error.retry_after(), error.challenge()):
+        headers.append((name.encode(), value.encode()))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": error_body(error)})

@@ -13,19 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.errors import CallerError
+from agent_reach.errors import UnsupportedMediaType
 from agent_reach.server.limits import refuse
 
 _JSON = b"application/json"
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 _YAML_TOO = "/v1/workflows"  # POST: a named workflow, as JSON or YAML
-
-
-class UnsupportedMediaType(CallerError):
-    """A `/v1` body declared as something other than JSON (415, RFC 9110 §15.5.16)."""
-
-    status = 415
-    code = "unsupported_media_type"
 
 
 def _media(value: bytes) -> bytes:

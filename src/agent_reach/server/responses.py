@@ -1,4 +1,4 @@
-"""The one way errors reach the wire; JSON answers themselves are `wire/json_answers`."""
+"""Errors as `wire/rendering.py` renders them; JSON answers are `wire/json_answers`."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ from starlette.responses import Response
 from agent_reach.errors import ReachError
 from agent_reach.wire.json_answers import JSON as JSON
 from agent_reach.wire.json_answers import dump_json as dump_json
-from agent_reach.wire.json_answers import json_response
+from agent_reach.wire.json_answers import json_response as json_response
+from agent_reach.wire.rendering import error_body, error_headers
 
 
 def error_response(exc: ReachError) -> Response:
-    """`{"error": {"code", "message", ...}}` with the error's own status."""
-    headers = {}
-    if (retry_after := exc.retry_after()) is not None:
-        headers["retry-after"] = retry_after
-    if (challenge := exc.challenge()) is not None:
-        headers["www-authenticate"] = challenge
-    return json_response(exc.to_body(), exc.status, headers or None)
+    """`{"error": {"code", "message", ...}}` with the error's own status and headers."""
+    headers = dict(error_headers(exc.retry_after(), exc.challenge()))
+    return Response(error_body(exc), exc.status, headers or None, media_type=JSON)

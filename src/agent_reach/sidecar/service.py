@@ -165,8 +165,8 @@ class Sidecar:
                 timeout_s=self.config.service.timeout_s,
             )
         except AgentFailed as exc:
-            if isinstance(exc, AgentTimeout) or exc.details.get("outcome_unknown"):
-                exc.retryable = False  # type: ignore[misc]  # the service may have acted
+            if isinstance(exc, AgentTimeout) or exc.outcome_unknown:
+                exc.retryable = False  # the service may have acted
             raise
 
     async def is_service_healthy(self) -> bool:

@@ -201,8 +201,8 @@ class A2ATransport:
                 f"the A2A agent answered HTTP {streamed.status}",
                 http_status=streamed.status,
                 agent_answer=raw[:512].decode("utf-8", "replace"),
+                retryable=streamed.status >= 500 or streamed.status == 429,
             )
-            failure.retryable = streamed.status >= 500 or streamed.status == 429  # type: ignore[misc]
             raise failure
         # A whole JSON-RPC answer (an error up front, or a server that does not stream).
         try:
@@ -229,14 +229,13 @@ class A2ATransport:
             if state in msgs.COMPLETED:
                 return msgs.task_result(task)
             if state in msgs.FAILED or state in msgs.STUCK:
-                failure = AgentFailed(
+                raise AgentFailed(  # the agent decided: final
                     f"the A2A task ended {state}",
                     code="a2a_task_failed",
+                    retryable=False,
                     task_state=state,
                     agent_answer=msgs.task_result(task),
                 )
-                failure.retryable = False  # type: ignore[misc]  # the agent decided
-                raise failure
             left_s = deadline - loop.time()
             if left_s <= wait_s:
                 raise AgentTimeout(
@@ -307,9 +306,7 @@ class A2ATransport:
                 f"the A2A agent answered HTTP {response.status}",
                 http_status=response.status,
                 agent_answer=response.body[:512].decode("utf-8", "replace"),
-            )
-            failure.retryable = (  # type: ignore[misc]
-                not sent_before and (response.status >= 500 or response.status == 429)
+                retryable=not sent_before and (response.status >= 500 or response.status == 429),
             )
             raise failure
         try:
@@ -365,6 +362,4 @@ def _refuse_rest(status: int, raw: bytes) -> None:
 
 
 def _bad_answer(message: str) -> AgentFailed:
-    failure = AgentFailed(message, code="agent_bad_answer")
-    failure.retryable = False  # type: ignore[misc]  # it acted and answered
-    return failure
+    return AgentFailed(message, code="agent_bad_answer", retryable=False)  # it acted, answered

@@ -12,15 +12,13 @@ import math
 
 from agent_reach.errors import (
     AgentFailed,
-    AgentTimeout,
-    AgentUnreachable,
     HopLimit,
-    ReachError,
 )
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.agents import TransportSpec
 from agent_reach.wire import pool
+from agent_reach.wire.failures import Peer, delivery_failure
 from agent_reach.wire.http_body import (
     ACCEPT_ENCODING,
     BadBody,
@@ -37,13 +35,12 @@ from agent_reach.wire.urls import check_http_url, health_url
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
 _ACCEPT_ENCODING_LINE = f"accept-encoding: {ACCEPT_ENCODING}\r\n".encode()
+AGENT = Peer("the agent", sent="delivery")
 
 
 def _acted(message: str, code: str) -> AgentFailed:
     """A failure after the delivery was sent and answered: the agent acted; final."""
-    failure = AgentFailed(message, code=code, outcome_unknown=True)
-    failure.retryable = False  # type: ignore[misc]
-    return failure
+    return AgentFailed(message, code=code, retryable=False, outcome_unknown=True)
 
 
 def _result(response: pool.Response, limit: int) -> Shaped:
@@ -95,8 +92,8 @@ def _check_status(response: pool.Response) -> None:
             f"the agent answered HTTP {response.status}",
             http_status=response.status,
             agent_answer=failure_answer(response.body),
+            retryable=_is_retryable(response),
         )
-        failure.retryable = _is_retryable(response)  # type: ignore[misc]
         raise failure
 
 
@@ -147,7 +144,7 @@ class HttpTransport:
                 encoded=b"" if encoded is None else encoded,
             )
         except pool.PoolError as exc:
-            raise self._failure(exc, timeout_s) from None
+            raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
         _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
@@ -177,34 +174,19 @@ class HttpTransport:
                 return EventStream(streamed, timeout_s)
             body = await streamed.read_all()
         except pool.PoolError as exc:
-            raise self._failure(exc, timeout_s) from None
+            raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
         response = pool.Response(streamed.status, streamed.headers, body)
         _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
-    def _failure(self, exc: pool.PoolError, timeout_s: float) -> ReachError:
-        """What a pool error says about the agent (see `Transport.deliver`)."""
-        if isinstance(exc, pool.ConnectTimedOut):
-            # Under load a full listen backlog drops SYNs: weaker evidence than a refusal.
-            return AgentUnreachable(f"could not connect to the agent: {exc}", connect_timeout=True)
-        if isinstance(exc, pool.ConnectFailed):
-            return AgentUnreachable(f"could not connect to the agent: {exc}")
-        if isinstance(exc, pool.RequestTimeout):
-            return AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent)
-        if isinstance(exc, pool.ConnectionLost):
-            if not exc.sent:
-                return AgentUnreachable("the connection closed before the delivery was sent")
-            return AgentFailed(
-                "the connection closed before the agent answered", outcome_unknown=True
-            )
+    def _unreadable(self, exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
+        """A pool error saying the agent answered something this cannot read: it acted."""
         if isinstance(exc, pool.ResponseTooLarge):
             return _acted(
                 f"the agent's answer is over {self.client.max_response_bytes} bytes",
                 "agent_response_too_large",
             )
-        if isinstance(exc, pool.InvalidResponse):
-            return _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER)
-        return AgentUnreachable(f"could not reach the agent: {exc}")  # the pool is closed
+        return _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER)
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
         try:
