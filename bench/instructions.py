@@ -30,6 +30,7 @@ that costs the hot path says so in its own diff (`--write FILE` records new figu
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import re
@@ -40,6 +41,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -104,23 +106,45 @@ def child(requests: int, variant: str) -> None:
                 timed(requests)
 
 
+_MEASURED: ContextVar[bool] = ContextVar("measured", default=False)
+
+
 class Bytecodes:
     """Bytecodes executed and frames entered (or resumed), per code object, of the runs
-    made while `traced_runs` is in force, in the thread that makes them."""
+    made while `traced_runs` is in force, in the thread that makes them.
+
+    Counted: the frames the measured requests' tasks run (and any task they start, which
+    inherits their context) and the frames the loop runs outside any task (the delivery's
+    protocol callbacks). The loop's other tasks (flushes, sweeps, watchers, all on a
+    clock) are counted apart, in `background`: how much of them falls in a run depends on
+    how fast the host runs it, not on the requests."""
 
     def __init__(self) -> None:
         self.executed: Counter[CodeType] = Counter()
         self.entered: Counter[CodeType] = Counter()
+        self.background: Counter[CodeType] = Counter()
+        self.generated: dict[CodeType, str] = {}  # a dataclass's methods -> its class
 
     def _entered(self, frame: FrameType, event: str, arg: Any) -> Any:
         frame.f_trace_opcodes = True
-        self.entered[frame.f_code] += 1
-        return self._executed
+        if _MEASURED.get() or asyncio.current_task() is None:
+            code = frame.f_code
+            if code.co_filename == "<string>" and code not in self.generated:
+                owner = frame.f_locals.get("self")
+                self.generated[code] = type(owner).__qualname__ if owner is not None else "?"
+            self.entered[code] += 1
+            return self._executed
+        return self._elsewhere
 
     def _executed(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "opcode":
             self.executed[frame.f_code] += 1
         return self._executed
+
+    def _elsewhere(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            self.background[frame.f_code] += 1
+        return self._elsewhere
 
     @contextlib.contextmanager
     def traced_runs(self) -> Iterator[None]:
@@ -133,6 +157,7 @@ class Bytecodes:
             run = runner(service, key, requests)
 
             async def traced_run() -> float:
+                _MEASURED.set(True)  # this task's context: the callers' tasks copy it
                 sys.settrace(self._entered)
                 try:
                     return await run()
@@ -164,15 +189,46 @@ def per_request_figures(counts: Bytecodes, requests: int) -> dict[str, float]:
     }
 
 
+def _where(code: CodeType, generated: dict[CodeType, str]) -> str:
+    if code in generated:  # made by dataclasses: say for which class
+        return f"{generated[code]}.{code.co_name} (generated)"
+    return f"{_module(code)}:{code.co_firstlineno} {code.co_qualname}"
+
+
+def _module(code: CodeType) -> str:
+    """The file a code object comes from, from the package down when it is the project's."""
+    path = Path(code.co_filename)
+    parts = path.parts
+    if "agent_reach" in parts:
+        return "/".join(parts[parts.index("agent_reach") + 1 :])
+    return path.name
+
+
 def print_bytecodes(counts: Bytecodes, requests: int, top: int = 15) -> None:
+    """The figures per request, the `top` functions and modules by their own bytecodes,
+    and what the loop's background tasks ran beside them."""
     figures = per_request_figures(counts, requests)
     print(
         f"{requests} requests: {figures['bytecodes']:,.0f} bytecodes and "
         f"{figures['frames']:,.1f} Python frames entered or resumed per request"
     )
+    print("per request, functions (own bytecodes, frames):")
     for code, n in counts.executed.most_common(top):
-        where = f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_qualname}"
-        print(f"{n / requests:8,.0f}  {where}")
+        frames = counts.entered[code] / requests
+        print(f"{n / requests:8,.0f} {frames:6.1f}  {_where(code, counts.generated)}")
+    modules: Counter[str] = Counter()
+    for code, n in counts.executed.items():
+        modules[_module(code)] += n
+    print("per request, modules:")
+    for module, n in modules.most_common(top):
+        print(f"{n / requests:8,.0f}  {module}")
+    background = sum(counts.background.values())
+    print(
+        f"beside them, the loop's background tasks (not in the figures): "
+        f"{background / requests:,.0f} bytecodes per request, most in:"
+    )
+    for code, n in counts.background.most_common(5):
+        print(f"{n / requests:8,.0f}  {_where(code, counts.generated)}")
 
 
 def smallest_of_runs(requests: int, runs: int) -> dict[str, float]:
@@ -255,6 +311,9 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument(
+        "--top", type=int, default=15, help="with --bytecodes: functions and modules listed"
+    )
+    parser.add_argument(
         "--bytecodes", action="store_true", help="trace the bytecodes instead (no valgrind)"
     )
     budget = parser.add_mutually_exclusive_group()
@@ -290,7 +349,7 @@ def main() -> None:
         write_budget(args.write, args.requests, args.runs)
         return
     if args.bytecodes:
-        print_bytecodes(trace_bytecodes(args.requests), args.requests)
+        print_bytecodes(trace_bytecodes(args.requests), args.requests, args.top)
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is missing; install it with: apt-get install -y valgrind")
