@@ -66,11 +66,14 @@ class Outcomes:
     @classmethod
     def of(cls, counts: Mapping[str, int], policy: QualityPolicy) -> Outcomes:
         good, bad = policy.prior_good, policy.prior_bad
-        for kind, n in counts.items():
-            plus, minus = EVIDENCE.get(kind, (0.0, 0.0))
-            good += plus * n
-            bad += minus * n
-        kept: dict[str, int] = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
+        kept: dict[str, int] = {}  # in KINDS' order; another kind is no evidence
+        for kind in KINDS:
+            n = counts.get(kind)
+            if n:
+                kept[kind] = n
+                plus, minus = EVIDENCE[kind]
+                good += plus * n
+                bad += minus * n
         prior_mean = policy.prior_good / (policy.prior_good + policy.prior_bad)
         return cls(kept, round(min(1.0, good / (good + bad) / prior_mean), 4))
 
