@@ -66,14 +66,13 @@ class Outcomes:
     @classmethod
     def of(cls, counts: Mapping[str, int], policy: QualityPolicy) -> Outcomes:
         good, bad = policy.prior_good, policy.prior_bad
-        kept: dict[str, int] = {}  # in KINDS' order; another kind is no evidence
-        for kind in KINDS:
-            n = counts.get(kind)
-            if n:
-                kept[kind] = n
-                plus, minus = EVIDENCE[kind]
-                good += plus * n
-                bad += minus * n
+        kept = {kind: n for kind, n in counts.items() if n and kind in EVIDENCE}
+        if len(kept) > 1:  # in KINDS' order (and summed in it)
+            kept = {kind: kept[kind] for kind in KINDS if kind in kept}
+        for kind, n in kept.items():
+            plus, minus = EVIDENCE[kind]
+            good += plus * n
+            bad += minus * n
         prior_mean = policy.prior_good / (policy.prior_good + policy.prior_bad)
         return cls(kept, round(min(1.0, good / (good + bad) / prior_mean), 4))
 
