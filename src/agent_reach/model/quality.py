@@ -66,7 +66,10 @@ class Outcomes:
     @classmethod
     def of(cls, counts: Mapping[str, int], policy: QualityPolicy) -> Outcomes:
         good, bad = policy.prior_good, policy.prior_bad
-        kept = {kind: n for kind, n in counts.items() if n and kind in EVIDENCE}
+        kept: dict[str, int] = {}
+        for kind, n in counts.items():
+            if n and kind in EVIDENCE:
+                kept[kind] = n
         if len(kept) > 1:  # in KINDS' order (and summed in it)
             kept = {kind: kept[kind] for kind in KINDS if kind in kept}
         for kind, n in kept.items():
