@@ -108,10 +108,9 @@ async def answer_invoke(
             request = InvokeRequest.model_validate_json(raw)
         except ValidationError as exc:
             raise invalid_body(exc.errors()) from None
-        hop_budget = _count(fields.get(b"x-reach-hop"), "X-Reach-Hop", "invalid_hop")
-        deadline_ms = _count(
-            fields.get(b"x-reach-deadline-ms"), "X-Reach-Deadline-Ms", "invalid_deadline"
-        )
+        hop, deadline = fields.get(b"x-reach-hop"), fields.get(b"x-reach-deadline-ms")
+        hop_budget = _count(hop, "X-Reach-Hop", "invalid_hop")
+        deadline_ms = _count(deadline, "X-Reach-Deadline-Ms", "invalid_deadline")
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
         error = Answer(
