@@ -94,7 +94,7 @@ class QualityLedger:
         counts[kind] = counts.get(kind, 0) + 1
         instance = self._index.by_id.get(agent_id)
         if instance is not None:
-            instance.outcomes = Outcomes.of(counts, self.settings)
+            instance.outcomes = Outcomes.of(counts, self._policy().quality)
 
     def outcomes_of(self, agent_id: str) -> Outcomes:
         instance = self._index.by_id.get(agent_id)

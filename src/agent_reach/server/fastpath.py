@@ -109,8 +109,12 @@ async def answer_invoke(
         except ValidationError as exc:
             raise invalid_body(exc.errors()) from None
         hop, deadline = fields.get(b"x-reach-hop"), fields.get(b"x-reach-deadline-ms")
-        hop_budget = _count(hop, "X-Reach-Hop", "invalid_hop")
-        deadline_ms = _count(deadline, "X-Reach-Deadline-Ms", "invalid_deadline")
+        hop_budget = None if hop is None else _count(hop, "X-Reach-Hop", "invalid_hop")
+        deadline_ms = (
+            None
+            if deadline is None
+            else _count(deadline, "X-Reach-Deadline-Ms", "invalid_deadline")
+        )
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
         error = Answer(
@@ -157,10 +161,8 @@ async def handle_invoke(
     await send({"type": "http.response.body", "body": answer.body})
 
 
-def _count(header: bytes | None, name: str, code: str) -> int | None:
-    """A header holding a whole number up to `MAX_HEADER_COUNT`, or None when absent."""
-    if header is None:
-        return None
+def _count(header: bytes, name: str, code: str) -> int:
+    """A header holding a whole number up to `MAX_HEADER_COUNT`."""
     value = header.strip()
     if not value.isdigit():
         raise InvalidRequest(f"{name} must be a whole number of 0 or more", code=code)
