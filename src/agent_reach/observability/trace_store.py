@@ -76,12 +76,11 @@ class TraceStore:
 
     def add(self, span: Span) -> None:
         """Append a finished span to its trace, evicting the oldest trace when full."""
-        traces, trace_id = self._traces, span.trace_id
-        spans = traces.get(trace_id)
+        spans = self._traces.get(span.trace_id)
         if spans is None:
-            traces[trace_id] = [span]
-            if len(traces) > self.size:
-                self._principals.pop(traces.popitem(last=False)[0], None)
+            self._traces[span.trace_id] = [span]
+            if len(self._traces) > self.size:
+                self._principals.pop(self._traces.popitem(last=False)[0], None)
         elif len(spans) < MAX_SPANS_PER_TRACE:
             spans.append(span)
         else:
@@ -90,9 +89,9 @@ class TraceStore:
         if span.principal is not None or span.holder is not None:  # most spans name none
             for principal in (span.principal, span.holder):
                 if principal is not None:
-                    named = self._principals.get(trace_id, ())
+                    named = self._principals.get(span.trace_id, ())
                     if principal not in named:
-                        self._principals[trace_id] = (*named, principal)
+                        self._principals[span.trace_id] = (*named, principal)
 
     def get(self, trace_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The trace's summary and every span in start order, with wall-clock times.
