@@ -20,16 +20,20 @@ it). Needs Debian's valgrind: `apt-get install -y valgrind`.
 
 `--bytecodes` instead traces the same requests in this process (no valgrind): the
 bytecodes executed and the Python frames entered or resumed per request, and the
-functions that execute the most. With `--check FILE` it is the hot path's budget: the
-smallest of `--runs` traces (work done on a clock, such as expiry sweeps and flushes,
-only ever adds to a run, and adds more on a slower host) may not exceed the figures
-committed in FILE by more than `BUDGET_TOLERANCE`; the test command runs it, so a change
-that costs the hot path says so in its own diff (`--write FILE` records new figures).
+functions and modules that execute the most (`--top`). Counted: what the requests' own
+tasks run (and any task they start) and what the loop runs outside any task (the
+delivery's protocol callbacks); the loop's background tasks (flushes, sweeps, watchers,
+on a clock, so more of them falls in a run on a slower host) are counted apart and
+printed beside. With `--check FILE` it is the hot path's budget: the smallest of
+`--runs` traces may not exceed the figures committed in FILE by more than
+`BUDGET_TOLERANCE`; the test command runs it, so a change that costs the hot path says
+so in its own diff (`--write FILE` records new figures).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import re
@@ -40,6 +44,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -53,8 +58,8 @@ import recording  # noqa: E402
 from recording import IN_FLIGHT, VARIANTS, coordinator, replaced  # noqa: E402
 
 WARMUP = 640  # requests per warm-up run: every code path taken and every cache filled
-# Runs of one traced process differ by up to ~2 % (expiry sweeps and flushes run on a
-# clock): 5 % over the committed figure is a real cost, not the host's noise.
+# Runs of one traced process differ by ~0.1 % (how often the requests' coroutines resume
+# varies a little): 5 % over the committed figure is a real cost, not the host's noise.
 BUDGET_TOLERANCE = 0.05
 BUDGET_RUNS = 3
 EVERYTHING_ON = "everything on"
@@ -104,23 +109,45 @@ def child(requests: int, variant: str) -> None:
                 timed(requests)
 
 
+_MEASURED: ContextVar[bool] = ContextVar("measured", default=False)
+
+
 class Bytecodes:
     """Bytecodes executed and frames entered (or resumed), per code object, of the runs
-    made while `traced_runs` is in force, in the thread that makes them."""
+    made while `traced_runs` is in force, in the thread that makes them.
+
+    Counted: the frames the measured requests' tasks run (and any task they start, which
+    inherits their context) and the frames the loop runs outside any task (the delivery's
+    protocol callbacks). The loop's other tasks (flushes, sweeps, watchers, all on a
+    clock) are counted apart, in `background`: how much of them falls in a run depends on
+    how fast the host runs it, not on the requests."""
 
     def __init__(self) -> None:
         self.executed: Counter[CodeType] = Counter()
         self.entered: Counter[CodeType] = Counter()
+        self.background: Counter[CodeType] = Counter()
+        self.generated: dict[CodeType, str] = {}  # a dataclass's methods -> its class
 
     def _entered(self, frame: FrameType, event: str, arg: Any) -> Any:
         frame.f_trace_opcodes = True
-        self.entered[frame.f_code] += 1
-        return self._executed
+        if _MEASURED.get() or asyncio.current_task() is None:
+            code = frame.f_code
+            if code.co_filename == "<string>" and code not in self.generated:
+                owner = frame.f_locals.get("self")
+                self.generated[code] = type(owner).__qualname__ if owner is not None else "?"
+            self.entered[code] += 1
+            return self._executed
+        return self._elsewhere
 
     def _executed(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "opcode":
             self.executed[frame.f_code] += 1
         return self._executed
+
+    def _elsewhere(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            self.background[frame.f_code] += 1
+        return self._elsewhere
 
     @contextlib.contextmanager
     def traced_runs(self) -> Iterator[None]:
@@ -133,6 +160,7 @@ class Bytecodes:
             run = runner(service, key, requests)
 
             async def traced_run() -> float:
+                _MEASURED.set(True)  # this task's context: the callers' tasks copy it
                 sys.settrace(self._entered)
                 try:
                     return await run()
@@ -164,20 +192,53 @@ def per_request_figures(counts: Bytecodes, requests: int) -> dict[str, float]:
     }
 
 
+def _where(code: CodeType, generated: dict[CodeType, str]) -> str:
+    if code in generated:  # made by dataclasses: say for which class
+        return f"{generated[code]}.{code.co_name} (generated)"
+    return f"{_module(code)}:{code.co_firstlineno} {code.co_qualname}"
+
+
+def _module(code: CodeType) -> str:
+    """The file a code object comes from, from the package down when it is the project's."""
+    path = Path(code.co_filename)
+    parts = path.parts
+    if "agent_reach" in parts:
+        return "/".join(parts[parts.index("agent_reach") + 1 :])
+    return path.name
+
+
 def print_bytecodes(counts: Bytecodes, requests: int, top: int = 15) -> None:
+    """The figures per request, the `top` functions and modules by their own bytecodes,
+    and what the loop's background tasks ran beside them."""
     figures = per_request_figures(counts, requests)
     print(
         f"{requests} requests: {figures['bytecodes']:,.0f} bytecodes and "
         f"{figures['frames']:,.1f} Python frames entered or resumed per request"
     )
+    print("per request, functions (own bytecodes, frames):")
     for code, n in counts.executed.most_common(top):
-        where = f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_qualname}"
-        print(f"{n / requests:8,.0f}  {where}")
+        frames = counts.entered[code] / requests
+        print(f"{n / requests:8,.0f} {frames:6.1f}  {_where(code, counts.generated)}")
+    modules: Counter[str] = Counter()
+    for code, n in counts.executed.items():
+        modules[_module(code)] += n
+    print("per request, modules:")
+    for module, n in modules.most_common(top):
+        print(f"{n / requests:8,.0f}  {module}")
+    background = sum(counts.background.values())
+    print(
+        f"beside them, the loop's background tasks (not in the figures): "
+        f"{background / requests:,.0f} bytecodes per request, most in:"
+    )
+    for code, n in counts.background.most_common(5):
+        print(f"{n / requests:8,.0f}  {_where(code, counts.generated)}")
 
 
 def smallest_of_runs(requests: int, runs: int) -> dict[str, float]:
     """Each figure's smallest value over `runs` traces of `requests` invokes."""
     traced = [per_request_figures(trace_bytecodes(requests), requests) for _ in range(runs)]
+    for name in traced[0]:
+        print(f"{name} per request, each run: " + ", ".join(f"{run[name]:,.1f}" for run in traced))
     return {name: min(run[name] for run in traced) for name in traced[0]}
 
 
@@ -221,7 +282,10 @@ def check_budget(path: Path, requests: int, runs: int) -> int:
 def write_budget(path: Path, requests: int, runs: int) -> None:
     figures = smallest_of_runs(requests, runs)
     record = {
-        "what": "bench/instructions.py --bytecodes: smallest of runs, per /v1/invoke",
+        "what": (
+            "bench/instructions.py --bytecodes: per /v1/invoke, what the requests' tasks and "
+            "the loop's callbacks run (its background tasks apart); the smallest of the runs"
+        ),
         "requests": requests,
         "runs": runs,
         "python": sys.version.split()[0],
@@ -254,6 +318,9 @@ def parse_args() -> argparse.Namespace:
         help="also measure with this part switched off (bench/recording.py's variants)",
     )
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--top", type=int, default=15, help="with --bytecodes: functions and modules listed"
+    )
     parser.add_argument(
         "--bytecodes", action="store_true", help="trace the bytecodes instead (no valgrind)"
     )
@@ -290,7 +357,7 @@ def main() -> None:
         write_budget(args.write, args.requests, args.runs)
         return
     if args.bytecodes:
-        print_bytecodes(trace_bytecodes(args.requests), args.requests)
+        print_bytecodes(trace_bytecodes(args.requests), args.requests, args.top)
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is missing; install it with: apt-get install -y valgrind")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,43 @@ def test_bytecodes_are_counted_in_the_loop_thread_for_the_measured_requests_only
     # each request enters the fast path once and resumes it at least once, after its delivery
     assert entered["answer_invoke"] >= 2 * 64
     assert counts.executed[answer_invoke.__code__] > 64 * 100
+
+
+def test_the_loops_other_tasks_are_counted_apart_from_the_requests(bench):
+    counts = bench.Bytecodes()
+
+    def flush() -> int:
+        return sum(range(3))
+
+    def serve() -> int:
+        return sum(range(5))
+
+    async def background() -> None:
+        while True:
+            flush()
+            await asyncio.sleep(0)
+
+    async def request() -> None:
+        for _ in range(3):
+            serve()
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        task = asyncio.create_task(background())  # started before the requests' context
+        await asyncio.sleep(0)
+        bench._MEASURED.set(True)
+        sys.settrace(counts._entered)
+        try:
+            await asyncio.gather(request(), request())
+        finally:
+            sys.settrace(None)
+        task.cancel()
+
+    asyncio.run(run())
+    assert counts.entered[serve.__code__] == 6
+    assert counts.executed[serve.__code__] > 0
+    assert flush.__code__ not in counts.executed and flush.__code__ not in counts.entered
+    assert counts.background[flush.__code__] > 0
 
 
 def test_requests_that_the_callers_cannot_share_evenly_are_refused():

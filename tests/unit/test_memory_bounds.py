@@ -37,6 +37,23 @@ def test_expired_entries_do_not_pile_up_under_writes() -> None:
     assert entries.get("k9999") == 9999
 
 
+def test_a_batch_written_at_once_sweeps_and_expires_as_single_writes() -> None:
+    clock = ManualClock()
+    entries: ExpiringDict[int] = ExpiringDict(clock.monotonic)
+    entries.set("old", 0, 1.0)
+    clock.advance(2)
+    entries.set_many([("a", 1), ("b", 2), ("a", 3)], 10)  # sweeps "old"; a rewrite wins
+
+    assert len(entries) == 2
+    assert entries.get("a") == 3 and entries.get("b") == 2
+    for n in range(200):  # stale heap rows do not pile up either
+        entries.set_many([(f"k{n}", n)], 10)
+        clock.advance(0.1)
+    assert len(entries._deadlines) <= 2 * len(entries) + 64
+    clock.advance(10)
+    assert entries.get("a") is None and entries.get("k199") is None
+
+
 async def test_beyond_the_budget_the_oldest_answers_are_forgotten_first() -> None:
     clock = ManualClock()
     store = MemoryIdempotencyStore(clock, max_bytes=10 * RECORD)

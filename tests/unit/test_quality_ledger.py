@@ -90,6 +90,20 @@ async def test_outcomes_are_shared_through_the_store_and_forgotten_after_the_win
     assert index.by_id["a-1"].outcomes == Outcomes({}, 1.0)
 
 
+async def test_an_outcome_counts_at_once_on_top_of_the_window_read_back() -> None:
+    ledger, index, clock = ledger_of("a-1")
+    other = QualityLedger(ledger._store, index, ledger._policy, clock)  # another coordinator
+    other.record("a-1", "bounced")
+    other.record("gone", "failed")  # an instance no longer registered here
+    await other.refresh()
+    await ledger.refresh()
+    ledger.record("a-1", "completed")  # no flush yet: on top of the totals read back
+    ledger.record("gone", "failed")
+    assert list(index.by_id["a-1"].outcomes.counts.items()) == [("completed", 1), ("bounced", 1)]
+    assert index.by_id["a-1"].outcomes.quality == pytest.approx((4 / 6) / (3 / 4), abs=1e-4)
+    assert ledger.outcomes_of("gone").counts == {"failed": 2}
+
+
 async def test_the_caller_rates_once_and_anyone_else_is_told_there_is_no_such_request() -> None:
     ledger, index, _ = ledger_of("a-1")
     ledger.served("r-1", "a-1", ALICE)

@@ -38,7 +38,7 @@ from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import AlreadyRated, ReachError, UnknownRequest
 from agent_reach.model.keys import Principal
-from agent_reach.model.quality import KINDS, PRIOR, OutcomeKind, Outcomes, QualityPolicy
+from agent_reach.model.quality import PRIOR, OutcomeKind, Outcomes, QualityPolicy
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.security.ownership import may_use
@@ -67,7 +67,8 @@ class QualityLedger:
         self._pending: Counter[str] = Counter()  # "kind\tagent_id" -> n, not yet written
         self._served: list[tuple[str, bytes]] = []
         self._recent: dict[str, bytes] = {}  # served since the last flush: rated before it
-        self._totals: Counter[str] = Counter()  # the window as last read, plus pending
+        # agent id -> kind -> n (never 0): the window as last read, plus what was recorded since
+        self._totals: dict[str, dict[str, int]] = {}
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -76,18 +77,20 @@ class QualityLedger:
 
     def record(self, agent_id: str, kind: OutcomeKind) -> None:
         """Count one outcome of `agent_id` (here at once, everywhere after the next flush)."""
-        field = f"{kind}\t{agent_id}"
-        self._pending[field] += 1
-        self._totals[field] += 1
+        self._pending[f"{kind}\t{agent_id}"] += 1
+        counts = self._totals.get(agent_id)
+        if counts is None:
+            counts = self._totals[agent_id] = {}
+        counts[kind] = counts.get(kind, 0) + 1
         instance = self._index.by_id.get(agent_id)
         if instance is not None:
-            instance.outcomes = Outcomes.of(_counts_of(self._totals, agent_id), self.settings)
+            instance.outcomes = Outcomes.of(counts, self._policy().quality)
 
     def outcomes_of(self, agent_id: str) -> Outcomes:
         instance = self._index.by_id.get(agent_id)
         if instance is not None:
             return instance.outcomes
-        return Outcomes.of(_counts_of(self._totals, agent_id), self.settings)
+        return Outcomes.of(self._totals.get(agent_id, {}), self.settings)
 
     def served(self, request_id: str, agent_id: str, principal: Principal) -> None:
         """Remember who served `request_id` for whom, so that it can be rated."""
@@ -146,16 +149,17 @@ class QualityLedger:
         self._recent = {request_id: record for request_id, record in self._served}
         totals = Counter(await self._store.totals(series, range(now - BUCKETS + 1, now + 1)))
         totals.update(self._pending)  # recorded while the totals were read
-        self._totals = totals
-        self._apply(settings)
+        self._apply(totals, settings)
 
-    def _apply(self, settings: QualityPolicy) -> None:
-        """Every instance's outcomes from the totals (the prior for one with none)."""
+    def _apply(self, totals: Counter[str], settings: QualityPolicy) -> None:
+        """The window's totals by agent, and every instance's outcomes from them (the
+        prior for one with none)."""
         by_agent: dict[str, dict[str, int]] = {}
-        for field, n in self._totals.items():
+        for field, n in totals.items():
             kind, _, agent_id = field.partition("\t")
             if n:
                 by_agent.setdefault(agent_id, {})[kind] = n
+        self._totals = by_agent
         prior = PRIOR if settings == QualityPolicy() else Outcomes.of({}, settings)
         for agent_id, instance in self._index.by_id.items():
             counts = by_agent.get(agent_id)
@@ -180,10 +184,6 @@ class QualityLedger:
                 log.warning("quality_refresh_failed", error=exc.code)
             honour_cancel()
             await asyncio.sleep(REFRESH_S)
-
-
-def _counts_of(totals: Counter[str], agent_id: str) -> dict[str, int]:
-    return {kind: totals[f"{kind}\t{agent_id}"] for kind in KINDS}
 
 
 def _may_rate(principal: Principal, served: dict[str, object]) -> bool:

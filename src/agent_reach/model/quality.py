@@ -66,11 +66,16 @@ class Outcomes:
     @classmethod
     def of(cls, counts: Mapping[str, int], policy: QualityPolicy) -> Outcomes:
         good, bad = policy.prior_good, policy.prior_bad
+        kept: dict[str, int] = {}
         for kind, n in counts.items():
-            plus, minus = EVIDENCE.get(kind, (0.0, 0.0))
+            if n and kind in EVIDENCE:
+                kept[kind] = n
+        if len(kept) > 1:  # in KINDS' order (and summed in it)
+            kept = {kind: kept[kind] for kind in KINDS if kind in kept}
+        for kind, n in kept.items():
+            plus, minus = EVIDENCE[kind]
             good += plus * n
             bad += minus * n
-        kept: dict[str, int] = {kind: counts[kind] for kind in KINDS if counts.get(kind)}
         prior_mean = policy.prior_good / (policy.prior_good + policy.prior_bad)
         return cls(kept, round(min(1.0, good / (good + bad) / prior_mean), 4))
 

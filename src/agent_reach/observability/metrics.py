@@ -273,7 +273,8 @@ class Metrics:
 
     def request_seconds_of(self, capability: str) -> _Bucketed:
         """`request_seconds` for one capability."""
-        return self.request_seconds.labels(capability)
+        found = self.request_seconds.children.get((capability,))  # labels(), inline: per request
+        return self.request_seconds.labels(capability) if found is None else found
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, cached: the hot path asks for the same few every time.

@@ -86,11 +86,12 @@ class TraceStore:
         else:
             self.dropped_spans += 1
             return
-        for principal in (span.principal, span.holder):
-            if principal is not None:
-                named = self._principals.get(span.trace_id, ())
-                if principal not in named:
-                    self._principals[span.trace_id] = (*named, principal)
+        if span.principal is not None or span.holder is not None:  # most spans name none
+            for principal in (span.principal, span.holder):
+                if principal is not None:
+                    named = self._principals.get(span.trace_id, ())
+                    if principal not in named:
+                        self._principals[span.trace_id] = (*named, principal)
 
     def get(self, trace_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The trace's summary and every span in start order, with wall-clock times.

@@ -39,12 +39,12 @@ class TraceContext:
 def new_span_id() -> str:
     """64 random bits as 16 hex digits; never all zeros (the W3C invalid span id)."""
     # random, not os.urandom: a span id is not a secret and a syscall per hop costs ~0.5 µs.
-    return (_rng.getrandbits(64) or 1).to_bytes(8, "big").hex()
+    return f"{_rng.getrandbits(64) or 1:016x}"
 
 
 def new_trace() -> TraceContext:
     """A fresh trace id: 128 random bits (not a secret, so no syscall), never all zeros."""
-    return TraceContext((_rng.getrandbits(128) or 1).to_bytes(16, "big").hex())
+    return TraceContext(f"{_rng.getrandbits(128) or 1:032x}")
 
 
 def continue_trace(traceparent: str | None) -> TraceContext:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -52,45 +53,27 @@ async def answer_invoke(
     its error answer; `headers` are (lower-case name, value) pairs; `body` the whole
     body when it has already been read, else how to read it; `peer` the connection's
     verified client certificate, the credential when there is no Authorization."""
-    authorization: list[str] = []
-    traceparent: str | None = None
-    hop_header: bytes | None = None
-    deadline_header: bytes | None = None
-    declared: int | None = None
-    accept: bytes | None = None
-    content_type: bytes | None = None
-    host: bytes | None = None
-    origin: bytes | None = None
-    header_bytes = 0
-    for name, value in headers:
-        header_bytes += len(name) + len(value)
-        if name == b"authorization":
-            authorization.append(value.decode("latin-1"))
-        elif name == b"traceparent":
-            traceparent = value.decode("latin-1")
-        elif name == b"x-reach-hop":
-            hop_header = value
-        elif name == b"x-reach-deadline-ms":
-            deadline_header = value
-        elif name == b"content-length" and value.isdigit():
-            declared = int(value)
-        elif name == b"accept":
-            accept = value
-        elif name == b"content-type":
-            content_type = value
-        elif name == b"host":
-            host = value
-        elif name == b"origin":
-            origin = value
-    trace = continue_trace(traceparent)
+    fields = dict(headers)  # a name sent twice: its last value
+    header_bytes = sum(map(len, chain.from_iterable(headers)))
+    repeated = len(fields) < len(headers)
+    length = fields.get(b"content-length")
+    if repeated:  # the last Content-Length that is a number
+        length = next(
+            (v for n, v in reversed(headers) if n == b"content-length" and v.isdigit()), None
+        )
+    declared = int(length) if length is not None and length.isdigit() else None
+    traceparent = fields.get(b"traceparent")
+    trace = continue_trace(None if traceparent is None else traceparent.decode("latin-1"))
     try:
         check_headers(len(headers), header_bytes)
-        service.security.origins.check("/v1/invoke", host, origin)
-        if len(authorization) > 1:
+        service.security.origins.check("/v1/invoke", fields.get(b"host"), fields.get(b"origin"))
+        if repeated and sum(name == b"authorization" for name, _ in headers) > 1:
             raise InvalidRequest("send one Authorization header", code="duplicate_authorization")
         if declared != 0:
-            check_json_body(content_type)
-        security, presented = service.security, authorization[0] if authorization else None
+            check_json_body(fields.get(b"content-type"))
+        authorization = fields.get(b"authorization")
+        security = service.security
+        presented = None if authorization is None else authorization.decode("latin-1")
         principal = security.authenticate_cached(presented, peer)
         if principal is None:
             principal = await security.authenticate(presented, peer)
@@ -99,12 +82,18 @@ async def answer_invoke(
             request = InvokeRequest.model_validate_json(raw)
         except ValidationError as exc:
             raise invalid_body(exc.errors()) from None
-        hop_budget = _count(hop_header, "X-Reach-Hop", "invalid_hop")
-        deadline_ms = _count(deadline_header, "X-Reach-Deadline-Ms", "invalid_deadline")
+        hop, deadline = fields.get(b"x-reach-hop"), fields.get(b"x-reach-deadline-ms")
+        hop_budget = None if hop is None else _count(hop, "X-Reach-Hop", "invalid_hop")
+        deadline_ms = (
+            None
+            if deadline is None
+            else _count(deadline, "X-Reach-Deadline-Ms", "invalid_deadline")
+        )
     except ReachError as exc:
         exc.details.setdefault("trace_id", trace.trace_id)
         return Answer.of_error(exc), trace.trace_id
     # Most callers send `*/*` or JSON: the substring test keeps them off the parser.
+    accept = fields.get(b"accept")
     stream = accept is not None and b"event-stream" in accept.lower()
     stream = stream and accepts_event_stream(accept)
     answer = await service.handle(
@@ -138,10 +127,8 @@ async def handle_invoke(
     await send({"type": "http.response.body", "body": answer.body})
 
 
-def _count(header: bytes | None, name: str, code: str) -> int | None:
-    """A header holding a whole number up to `MAX_HEADER_COUNT`, or None when absent."""
-    if header is None:
-        return None
+def _count(header: bytes, name: str, code: str) -> int:
+    """A header holding a whole number up to `MAX_HEADER_COUNT`."""
     value = header.strip()
     if not value.isdigit():
         raise InvalidRequest(f"{name} must be a whole number of 0 or more", code=code)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -40,6 +40,19 @@ class ExpiringDict(Generic[V]):
         self._entries[key] = (deadline, write, value)
         heapq.heappush(self._deadlines, (deadline, write, key))
         if len(self._deadlines) > 2 * len(self._entries) + 64:
+            self._compact()
+
+    def set_many(self, items: Iterable[tuple[str, V]], ttl_s: float) -> None:
+        """`set` each (key, value), with one reading of the clock and one sweep for all."""
+        now = self._now()
+        self.sweep(now)
+        deadline = now + ttl_s
+        entries, deadlines, writes = self._entries, self._deadlines, self._writes
+        for key, value in items:
+            write = next(writes)
+            entries[key] = (deadline, write, value)
+            heapq.heappush(deadlines, (deadline, write, key))
+        if len(deadlines) > 2 * len(entries) + 64:
             self._compact()
 
     def pop(self, key: str) -> None:

@@ -30,8 +30,7 @@ class MemoryQualityStore:
         return dict(total)
 
     async def put_served(self, records: Sequence[tuple[str, bytes]], ttl_s: float) -> None:
-        for request_id, record in records:
-            self._served.set(request_id, record, ttl_s)
+        self._served.set_many(records, ttl_s)
 
     async def served(self, request_id: str) -> bytes | None:
         return self._served.get(request_id)
