@@ -154,3 +154,52 @@ def test_the_higher_centre_of_siblings_and_reference_texts_wins():
     )
     calibration = fit_calibration(("embedding",), trial)
     assert calibration.confidence(0.39) < 0.5 < calibration.confidence(0.41)
+
+
+def test_without_in_scope_texts_the_others_keep_their_share_of_the_best():
+    """Description-only cards: the reference set centres the map on the best score, and
+    two capabilities that split a text 0.66 / 0.33 stay apart by the margin instead of
+    both being lifted to ~1 by a low midpoint."""
+    reference = np.linspace(0.001, 0.02, 100)
+    trial = Trial(
+        best=reference,
+        second=np.zeros(100),
+        is_right=np.zeros(100, bool),
+        in_scope=np.zeros(100, bool),
+        reference=np.ones(100, bool),
+    )
+    calibration = fit_calibration(("embedding",), trial)
+    assert calibration.relative and not calibration.sloped
+    best, second = calibration.confidences([0.66, 0.33])
+    assert calibration.confidence(0.33) > 0.95  # mapped alone: no margin left
+    assert best == pytest.approx(calibration.confidence(0.66))
+    assert second == pytest.approx(best / 2)
+    expected = calibration.expected(0.5, 0.15)
+    assert expected is not None
+    assert expected.out_of_scope_recall == pytest.approx(TARGET_REFERENCE_RECALL, abs=0.01)
+
+
+def test_with_siblings_held_out_the_slope_is_fitted_against_them_not_the_reference():
+    """A catalog with its own out-of-scope side (held-out siblings) fits its slope as it
+    did before the reference set; easy reference texts only raise the midpoint."""
+    right = np.linspace(0.5, 0.95, 40)
+    siblings = np.linspace(0.05, 0.6, 40)
+    base = Trial(
+        best=np.concatenate([right, siblings]),
+        second=np.zeros(80),
+        is_right=np.concatenate([np.ones(40, bool), np.zeros(40, bool)]),
+        in_scope=np.concatenate([np.ones(40, bool), np.zeros(40, bool)]),
+        reference=np.zeros(80, bool),
+    )
+    with_reference = Trial(
+        best=np.concatenate([base.best, np.full(400, 0.001)]),
+        second=np.zeros(480),
+        is_right=np.concatenate([base.is_right, np.zeros(400, bool)]),
+        in_scope=np.concatenate([base.in_scope, np.zeros(400, bool)]),
+        reference=np.concatenate([base.reference, np.ones(400, bool)]),
+    )
+    before = fit_calibration(("embedding",), base)
+    after = fit_calibration(("embedding",), with_reference)
+    assert after.sloped and not after.relative
+    assert after.slope == pytest.approx(before.slope)
+    assert after.intercept == pytest.approx(before.intercept)

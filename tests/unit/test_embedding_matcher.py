@@ -91,9 +91,9 @@ async def test_a_trial_of_the_same_capabilities_starts_from_the_last_one_the_fit
     starts: list[np.ndarray | None] = []
     fit_logistic = embedding._fit_logistic
 
-    def spy(x, labels, n_classes, start=None, sample=None):
+    def spy(x, labels, n_classes, start=None):
         starts.append(start)
-        return fit_logistic(x, labels, n_classes, start, sample)
+        return fit_logistic(x, labels, n_classes, start)
 
     monkeypatch.setattr(embedding, "_fit_logistic", spy)
     card = CATALOG["order.cancel"]

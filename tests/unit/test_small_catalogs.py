@@ -19,32 +19,12 @@ BENCH = Path(__file__).parents[2] / "bench" / "small_catalogs.py"
 MIN_IN_SCOPE_SHARE = 0.8
 
 
-# Known miss (issue 45): with the reference set calibrating these catalogs, "怎么办" scores
-# above 95 % of the reference texts for order.track once "我买的东西怎么还没到" is learned
-# on 1 and 2 capabilities, and routes there. Strict: the day it is refused, this fails.
-KNOWN_MISS = pytest.mark.xfail(
-    strict=True, reason="'怎么办' follows a learned example on 1 and 2 capabilities"
-)
-
-
-@pytest.mark.parametrize(
-    ("size", "learned"),
-    [
-        (1, False),
-        pytest.param(1, True, marks=KNOWN_MISS),
-        (2, False),
-        pytest.param(2, True, marks=KNOWN_MISS),
-        (5, False),
-        (5, True),
-    ],
-)
-async def test_off_topic_text_reaches_no_business_agent_and_in_scope_text_routes(
-    bench, size, learned
-):
-    outcome = next(o for o in await bench.evaluate(size) if o.learned == learned)
-    share = outcome.in_scope_right / outcome.in_scope_total
-    assert share >= MIN_IN_SCOPE_SHARE, (size, outcome.learned, outcome.in_scope_wrong)
-    assert outcome.off_topic_to_business == [], (size, outcome.learned)
+@pytest.mark.parametrize("size", [1, 2, 5])
+async def test_off_topic_text_reaches_no_business_agent_and_in_scope_text_routes(bench, size):
+    for outcome in await bench.evaluate(size):
+        assert outcome.off_topic_to_business == [], (size, outcome.learned)
+        share = outcome.in_scope_right / outcome.in_scope_total
+        assert share >= MIN_IN_SCOPE_SHARE, (size, outcome.learned, outcome.in_scope_wrong)
 
 
 def test_an_uncalibrated_raw_score_must_clear_the_threshold_by_the_margin(bench):

@@ -65,9 +65,9 @@ MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
 TARGET_OOS_RECALL = 0.6
 # The packaged reference set's texts (routing/reference) are out of scope on every catalog,
 # with or without examples: the midpoint is at least where this share of them (held out
-# of the classifier's "none of them" class, fold by fold) scores below it. They are far
-# easier to refuse than held-out siblings, so the share is high; on catalogs with many
-# examples the siblings' midpoint is the higher one and this changes nothing.
+# of the matchers' background, fold by fold) scores below it. They are far easier to
+# refuse than held-out siblings, so the share is high; on catalogs with many examples the
+# siblings' midpoint is the higher one and this changes nothing.
 TARGET_REFERENCE_RECALL = 0.95
 
 
@@ -192,6 +192,14 @@ class Calibration:
     out_of_scope_texts: int
     fitted: bool  # False: too few held-out texts, raw scores pass through unchanged
     trial: Trial | None = field(default=None, repr=False, compare=False)
+    # True: no slope was fitted (too few in-scope texts): only the best score is mapped,
+    # the others keep their share of it (`confidences`)
+    relative: bool = False
+
+    @property
+    def sloped(self) -> bool:
+        """Fitted with a slope of its own (in-scope and out-of-scope texts to fit it on)."""
+        return self.fitted and not self.relative
 
     def confidence(self, raw: float) -> float:
         """The calibrated confidence of a raw score: P(routing on it is right)."""
@@ -199,13 +207,33 @@ class Calibration:
             return raw
         return _sigmoid(self.slope * _logit(raw) + self.intercept)
 
+    def confidences(self, raw: Sequence[float]) -> list[float]:
+        """The calibrated confidences of one text's raw scores, best first. On a catalog
+        with no in-scope texts to fit a slope on (description-only cards) the reference
+        set only says where the best must stand; mapping each score alone with the
+        prior's slope would lift any two above a low midpoint to nearly 1 (the margin
+        rule then refuses every text that two capabilities share), so the others keep
+        their ratio to the best."""
+        if not raw:
+            return []
+        if not self.relative or raw[0] <= 0:
+            return [self.confidence(r) for r in raw]
+        best = self.confidence(raw[0])
+        return [best * r / raw[0] for r in raw]
+
     def expected(self, min_confidence: float, margin: float) -> Expected | None:
         """In-scope accuracy, refusals, out-of-scope recall and precision at thresholds."""
         trial = self.trial
         if trial is None or not len(trial.best):
             return None
         best = self._vector(trial.best)
-        routed = (best >= min_confidence) & (best - self._vector(trial.second) >= margin)
+        if self.relative:
+            share = np.zeros_like(best)
+            np.divide(trial.second, trial.best, out=share, where=trial.best > 0)
+            second = best * share
+        else:
+            second = self._vector(trial.second)
+        routed = (best >= min_confidence) & (best - second >= margin)
         ins, oos = trial.in_scope, ~trial.in_scope
         right = routed & trial.is_right
         n_in, n_out = max(int(ins.sum()), 1), max(int(oos.sum()), 1)
@@ -232,20 +260,28 @@ def identity(matchers: tuple[str, ...]) -> Calibration:
 
 
 def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
-    """The map from the best raw score: the balanced logistic fit's slope (the prior's, 1,
-    with fewer than MIN_TEXTS in-scope texts: a catalog of description-only cards), centred
-    where TARGET_OOS_RECALL of the held-out siblings and TARGET_REFERENCE_RECALL of the
-    reference texts score below it, whichever is higher."""
+    """The map from the best raw score: the balanced logistic fit's slope, centred where
+    TARGET_OOS_RECALL of the held-out siblings and TARGET_REFERENCE_RECALL of the reference
+    texts score below it, whichever is higher.
+
+    The out-of-scope side is sized to the catalog: one with held-out siblings (enough
+    capabilities with examples) fits its slope against them, as their traffic is what it
+    must tell apart; one without (a single capability, description-only cards) against
+    the reference texts. With fewer than MIN_TEXTS in-scope texts there is no slope to
+    fit: the prior's, 1, and the map is `relative`."""
     n_in, n_out = int(trial.in_scope.sum()), int((~trial.in_scope).sum())
     siblings = ~trial.in_scope & ~trial.reference
     if n_out < MIN_TEXTS:
         return Calibration(matchers, 1.0, 0.0, n_in, n_out, fitted=False, trial=trial)
     x = _logits(trial.best)
-    slope = 1.0
-    if n_in >= MIN_TEXTS:
-        y = trial.is_right.astype(np.float64)
-        weight = np.where(trial.in_scope, 0.5 / n_in, 0.5 / n_out) * len(x)
-        slope = max(_newton(x, y, weight)[0], MIN_SLOPE)
+    slope, relative = 1.0, n_in < MIN_TEXTS
+    if not relative:
+        against = siblings if siblings.sum() >= MIN_TEXTS else ~trial.in_scope
+        used = trial.in_scope | against
+        n_against = int(against.sum())
+        y = trial.is_right[used].astype(np.float64)
+        weight = np.where(trial.in_scope[used], 0.5 / n_in, 0.5 / n_against) * int(used.sum())
+        slope = max(_newton(x[used], y, weight)[0], MIN_SLOPE)
     centres = []
     if siblings.sum() >= MIN_TEXTS:
         centres.append(float(np.quantile(x[siblings], TARGET_OOS_RECALL)))
@@ -254,7 +290,9 @@ def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
     if not centres:  # a few of each kind: all of them, at the siblings' share
         centres.append(float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL)))
     intercept = -slope * max(centres)
-    return Calibration(matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial)
+    return Calibration(
+        matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial, relative=relative
+    )
 
 
 def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:

@@ -68,7 +68,8 @@ REFIT_WAIT_S = 1.0
 # still fitting waits this long for it, once: well inside the 2 s `query` class.
 PENDING_WAIT_S = 1.0
 # ... and this long when the previous fit cannot serve (it was of an empty or tiny catalog,
-# as at start): an answer a moment later, not a no_match for a capability just registered.
+# as at start; the encoder loads and encodes the reference set): an answer a moment later,
+# not a no_match for a capability just registered.
 FIRST_FIT_WAIT_S = 10.0
 WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
 # Blend weights. The embedding classifier holds the lexical n-grams itself, so the lexical
@@ -218,24 +219,35 @@ class MatchingPipeline:
         if hit is not None and hit[0] > now:
             return hit[1]
         matched = await self._match(normalized, policy, learned)
-        if self._short_of_floor(matched, policy) and self._pending(policy):
-            # Refused by the careful floor of an uncalibrated catalog while a stronger
-            # matcher is still fitting (the encoder of a catalog just registered): the
-            # refusal is the fit's timing, not the text's. Wait for it, briefly, once.
+        if self._refused_while_fitting(matched, policy):
+            # Refused while a stronger matcher is still fitting (the encoder of a catalog
+            # just registered): the refusal is the fit's timing, not the text's. Wait for
+            # it, briefly, once; longer while it was never fitted (the encoder loads).
+            first = any(n not in self._fitted for n in self._missing(matched))
+            wait_s = FIRST_FIT_WAIT_S if first else PENDING_WAIT_S
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.ready(policy), PENDING_WAIT_S)
+                await asyncio.wait_for(self.ready(policy), wait_s)
             matched = await self._match(normalized, policy, learned)
         if policy.match_cache_s > 0 and self._is_current() and self._cache_key == key:
             self._remember(normalized, matched, now + policy.match_cache_s)
         return matched
 
-    @staticmethod
-    def _short_of_floor(matched: Matched, policy: RoutingPolicy) -> bool:
-        """An uncalibrated catalog's best score below the careful floor (or no score)."""
-        if matched.text.calibrated:
+    def _refused_while_fitting(self, matched: Matched, policy: RoutingPolicy) -> bool:
+        """Below the careful floor of an uncalibrated catalog while a matcher is fitting;
+        or, on a calibrated one, refused (threshold or margin) while a matcher of the
+        policy has no fit in force yet (the lexical matcher's calibration answering
+        alone)."""
+        if not self._pending(policy):
             return False
-        best = matched.matches[0].confidence if matched.matches else 0.0
-        return best < uncalibrated_floor(policy)
+        scores = [m.confidence for m in matched.matches[:2]] + [0.0, 0.0]
+        if not matched.text.calibrated:
+            return scores[0] < uncalibrated_floor(policy)
+        refused = scores[0] < policy.min_confidence or scores[0] - scores[1] < policy.margin
+        return refused and bool(self._missing(matched))
+
+    def _missing(self, matched: Matched) -> list[str]:
+        """The matchers the text went without that are still to be fitted (not failed)."""
+        return [n for n in matched.text.pending if n not in self._failed.keys() | self._deferred]
 
     def _pending(self, policy: RoutingPolicy) -> bool:
         """Whether a matcher of the policy is still to be fitted on this catalog."""
@@ -340,13 +352,10 @@ class MatchingPipeline:
         scored = {n: asked[n] for n in calibrated}
         raw = blend(scored) if calibration.fitted else strongest(scored)
         skipped = sorted(not_mine & self._catalog_at(self._catalog_key()).keys())
+        mapped = calibration.confidences([m.confidence for m in raw])
         matches = [
-            CapabilityMatch(
-                m.capability,
-                round(calibration.confidence(m.confidence), 6),
-                {**m.scores, "raw": m.confidence},
-            )
-            for m in raw
+            CapabilityMatch(m.capability, round(c, 6), {**m.scores, "raw": m.confidence})
+            for m, c in zip(raw, mapped, strict=True)
         ]
         others = {n: s for n, s in asked.items() if n not in calibrated and s}
         if others:
@@ -383,8 +392,9 @@ class MatchingPipeline:
             if fitted.trials is not None:
                 found = self._calibrations.get((*prefix, name))
                 # a calibration of an earlier catalog serves until the new one lands, unless
-                # it could not be fitted (the catalog was empty or tiny then)
-                if found is None or not (found[1].fitted or found[0] == current):
+                # it could not be fitted or had no slope (the catalog was empty, tiny or of
+                # description-only cards then: a new card is not weighed by the old fit)
+                if found is None or not (found[1].sloped or found[0] == current):
                     continue
                 prefix = (*prefix, name)
             usable.append(name)
@@ -654,7 +664,7 @@ class MatchingPipeline:
         if EMBEDDING not in policy.matchers or encoder_spec(self.settings, policy) is None:
             return None
         found = self._calibrations.get((*before, REMOTE))
-        if found is None or not (found[1].fitted or found[0] == self._catalog_key()):
+        if found is None or not (found[1].sloped or found[0] == self._catalog_key()):
             return None
         return serving
 
