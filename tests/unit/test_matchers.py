@@ -18,9 +18,12 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.model.agents import AgentSpec
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
+from agent_reach.routing.matchers import blending as blending_module
+from agent_reach.routing.matchers import calibrating as calibrating_module
 from agent_reach.routing.matchers import pipeline as pipeline_module
+from agent_reach.routing.matchers.blending import blend, strongest
 from agent_reach.routing.matchers.lexical import LexicalMatcher
-from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend, strongest
+from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.matchers.protocol import normalize_text
 from agent_reach.routing.policy import RoutingPolicy
 
@@ -139,8 +142,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> tuple[Scripted, Scripted]:
     strong = Scripted("strong", {"unsure": {"b": 0.9, "a": 0.1}})
     monkeypatch.setitem(pipeline_module.MATCHERS, "cheap", lambda settings: cheap)
     monkeypatch.setitem(pipeline_module.MATCHERS, "strong", lambda settings: strong)
-    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "cheap", 1.0)
-    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "strong", 3.0)
+    monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "cheap", 1.0)
+    monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "strong", 3.0)
     return cheap, strong
 
 
@@ -364,14 +367,14 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
 async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monkeypatch):
     """The fit of an empty catalog cannot serve: a text sent while the first card's fit
     is still running (slower than `REFIT_WAIT_S` here) is answered once it lands."""
-    fit_and_try = pipeline_module._fit_and_try
+    fit_and_try = pipeline_module.fit_and_try
 
     def slow(matcher, catalog, folds):
         if catalog:
             time.sleep(pipeline_module.REFIT_WAIT_S + 0.5)  # in the worker thread
         return fit_and_try(matcher, catalog, folds)
 
-    monkeypatch.setattr(pipeline_module, "_fit_and_try", slow)
+    monkeypatch.setattr(pipeline_module, "fit_and_try", slow)
     policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)
@@ -390,7 +393,7 @@ async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monke
 async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibration(monkeypatch):
     """A fit is not current before its calibration is: a text sent between the two is
     answered by the new fit once calibrated, not refused for want of a usable matcher."""
-    fit_calibration = pipeline_module.fit_calibration
+    fit_calibration = calibrating_module.fit_calibration
     calibrating, release = threading.Event(), threading.Event()
 
     def slow(names, trials):
@@ -398,7 +401,7 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         assert release.wait(10), "the test never let the calibration finish"  # worker thread
         return fit_calibration(names, trials)
 
-    monkeypatch.setattr(pipeline_module, "fit_calibration", slow)
+    monkeypatch.setattr(calibrating_module, "fit_calibration", slow)
     policy = RoutingPolicy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)

