@@ -4,6 +4,12 @@
         [--k 3,10,30] [--split test|dev] [--policy FILE] [--corrections 600,1500]
         [--scale 1000] [--refits 3] [--encoder URL --model NAME [--encoder-timeout S]]
         [--json out.json]
+    .venv/bin/python bench/routing.py --mode tools --data DIR [--split test|dev]
+        [--catalogs 60] [--json out.json]
+
+`--mode tools` routes requests to tools known only by their docs (per-request small
+catalogs, one big catalog, requests no offered tool fits): bench/tool_catalogs.py says how,
+and which corpora it reads under `--data` (MetaTool's `metatool/`).
 
 `--data` is a folder holding `clinc150/data_full.json` (github.com/clinc/oos-eval) and
 `smp2017-ecdt-task1/{train,develop,test}/` (the SMP2017-ECDT task-1 files). Protocol, fixed
@@ -635,6 +641,41 @@ def show(
         )
 
 
+async def tools_mode(
+    data: Path, split: str, catalogs: int, out: Path | None, console: Console
+) -> None:
+    """Description-only tool catalogs, in-process on one core (bench/tool_catalogs.py)."""
+    import tool_catalogs  # beside this file: the script's own folder is on sys.path
+    from agent_reach.config import Settings
+
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    rows = []
+    for load in tool_catalogs.LOADERS.values():
+        corpus = load(data)
+        small = await tool_catalogs.small_catalogs(corpus, split, Settings(), catalogs)
+        big = await tool_catalogs.big_catalog(corpus, split, Settings())
+        rows += [small.summary(), big.summary()]
+    table = Table(title=f"Tools known only by their docs ({split} split)")
+    columns = ("corpus", "catalogs", "tools", "routed right", "ranked first", "top 5")
+    for column in (*columns, "unfit refused", "p50 / p99 ms"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            r["corpus"] + " " + r["mode"],
+            str(r["catalogs"]),
+            str(r["tools"]),
+            f"{r['routed_right']:.1%} of {r['in_scope']}",
+            f"{r['ranked_first']:.1%}",
+            f"{r['top5']:.1%}",
+            f"{r['unfit_refused']:.1%} of {r['unfit']}",
+            f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}",
+        )
+    console.print(table)
+    if out:
+        text = json.dumps(rows, indent=2, ensure_ascii=False)
+        await asyncio.to_thread(out.write_text, text, encoding="utf-8")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder of the corpora")
@@ -655,8 +696,13 @@ async def main() -> None:
         "--encoder-timeout", type=float, help="AR_EMBEDDING_TIMEOUT_S (default: the setting's)"
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--mode", choices=["intents", "tools"], default="intents")
+    parser.add_argument("--catalogs", type=int, default=60, help="--mode tools: small catalogs")
     args = parser.parse_args()
     console = Console(width=200)
+    if args.mode == "tools":
+        await tools_mode(args.data, args.split, args.catalogs, args.json, console)
+        return
     loaders = {"clinc150": load_clinc, "smp2017": load_smp}
     names = list(loaders) if args.corpus == "all" else [args.corpus]
     corpora = {name: loaders[name](args.data, args.split) for name in names}

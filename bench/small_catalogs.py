@@ -1,7 +1,8 @@
-"""Small catalogs, before calibration is possible: does off-topic text reach a business agent?
+"""Small catalogs: does off-topic text reach a business agent?
 
 Catalogs of 1, 2 and 5 capabilities (a customer-service desk, in Chinese, one example
-each: too few cards to calibrate), each asked off-topic texts (weather, greetings,
+each: too few cards to hold examples out; the packaged reference set calibrates them),
+each asked off-topic texts (weather, greetings,
 nonsense, other languages, chit-chat) and in-scope paraphrases (none is a card's own
 words), first as registered, then after one confirmed example (feedback) for the first
 capability (the tour's text, which it served). Prints, per catalog and state, how many

@@ -43,20 +43,28 @@ def test_each_key_is_ranked_only_what_it_may_invoke(world: tuple[str, dict[str, 
                 assert len(ranked) == len(set(ranked)) == min(top_k, len(tools))
 
 
-def test_description_only_tools_are_ranked_by_similarity_with_the_router_s_confidence(
+def test_description_only_tools_are_ranked_with_the_router_s_matches_first(
     world: tuple[str, dict[str, str]],
 ) -> None:
     url, keys = world
     decision = _route(url, keys["admin"], {"text": PARCEL, "top_k": 20}).json()
-    assert not decision["text"]["calibrated"]  # no examples: the router cannot test itself
+    assert decision["text"]["calibrated"]  # no examples, calibrated by the reference set
     ranked = decision["ranked"]
     assert ranked[0]["capability"] == "shop.track_parcel"
     assert len(ranked) == 20
-    similarities = [r["similarity"] for r in ranked]
-    assert None not in similarities and similarities == sorted(similarities, reverse=True)
+    assert len({r["capability"] for r in ranked}) == 20
+    # the router's matches lead, in its order and with its confidence; the index the rest
     confidence = {c["capability"]: c["factors"]["match"] for c in decision["candidates"]}
-    for r in ranked:
-        assert r["confidence"] == confidence.get(r["capability"], 0.0)
+    head = [r for r in ranked if r["similarity"] is None]
+    tail = ranked[len(head) :]
+    assert head and all(r["similarity"] is not None for r in tail)
+    assert [r["confidence"] for r in head] == sorted(
+        (r["confidence"] for r in head), reverse=True
+    )
+    for r in head:
+        assert r["confidence"] == confidence[r["capability"]]
+    similarities = [r["similarity"] for r in tail]
+    assert similarities == sorted(similarities, reverse=True)
     first = ranked[0]
     assert first["description"] == SHOP["shop.track_parcel"]
     assert first["input_schema"] == {

@@ -39,7 +39,8 @@ def test_the_blocking_client_asks_top_k_and_reads_ranked(
             "properties": {"tracking_no": "string", "carrier": {"enum": ["sf", "ups"]}},
             "required": ["tracking_no"],
         }
-        assert first[0].similarity is not None
+        # listed for a reason: the router's calibrated confidence, or the index's similarity
+        assert first[0].confidence > 0.5 or first[0].similarity is not None
         default = reach.route(text=PARCEL).ranked
         assert default is not None and len(default) == 3  # the coordinator's default
         assert reach.route("shop.refund").ranked is None

@@ -7,6 +7,7 @@ import pytest
 
 from agent_reach.routing.calibration import (
     TARGET_OOS_RECALL,
+    TARGET_REFERENCE_RECALL,
     HeldOut,
     Trial,
     fit_calibration,
@@ -67,6 +68,7 @@ def test_the_map_is_monotone_and_half_where_it_refuses_the_target_share_out_of_s
         second=np.zeros(250),
         is_right=np.concatenate([np.ones(200, bool), np.zeros(50, bool)]),
         in_scope=np.concatenate([np.ones(200, bool), np.zeros(50, bool)]),
+        reference=np.zeros(250, bool),
     )
     calibration = fit_calibration(("lexical",), trial)
     assert calibration.fitted and calibration.slope > 1
@@ -111,6 +113,7 @@ def test_small_raw_scores_still_fit_a_rising_map():
         second=np.zeros(750),
         is_right=in_scope & (rng.uniform(size=750) < 0.74),
         in_scope=in_scope,
+        reference=np.zeros(750, bool),
     )
     calibration = fit_calibration(("embedding",), trial)
     assert calibration.slope > 0.5
@@ -118,3 +121,85 @@ def test_small_raw_scores_still_fit_a_rising_map():
     assert expected is not None
     assert expected.out_of_scope_recall == pytest.approx(TARGET_OOS_RECALL, abs=0.03)
     assert expected.in_scope_accuracy > 0.4
+
+
+def test_a_catalog_without_in_scope_texts_is_centred_on_the_reference_set():
+    """Description-only cards hold nothing out in scope: the reference texts alone centre
+    the map (TARGET_REFERENCE_RECALL of them below 0.5), with the prior's slope."""
+    rng = np.random.default_rng(7)
+    reference = rng.uniform(0.0, 0.1, size=400)
+    trial = Trial(
+        best=reference,
+        second=np.zeros(400),
+        is_right=np.zeros(400, bool),
+        in_scope=np.zeros(400, bool),
+        reference=np.ones(400, bool),
+    )
+    calibration = fit_calibration(("embedding",), trial)
+    assert calibration.fitted and calibration.slope == 1.0
+    refused = np.mean([calibration.confidence(float(r)) < 0.5 for r in reference])
+    assert refused == pytest.approx(TARGET_REFERENCE_RECALL, abs=0.01)
+    assert calibration.confidence(0.5) > 0.9  # a text like a card's words is sure
+
+
+def test_the_higher_centre_of_siblings_and_reference_texts_wins():
+    siblings = np.full(50, 0.4)
+    reference = np.full(50, 0.05)
+    trial = Trial(
+        best=np.concatenate([np.full(50, 0.9), siblings, reference]),
+        second=np.zeros(150),
+        is_right=np.concatenate([np.ones(50, bool), np.zeros(100, bool)]),
+        in_scope=np.concatenate([np.ones(50, bool), np.zeros(100, bool)]),
+        reference=np.concatenate([np.zeros(100, bool), np.ones(50, bool)]),
+    )
+    calibration = fit_calibration(("embedding",), trial)
+    assert calibration.confidence(0.39) < 0.5 < calibration.confidence(0.41)
+
+
+def test_without_in_scope_texts_the_others_keep_their_share_of_the_best():
+    """Description-only cards: the reference set centres the map on the best score, and
+    two capabilities that split a text 0.66 / 0.33 stay apart by the margin instead of
+    both being lifted to ~1 by a low midpoint."""
+    reference = np.linspace(0.001, 0.02, 100)
+    trial = Trial(
+        best=reference,
+        second=np.zeros(100),
+        is_right=np.zeros(100, bool),
+        in_scope=np.zeros(100, bool),
+        reference=np.ones(100, bool),
+    )
+    calibration = fit_calibration(("embedding",), trial)
+    assert calibration.relative and not calibration.sloped
+    best, second = calibration.confidences([0.66, 0.33])
+    assert calibration.confidence(0.33) > 0.95  # mapped alone: no margin left
+    assert best == pytest.approx(calibration.confidence(0.66))
+    assert second == pytest.approx(best / 2)
+    expected = calibration.expected(0.5, 0.15)
+    assert expected is not None
+    assert expected.out_of_scope_recall == pytest.approx(TARGET_REFERENCE_RECALL, abs=0.01)
+
+
+def test_with_siblings_held_out_the_slope_is_fitted_against_them_not_the_reference():
+    """A catalog with its own out-of-scope side (held-out siblings) fits its slope as it
+    did before the reference set; easy reference texts only raise the midpoint."""
+    right = np.linspace(0.5, 0.95, 40)
+    siblings = np.linspace(0.05, 0.6, 40)
+    base = Trial(
+        best=np.concatenate([right, siblings]),
+        second=np.zeros(80),
+        is_right=np.concatenate([np.ones(40, bool), np.zeros(40, bool)]),
+        in_scope=np.concatenate([np.ones(40, bool), np.zeros(40, bool)]),
+        reference=np.zeros(80, bool),
+    )
+    with_reference = Trial(
+        best=np.concatenate([base.best, np.full(400, 0.001)]),
+        second=np.zeros(480),
+        is_right=np.concatenate([base.is_right, np.zeros(400, bool)]),
+        in_scope=np.concatenate([base.in_scope, np.zeros(400, bool)]),
+        reference=np.concatenate([base.reference, np.ones(400, bool)]),
+    )
+    before = fit_calibration(("embedding",), base)
+    after = fit_calibration(("embedding",), with_reference)
+    assert after.sloped and not after.relative
+    assert after.slope == pytest.approx(before.slope)
+    assert after.intercept == pytest.approx(before.intercept)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from agent_reach.model.feedback import LearnedExample
-from agent_reach.routing.learned import LearnedSet, given_not
-from agent_reach.routing.router import CapabilityMatch
+from agent_reach.routing.learned import LearnedSet
+from agent_reach.routing.matchers import embedding
 
 
 def example(
@@ -57,14 +60,38 @@ def test_only_positive_examples_change_what_the_matchers_are_fitted_on():
     assert one.examples_version == more.examples_version != LearnedSet().examples_version
 
 
-def test_given_not_drops_the_refused_and_renormalizes_the_rest():
-    matches = [
-        CapabilityMatch("order.query", 0.6, {}),
-        CapabilityMatch("parcel.track", 0.3, {}),
-        CapabilityMatch("faq.answer", 0.1, {}),
-    ]
-    rest = given_not(matches, frozenset({"order.query"}))
-    assert [(m.capability, m.confidence) for m in rest] == [
-        ("parcel.track", 0.75),
-        ("faq.answer", 0.25),
-    ]
+def test_not_mine_renormalizes_what_is_left_instead_of_raising_every_rest_to_one():
+    """The failing case: refund.apply held nearly all of the classifier's probability and
+    its agent answered 421; the others scored 0.0117, 0.0033 and 0.0029. Conditioned on
+    "not refund" they must share the probability as before among themselves (not each
+    become 1.0, margin 0, `ambiguous`), and the gate still scales them."""
+    tags = ("refund.apply", "invoice.issue", "order.track", "product.query")
+    probabilities = np.array([0.9821, 0.0117, 0.0033, 0.0029])
+    model = one_text_model(tags, np.log(probabilities))
+    before = model.scores(np.array([[1.0, 0.0]], dtype=np.float32), ["t"])[0]
+    gate = before["refund.apply"] / 0.9821
+    assert before["invoice.issue"] == pytest.approx(0.0117 * gate, abs=1e-5)
+    after = model.scores(
+        np.array([[1.0, 0.0]], dtype=np.float32), ["t"], [frozenset({"refund.apply"})]
+    )[0]
+    assert "refund.apply" not in after
+    rest = 0.0117 + 0.0033 + 0.0029
+    for tag, p in zip(tags[1:], probabilities[1:], strict=True):
+        assert after[tag] == pytest.approx(p / rest * gate, abs=1e-5)
+    assert after["invoice.issue"] - after["order.track"] > 0.4  # a clear margin, not 0
+
+
+def one_text_model(tags: tuple[str, ...], logits: np.ndarray) -> embedding._Model:
+    """A classifier whose logits are `logits` for any text (only the bias is set), every
+    capability's one card text the same vector."""
+    d = 2
+    weights = np.zeros((d + embedding.NGRAM_BUCKETS + 1, len(tags)), dtype=np.float32)
+    weights[-1] = logits
+    return embedding._Model(
+        capabilities=tags,
+        weights=weights,
+        ngrams=embedding._Ngrams.fit([]),
+        examples=np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (len(tags), 1)),
+        example_ngrams=np.zeros((embedding.NGRAM_BUCKETS, len(tags)), dtype=np.float32),
+        first_example=np.arange(len(tags)),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +19,12 @@ from agent_reach.model.agents import AgentSpec
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
+from agent_reach.routing.matchers import blending as blending_module
+from agent_reach.routing.matchers import calibrating as calibrating_module
 from agent_reach.routing.matchers import pipeline as pipeline_module
+from agent_reach.routing.matchers.blending import blend, strongest
 from agent_reach.routing.matchers.lexical import LexicalMatcher
-from agent_reach.routing.matchers.pipeline import MatchingPipeline, blend, strongest
+from agent_reach.routing.matchers.pipeline import MatchingPipeline
 from agent_reach.routing.matchers.protocol import normalize_text
 
 SHOP = {
@@ -122,13 +125,13 @@ class Scripted:
     calls: list[str] = field(default_factory=list)
     catalogs: list[set[str]] = field(default_factory=list)
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         self.catalogs.append(set(catalog))
 
-    def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def trial(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         return None  # answers as written: not calibrated
 
-    async def scores(self, text: str) -> dict[str, float]:
+    async def scores(self, text: str, without: frozenset[str] = frozenset()) -> dict[str, float]:
         self.calls.append(text)
         return self.answers.get(text, {})
 
@@ -139,8 +142,8 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> tuple[Scripted, Scripted]:
     strong = Scripted("strong", {"unsure": {"b": 0.9, "a": 0.1}})
     monkeypatch.setitem(pipeline_module.MATCHERS, "cheap", lambda settings: cheap)
     monkeypatch.setitem(pipeline_module.MATCHERS, "strong", lambda settings: strong)
-    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "cheap", 1.0)
-    monkeypatch.setitem(pipeline_module.BLEND_WEIGHTS, "strong", 3.0)
+    monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "cheap", 1.0)
+    monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "strong", 3.0)
     return cheap, strong
 
 
@@ -272,9 +275,9 @@ class Blocked(Scripted):
         super().__init__("slow", {"我的快递到哪了": {"logistics.track": 0.9}})
         self.release = threading.Event()
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         assert self.release.wait(10), "the test never released the fit"
-        super().fit(catalog)
+        super().fit(catalog, background)
 
 
 async def test_text_is_matched_lexically_while_a_slow_matcher_fits_and_says_so(monkeypatch):
@@ -364,14 +367,14 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
 async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monkeypatch):
     """The fit of an empty catalog cannot serve: a text sent while the first card's fit
     is still running (slower than `REFIT_WAIT_S` here) is answered once it lands."""
-    fit_and_try = pipeline_module._fit_and_try
+    fit_and_try = pipeline_module.fit_and_try
 
     def slow(matcher, catalog, folds):
         if catalog:
             time.sleep(pipeline_module.REFIT_WAIT_S + 0.5)  # in the worker thread
         return fit_and_try(matcher, catalog, folds)
 
-    monkeypatch.setattr(pipeline_module, "_fit_and_try", slow)
+    monkeypatch.setattr(pipeline_module, "fit_and_try", slow)
     policy = Policy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)
@@ -390,7 +393,7 @@ async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monke
 async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibration(monkeypatch):
     """A fit is not current before its calibration is: a text sent between the two is
     answered by the new fit once calibrated, not refused for want of a usable matcher."""
-    fit_calibration = pipeline_module.fit_calibration
+    fit_calibration = calibrating_module.fit_calibration
     calibrating, release = threading.Event(), threading.Event()
 
     def slow(names, trials):
@@ -398,7 +401,7 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         assert release.wait(10), "the test never let the calibration finish"  # worker thread
         return fit_calibration(names, trials)
 
-    monkeypatch.setattr(pipeline_module, "fit_calibration", slow)
+    monkeypatch.setattr(calibrating_module, "fit_calibration", slow)
     policy = Policy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)
@@ -419,3 +422,33 @@ async def test_a_text_sent_while_the_new_fit_is_calibrated_waits_for_the_calibra
         assert (matched.text.matchers, matched.text.pending) == (["lexical"], [])
     finally:
         await pipeline.aclose()
+
+
+def test_a_card_known_only_by_its_docs_learns_from_its_name_and_input_schema():
+    from agent_reach.routing.matchers.protocol import card_texts, name_words
+
+    assert name_words("get_weather") == "get weather"
+    assert name_words("weather.get") == "weather get"
+    assert name_words("getWeather") == "get Weather"
+    assert name_words("HTTPServer") == "HTTP Server"
+    assert name_words("mp3") == "mp3"
+    schema = {
+        "type": "object",
+        "properties": {
+            "trackingNo": {"type": "string", "description": "the parcel's tracking number"},
+            "carrier": {"enum": ["SF", "EMS", "YTO"]},
+            "items": {"type": "array", "items": {"properties": {"sku_id": {}}}},
+        },
+    }
+    card = CapabilityCard("parcel.track", ("Track a parcel",), (), schema)
+    assert card_texts(card) == (
+        "parcel track",
+        "track a parcel",
+        "tracking no: the parcel's tracking number",
+        "carrier",
+        "sf ems yto",
+        "items",
+        "sku id",
+    )
+    unreadable = CapabilityCard("parcel.track", ("Track a parcel",), (), {"properties": 5})
+    assert card_texts(unreadable) == ("parcel track", "track a parcel")

@@ -91,20 +91,6 @@ async def test_on_a_calibrated_catalog_the_router_s_matches_lead() -> None:
     assert sorted({r.capability for r in ranked}) == sorted(TOOLS)  # every one, once
 
 
-async def test_on_an_uncalibrated_catalog_the_index_ranks_all(ranking: CandidateRanking) -> None:
-    text = "refund refund for my parcel"
-    matched = await ranking.matching.match(text, LEXICAL)
-    assert not matched.text.calibrated and matched.matches
-    ranked = await ranking.rank(text, LEXICAL, _all, 7)
-    similarities = [r.similarity for r in ranked]
-    assert None not in similarities and similarities == sorted(similarities, reverse=True)
-    assert ranked[0].capability == "shop.refund"
-    confidence = {m.capability: m.confidence for m in matched.matches}
-    assert {r.capability: r.confidence for r in ranked} == {
-        tag: confidence.get(tag, 0.0) for tag in TOOLS
-    }
-
-
 async def test_nothing_the_caller_may_not_use_is_ranked(ranking: CandidateRanking) -> None:
     def only_hr(tag: str) -> bool:
         return tag.startswith("hr.")

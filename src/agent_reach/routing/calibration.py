@@ -63,6 +63,16 @@ MIN_TEXTS = 4  # fewer held-out texts of either kind: the identity map, said so
 # 0.7 with the sentence-vector classifier; 0.6 (of 0.5-0.8 in steps of 0.05) since the
 # classifier also reads n-grams — it meets k=3 on both corpora and k=30 on CLINC150 there.
 TARGET_OOS_RECALL = 0.6
+# The packaged reference set's texts (routing/reference) are out of scope on every catalog,
+# with or without examples: the midpoint is at least where this share of them (held out,
+# fold by fold) scores below it; on catalogs with many examples the siblings' midpoint is
+# the higher one and this changes nothing. Chosen on the development half of the tool
+# benchmark (bench/routing.py --mode tools --split dev, 20 small catalogs and one of 159
+# tools; routed right / unfit refused): 0.95 41.2 / 97.1 % and 25.1 / 91.5 %, 0.9 47.1 /
+# 96.1 and 30.1 / 86.8, 0.8 52.0 / 94.6 and 35.0 / 82.9, 0.7 55.4 / 93.1 and 36.9 / 79.8:
+# 0.8 routes the most while refusing 80 % of the unfit requests on both. The embedding
+# gate's reference guard refuses on top of it at run time.
+TARGET_REFERENCE_RECALL = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +81,27 @@ class HeldOut:
 
     text: str
     capability: str | None
+    reference: bool = False  # a text of the packaged reference set (out of scope)
 
 
 @dataclass(frozen=True, slots=True)
 class Fold:
-    """A catalog with some cards and examples left out, and the texts that were left out."""
+    """A catalog with some cards and examples left out, and the texts that were left out;
+    `background` is the reference set less its texts held out in this fold."""
 
     catalog: dict[str, CapabilityCard]
     held_out: list[HeldOut]
+    background: tuple[str, ...] = ()
 
 
-def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[Fold]:
-    """The FOLDS train/held-out splits of a catalog; deterministic for the same catalog."""
+def folds_of(
+    catalog: Mapping[str, CapabilityCard],
+    folds: int = FOLDS,
+    reference: Sequence[str] = (),
+) -> list[Fold]:
+    """The FOLDS train/held-out splits of a catalog; deterministic for the same catalog.
+    Every `folds`-th reference text is held out in each fold (out of scope), the rest
+    stand as the fold's background."""
     tags = sorted(catalog, key=_stable_order)
     group_of = {tag: n % folds for n, tag in enumerate(tags)}
     out: list[Fold] = []
@@ -104,9 +123,18 @@ def folds_of(catalog: Mapping[str, CapabilityCard], folds: int = FOLDS) -> list[
             kept[tag] = CapabilityCard(
                 tag, card.descriptions, tuple(keep), card.input_schema, taught
             )
+        background: tuple[str, ...] = ()
+        if kept:  # (a fold with every capability left out scores nothing)
+            held += [HeldOut(text, None, reference=True) for text in reference[f::folds]]
+            background = tuple(t for i, t in enumerate(reference) if i % folds != f)
         if held:
-            out.append(Fold(kept, held))
+            out.append(Fold(kept, held, background))
     return out
+
+
+def without_reference(folds: Sequence[Fold]) -> list[Fold]:
+    """The same folds with no reference text held out or standing as background."""
+    return [Fold(f.catalog, [h for h in f.held_out if not h.reference]) for f in folds]
 
 
 def _stable_order(tag: str) -> bytes:
@@ -121,23 +149,31 @@ class Trial:
     second: np.ndarray  # raw score of the best *other* capability
     is_right: np.ndarray  # the best capability is the text's own (False for out of scope)
     in_scope: np.ndarray
+    reference: np.ndarray  # out of scope, from the packaged reference set
 
 
 def trial_of(held_out: Sequence[HeldOut], scores: Sequence[Mapping[str, float]]) -> Trial:
     """Summarize raw scores of held-out texts (`scores[i]` answers `held_out[i]`)."""
-    best, second, right, in_scope = [], [], [], []
+    best, second, right, in_scope, reference = [], [], [], [], []
     for item, answer in zip(held_out, scores, strict=True):
         ranked = sorted(answer.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
         best.append(ranked[0][1] if ranked else 0.0)
         second.append(ranked[1][1] if len(ranked) > 1 else 0.0)
         right.append(bool(ranked) and ranked[0][0] == item.capability)
         in_scope.append(item.capability is not None)
+        reference.append(item.reference)
     return Trial(
         np.asarray(best, dtype=np.float64),
         np.asarray(second, dtype=np.float64),
         np.asarray(right, dtype=bool),
         np.asarray(in_scope, dtype=bool),
+        np.asarray(reference, dtype=bool),
     )
+
+
+def without(trial: Trial, keep: np.ndarray) -> Trial:
+    """The trial's texts where `keep` is true."""
+    return Trial(*(getattr(trial, f)[keep] for f in Trial.__slots__))
 
 
 def join_trials(trials: Sequence[Trial]) -> Trial:
@@ -165,6 +201,14 @@ class Calibration:
     out_of_scope_texts: int
     fitted: bool  # False: too few held-out texts, raw scores pass through unchanged
     trial: Trial | None = field(default=None, repr=False, compare=False)
+    # True: no slope was fitted (too few in-scope texts): only the best score is mapped,
+    # the others keep their share of it (`confidences`)
+    relative: bool = False
+
+    @property
+    def sloped(self) -> bool:
+        """Fitted with a slope of its own (in-scope and out-of-scope texts to fit it on)."""
+        return self.fitted and not self.relative
 
     def confidence(self, raw: float) -> float:
         """The calibrated confidence of a raw score: P(routing on it is right)."""
@@ -172,13 +216,33 @@ class Calibration:
             return raw
         return _sigmoid(self.slope * _logit(raw) + self.intercept)
 
+    def confidences(self, raw: Sequence[float]) -> list[float]:
+        """The calibrated confidences of one text's raw scores, best first. On a catalog
+        with no in-scope texts to fit a slope on (description-only cards) the reference
+        set only says where the best must stand; mapping each score alone with the
+        prior's slope would lift any two above a low midpoint to nearly 1 (the margin
+        rule then refuses every text that two capabilities share), so the others keep
+        their ratio to the best."""
+        if not raw:
+            return []
+        if not self.relative or raw[0] <= 0:
+            return [self.confidence(r) for r in raw]
+        best = self.confidence(raw[0])
+        return [best * r / raw[0] for r in raw]
+
     def expected(self, min_confidence: float, margin: float) -> Expected | None:
         """In-scope accuracy, refusals, out-of-scope recall and precision at thresholds."""
         trial = self.trial
         if trial is None or not len(trial.best):
             return None
         best = self._vector(trial.best)
-        routed = (best >= min_confidence) & (best - self._vector(trial.second) >= margin)
+        if self.relative:
+            share = np.zeros_like(best)
+            np.divide(trial.second, trial.best, out=share, where=trial.best > 0)
+            second = best * share
+        else:
+            second = self._vector(trial.second)
+        routed = (best >= min_confidence) & (best - second >= margin)
         ins, oos = trial.in_scope, ~trial.in_scope
         right = routed & trial.is_right
         n_in, n_out = max(int(ins.sum()), 1), max(int(oos.sum()), 1)
@@ -206,18 +270,38 @@ def identity(matchers: tuple[str, ...]) -> Calibration:
 
 def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
     """The map from the best raw score: the balanced logistic fit's slope, centred where
-    TARGET_OOS_RECALL of the held-out out-of-scope texts score below it."""
+    TARGET_OOS_RECALL of the held-out siblings and TARGET_REFERENCE_RECALL of the reference
+    texts score below it, whichever is higher.
+
+    The out-of-scope side is sized to the catalog: one with held-out siblings (enough
+    capabilities with examples) fits its slope against them, as their traffic is what it
+    must tell apart; one without (a single capability, description-only cards) against
+    the reference texts. With fewer than MIN_TEXTS in-scope texts there is no slope to
+    fit: the prior's, 1, and the map is `relative`."""
     n_in, n_out = int(trial.in_scope.sum()), int((~trial.in_scope).sum())
-    if n_in < MIN_TEXTS or n_out < MIN_TEXTS:
+    siblings = ~trial.in_scope & ~trial.reference
+    if n_out < MIN_TEXTS:
         return Calibration(matchers, 1.0, 0.0, n_in, n_out, fitted=False, trial=trial)
     x = _logits(trial.best)
-    y = trial.is_right.astype(np.float64)
-    weight = np.where(trial.in_scope, 0.5 / n_in, 0.5 / n_out) * len(x)
-    slope, _ = _newton(x, y, weight)
-    slope = max(slope, MIN_SLOPE)
-    midpoint = float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL))
-    intercept = -slope * midpoint
-    return Calibration(matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial)
+    slope, relative = 1.0, n_in < MIN_TEXTS
+    if not relative:
+        against = siblings if siblings.sum() >= MIN_TEXTS else ~trial.in_scope
+        used = trial.in_scope | against
+        n_against = int(against.sum())
+        y = trial.is_right[used].astype(np.float64)
+        weight = np.where(trial.in_scope[used], 0.5 / n_in, 0.5 / n_against) * int(used.sum())
+        slope = max(_newton(x[used], y, weight)[0], MIN_SLOPE)
+    centres = []
+    if siblings.sum() >= MIN_TEXTS:
+        centres.append(float(np.quantile(x[siblings], TARGET_OOS_RECALL)))
+    if trial.reference.sum() >= MIN_TEXTS:
+        centres.append(float(np.quantile(x[trial.reference], TARGET_REFERENCE_RECALL)))
+    if not centres:  # a few of each kind: all of them, at the siblings' share
+        centres.append(float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL)))
+    intercept = -slope * max(centres)
+    return Calibration(
+        matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial, relative=relative
+    )
 
 
 def _newton(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from agent_reach.model.feedback import LearnedExample
 from agent_reach.routing.matchers.protocol import normalize_text
-from agent_reach.routing.router import CapabilityMatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,19 +47,6 @@ class LearnedSet:
             {text: frozenset(tags) for text, tags in negative.items()},
             {tag: tuple(texts) for tag, texts in by_capability.items()},
         )
-
-
-def given_not(matches: list[CapabilityMatch], refused: frozenset[str]) -> list[CapabilityMatch]:
-    """Raw matches once the `refused` capabilities said "not mine": those leave, and each
-    other score s becomes s / (1 - what the refused held), P(it | not them), at most 1.
-    Raw scores (shares of one distribution) are conditioned, then calibrated again."""
-    held = sum(m.confidence for m in matches if m.capability in refused)
-    rest = max(1e-6, 1.0 - held)
-    return [
-        CapabilityMatch(m.capability, round(min(1.0, m.confidence / rest), 6), m.scores)
-        for m in matches
-        if m.capability not in refused
-    ]
 
 
 NOTHING_LEARNED = LearnedSet()

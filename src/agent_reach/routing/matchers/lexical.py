@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agent_reach.routing.catalog import CapabilityCard
-from agent_reach.routing.matchers.protocol import MIN_REPORTED, TOP_K, card_texts
+from agent_reach.routing.matchers.protocol import MIN_REPORTED, NOBODY, TOP_K, card_texts
 
 WORD_NGRAMS = (1, 2)
 # Chinese character 1- to 3-grams: most Chinese words are one to three characters long,
@@ -128,22 +128,25 @@ class LexicalMatcher:
         self._grams: dict[str, Counter[str]] = {}
         self._index: _Index | None = None
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
-        """Rebuild the index; n-grams of texts seen in earlier fits are reused."""
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
+        """Rebuild the index; n-grams of texts seen in earlier fits are reused. The
+        background is not used: "none of them" is a fixed cosine here (NONE_AT)."""
         texts = {tag: card_texts(card) for tag, card in catalog.items()}
         known = self._grams
         grams = {t: known.get(t) or features(t) for group in texts.values() for t in group}
         self._index = _build(texts, grams)
         self._grams = grams
 
-    def trial(self, catalog: Mapping[str, CapabilityCard]) -> _Trial:
+    def trial(
+        self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()
+    ) -> _Trial:
         texts = {tag: card_texts(card) for tag, card in catalog.items()}
         known = self._grams
         grams = {t: known.get(t) or features(t) for group in texts.values() for t in group}
         return _Trial(_build(texts, grams))
 
-    async def scores(self, text: str) -> dict[str, float]:
-        return _scores(self._index, text)
+    async def scores(self, text: str, without: frozenset[str] = NOBODY) -> dict[str, float]:
+        return _scores(self._index, text, without)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +157,15 @@ class _Trial:
         return [_scores(self.index, text) for text in texts]
 
 
-def _scores(index: _Index | None, text: str) -> dict[str, float]:
+def _scores(index: _Index | None, text: str, without: frozenset[str] = NOBODY) -> dict[str, float]:
     if index is None:
         return {}
     similarity = index.similarity(features(text))
-    return {} if similarity is None else _softmax_with_none(index.capabilities, similarity)
+    if similarity is None:
+        return {}
+    if without:  # "not them": they leave the softmax, the rest and "none" share it
+        similarity = np.where([tag in without for tag in index.capabilities], -np.inf, similarity)
+    return _softmax_with_none(index.capabilities, similarity)
 
 
 def _build(texts: dict[str, tuple[str, ...]], grams: dict[str, Counter[str]]) -> _Index | None:
@@ -215,5 +222,5 @@ def _softmax_with_none(capabilities: tuple[str, ...], similarity: np.ndarray) ->
     return {
         capabilities[i]: round(c, 6)
         for i, c in zip(top.tolist(), confidence.tolist(), strict=True)
-        if c >= MIN_REPORTED
+        if c >= MIN_REPORTED and similarity[i] > -np.inf
     }

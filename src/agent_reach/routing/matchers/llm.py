@@ -9,7 +9,7 @@ opinion", so a misbehaving model can only fail to help, never misroute by crashi
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -56,21 +56,21 @@ class LlmMatcher:
         )
         self._fit: tuple[str, frozenset[str]] = ("", frozenset())  # prompt, tags: one swap
 
-    def fit(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def fit(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         lines = "\n".join(f"- {tag}: {_summary(card)}" for tag, card in catalog.items())
         self._fit = (INSTRUCTIONS.format(capabilities=lines), frozenset(catalog))
 
-    def trial(self, catalog: Mapping[str, CapabilityCard]) -> None:
+    def trial(self, catalog: Mapping[str, CapabilityCard], background: Sequence[str] = ()) -> None:
         return None  # a model's own confidence is taken as it is, never calibrated
 
-    async def scores(self, text: str) -> dict[str, float]:
+    async def scores(self, text: str, without: frozenset[str] = frozenset()) -> dict[str, float]:
         prompt, capabilities = self._fit
-        if not capabilities:
+        if not capabilities - without:
             return {}
         content = await self._ask(prompt, text)
         if content is None:
             return {}
-        return _parse(content, capabilities)
+        return _parse(content, capabilities - without)
 
     async def fill_params(self, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
         """Values for `properties` stated in `text`; {} on any failure. A value is kept only

