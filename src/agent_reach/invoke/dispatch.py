@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING, Any
 from agent_reach.context.service import ContextService
 from agent_reach.errors import AgentFailed, NoMatch
 from agent_reach.invoke.attempts import AttemptLoop, Delivered
+from agent_reach.invoke.gate import AccessGate
 from agent_reach.invoke.plan import DelegationOf, DeliveryPlan, ReportedCost
+from agent_reach.invoke.planning import params_of
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import Instance
-from agent_reach.routing.params import schema_of, with_payload
 from agent_reach.routing.service import RoutingService
-from agent_reach.security.service import SecurityService
 
 if TYPE_CHECKING:
     from agent_reach.learning.service import LearningService
@@ -32,25 +31,32 @@ if TYPE_CHECKING:
 
 
 class Dispatcher:
-    """Runs a request's delivery plan to the answer that ends it."""
+    """Runs a request's delivery plan to the answer that ends it.
+
+    `mesh` (delegation tokens, the chain's budget) and `negotiation` (offers before a
+    delivery) attach to the plan only where they apply.
+    """
 
     def __init__(
         self,
         attempts: AttemptLoop,
         routing: RoutingService,
-        security: SecurityService,
+        gate: AccessGate,
         contexts: ContextService,
         metrics: Metrics,
         learning: LearningService | None,
+        *,
+        mesh: Mesh | None = None,
+        negotiation: Negotiation | None = None,
     ) -> None:
         self.attempts = attempts
         self.routing = routing
-        self.security = security
+        self.gate = gate
         self.contexts = contexts
         self.metrics = metrics
         self.learning = learning
-        self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
-        self.negotiation: Negotiation | None = None  # likewise (mesh/negotiation.py)
+        self.mesh = mesh
+        self.negotiation = negotiation
 
     def deliver(self, task: TaskEntry, plan: DeliveryPlan) -> Awaitable[Delivered]:
         """The delivered answer; the failure that ended the attempts otherwise."""
@@ -106,14 +112,6 @@ class Dispatcher:
 
         return reported_cost
 
-    def params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
-        """The params pulled out of the text, with the caller's own payload fields kept."""
-        text = decision.text
-        if text is None or text.params is None or decision.capability is None:
-            return None
-        schema = schema_of(self.routing.index, decision.capability)
-        return with_payload(text.params, schema or {}, request.payload)
-
     def _attempts(self, plan: DeliveryPlan, context_id: str | None) -> Awaitable[Delivered]:
         """The attempts (a plain call without a context: one coroutine less per request)."""
         if context_id is None:
@@ -161,7 +159,7 @@ class Dispatcher:
                     delivery,
                     capability=decision.capability or "",
                     hop=delivery.hop - 1,
-                    params=self.params(decision, request),
+                    params=params_of(self.routing.index, decision, request),
                 )
                 if self.negotiation is not None and self.negotiation.applies(decision):
                     await self.negotiation.negotiate(task, plan)
@@ -201,8 +199,7 @@ class Dispatcher:
             if decision is not None:
                 refusal.details["route"] = decision
             raise refusal
-        self.security.authorize_invoke(task.principal, decision.capability)
-        await self.security.admit(task.principal, decision.capability)
+        await self.gate.admit(task.principal, decision.capability, checked=False)
         self.metrics.misdirected.labels("redirected").inc()
         return decision
 

@@ -57,6 +57,7 @@ class Finisher:
         metrics: Metrics,
         tracer: Tracer,
         journal: RequestJournal | None,
+        quality: QualityLedger | None = None,
     ) -> None:
         self.routing = routing
         self.guard = guard
@@ -66,7 +67,7 @@ class Finisher:
         self.metrics = metrics
         self.tracer = tracer
         self.journal = journal
-        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
+        self.quality = quality  # notes who served each answer, so that its caller may rate it
 
     def label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value

@@ -22,7 +22,7 @@ take the request; without a live one it is 503 `all_declined` with the offers.
 
 Every offer's outcome is counted (`agent_reach_offers_total{outcome}`) and shown on its
 candidate in the decision; declines and missed offers go to the quality ledger when
-one is attached (`ledger`).
+one is given (`ledger`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import orjson
 from prometheus_client import Counter
@@ -41,11 +41,10 @@ from agent_reach.clock import Clock
 from agent_reach.errors import NoRoute
 from agent_reach.invoke import pool
 from agent_reach.invoke.transports.http import check_http_url
-from agent_reach.mesh.service import BUDGET_TTL_S
+from agent_reach.mesh.service import BUDGET_TTL_S, OutcomeLedger
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.decisions import Candidate, RouteDecision
 from agent_reach.model.offers import Negotiated, OfferAnswer, OfferOutcome
-from agent_reach.model.quality import OutcomeKind
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.routing.policy import RoutingPolicy
@@ -67,12 +66,6 @@ class AllDeclined(NoRoute):
 
     status = 503
     code = "all_declined"
-
-
-class OutcomeLedger(Protocol):
-    """The quality ledger (mesh/quality.py): a declined or missed offer is an outcome."""
-
-    def record(self, agent_id: str, kind: OutcomeKind) -> None: ...
 
 
 async def check_negotiate(spec: AgentSpec, guard: EndpointGuard) -> None:
@@ -108,6 +101,7 @@ class Negotiation:
         policy: Callable[[], RoutingPolicy],
         clock: Clock,
         metrics: Metrics,
+        ledger: OutcomeLedger | None = None,
     ) -> None:
         self._index = index
         self._client = client
@@ -121,7 +115,7 @@ class Negotiation:
             ["outcome"],
             registry=metrics.registry,
         )
-        self.ledger: OutcomeLedger | None = None  # the quality ledger, once wired in
+        self._ledger = ledger  # the quality ledger: a declined or missed offer is an outcome
 
     def applies(self, decision: RouteDecision) -> bool:
         """Whether the decision's capability has an instance that negotiates (cheap: the
@@ -271,8 +265,8 @@ class Negotiation:
 
     def _count(self, agent_id: str, offer: OfferOutcome) -> None:
         self.offers.labels(offer.outcome).inc()
-        if self.ledger is not None and offer.outcome in ("declined", "timeout"):
-            self.ledger.record(agent_id, "declined")
+        if self._ledger is not None and offer.outcome in ("declined", "timeout"):
+            self._ledger.record(agent_id, "declined")
 
     def _elapsed_ms(self, started: float) -> float:
         return round((self._clock.monotonic() - started) * 1000, 3)
@@ -295,6 +289,7 @@ def open_negotiation(
     policy: Callable[[], RoutingPolicy],
     clock: Clock,
     metrics: Metrics,
+    ledger: OutcomeLedger | None = None,
 ) -> Negotiation:
     """A coordinator's negotiation, over a small pooled client of its own: the same
     dial-time endpoint guard and TLS context (`identity.tls.delivery_context`) as
@@ -305,4 +300,4 @@ def open_negotiation(
         resolve=guard.dial_address,
         ssl_context=ssl_context,
     )
-    return Negotiation(index, client, store, policy, clock, metrics)
+    return Negotiation(index, client, store, policy, clock, metrics, ledger)
