@@ -199,7 +199,7 @@ class Dispatcher:
             if decision is not None:
                 refusal.details["route"] = decision
             raise refusal
-        await self.gate.admit(task.principal, decision.capability, checked=False)
+        await self.gate.admit_routed(task.principal, decision.capability, checked=False)
         self.metrics.misdirected.labels("redirected").inc()
         return decision
 

@@ -2,13 +2,16 @@
 
 Its answers, in the order they are asked, each refused with the error that names why:
 
-- `enter`, before anything is done (a refused request leaves nothing behind, not even a
-  dead letter): the role (observers never invoke), the named capability (the key's
-  grants and the access rules; for a delegated call also the chain's boundary — the
-  delegate rules, its depth, cycles, its holder's kill switch — as 403
-  `delegation_denied` naming what `failed`), then the context (a delegated call may
-  pass on only the context its token carries; the caller must be allowed to use it);
-- `admit`, once routed: the routed capability where it was not known before or may
+- `authorize_request`, before anything is done (a refused request leaves nothing
+  behind, not even a dead letter): the role (observers never invoke), the named
+  capability (the key's grants and the access rules; for a delegated call also the
+  chain's boundary — the delegate rules, its depth, cycles, its holder's kill switch —
+  as 403 `delegation_denied` naming what `failed`), then the context (a delegated call
+  may pass on only the context its token carries; the caller must be allowed to use
+  it). A delegated request runs within the hops and the deadline its chain has left;
+  a task run later (`within_chain`) is not run at all once its chain's deadline has
+  passed: 504 `delegation_expired`;
+- `admit_routed`, once routed: the routed capability where it was not known before or may
   have changed since (text, a task run later, a 421 redirect), then the quotas — the
   caller's own buckets and, for a delegated call, apart, those of the agent that
   handed it on.
@@ -20,9 +23,12 @@ context ownership in the context service.
 
 from __future__ import annotations
 
+import dataclasses
+
+from agent_reach.clock import Clock
 from agent_reach.context.service import ContextService
-from agent_reach.mesh.service import Mesh, holder_principal
-from agent_reach.model.invocations import InvokeRequest
+from agent_reach.invoke.tasks import TaskEntry
+from agent_reach.mesh.service import Mesh, chain_expired, delegated_limits, holder_principal
 from agent_reach.model.keys import Principal
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
@@ -31,32 +37,55 @@ from agent_reach.security.service import SecurityService
 class AccessGate:
     """Roles, grants, delegation rules, kill switch, contexts and quotas of one request."""
 
-    def __init__(self, security: SecurityService, contexts: ContextService) -> None:
+    def __init__(self, security: SecurityService, contexts: ContextService, clock: Clock) -> None:
         self.security = security
         self.contexts = contexts
+        self.clock = clock
 
-    async def enter(self, principal: Principal, request: InvokeRequest) -> None:
-        """`Forbidden` (or the context's 404) unless `principal` may make `request`."""
+    async def authorize_request(self, task: TaskEntry) -> TaskEntry:
+        """`Forbidden` (or the context's 404) unless the task's principal may make its
+        request; the task within what its chain has left when it is delegated."""
+        principal, request = task.principal, task.request
         require_not_observer(principal, "invoke")
         if request.capability is not None:
             self.security.authorize_invoke(principal, request.capability)
-        if request.context_id is not None:  # refused (404) before anything is delivered
-            if principal.chain is not None:
+        chain = principal.chain
+        if chain is not None:
+            if request.context_id is not None:
                 Mesh.check_context(principal, request.context_id)
+            hops, deadline_ms = delegated_limits(
+                chain, task.hop_budget, task.deadline_ms, self.clock.wall()
+            )
+            task = dataclasses.replace(task, hop_budget=hops, deadline_ms=deadline_ms)
+        if request.context_id is not None:  # refused (404) before anything is delivered
             await self.contexts.check_use(principal, request.context_id)
+        return task
+
+    def within_chain(self, task: TaskEntry) -> TaskEntry:
+        """A task run later, with the hops and deadline its chain has left now (a parked
+        request waited); `DelegationExpired` once nothing is left."""
+        chain = task.principal.chain
+        if chain is None:
+            return task
+        now = self.clock.wall()
+        if now >= chain.expires_at:
+            raise chain_expired(chain.expires_at)
+        hops, deadline_ms = delegated_limits(chain, task.hop_budget, task.deadline_ms, now)
+        return dataclasses.replace(task, hop_budget=hops, deadline_ms=deadline_ms)
 
     def authorize(self, principal: Principal, capability: str) -> None:
         """`Forbidden` unless `principal` may invoke (or route to) `capability`."""
         self.security.authorize_invoke(principal, capability)
 
-    async def admit(self, principal: Principal, capability: str, *, checked: bool) -> None:
-        """The routed capability (unless `checked` at `enter` already), then a token from
-        every quota bucket covering the call; `QuotaExceeded` when one is empty."""
+    async def admit_routed(self, principal: Principal, capability: str, *, checked: bool) -> None:
+        """The routed capability (unless `checked` by `authorize_request` already), then
+        a token from every quota bucket covering the call; `QuotaExceeded` when one is
+        empty."""
         if not checked:
             self.security.authorize_invoke(principal, capability)
         chain = principal.chain
         if chain is None:
             await self.security.admit(principal, capability)
-            return
-        await self.security.admit(principal.on_its_own(), capability)
-        await self.security.admit(holder_principal(chain.holder), capability)
+        else:
+            holder = holder_principal(chain.holder)
+            await self.security.admit(principal.on_its_own(), capability, holder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_reach.errors import ValidationFailed
 from agent_reach.invoke import checks
 from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import Owned
@@ -21,7 +22,7 @@ from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.params import schema_of, with_payload
-from agent_reach.routing.policy import RoutingPolicy
+from agent_reach.routing.policy import RoutingPolicy, TimeoutClassPolicy
 
 
 class PlanStage:
@@ -52,9 +53,10 @@ class PlanStage:
         """The delivery's plan; None when the request is to run as a task instead
         (`queued`: it is that task, running now)."""
         request = task.request
-        timeout_class = checks.timeout_class_of(policy, request, decision, self.index)
+        timeout_class = timeout_class_of(policy, request, decision, self.index)
         if not queued and (request.mode == "async" or timeout_class.asynchronous):
             return None
+        deadline = started + deadline_s(task.deadline_ms, policy, timeout_class)
         delivery = Delivery(
             request_id=task.task_id,
             capability=decision.capability or "",
@@ -70,7 +72,7 @@ class PlanStage:
             delivery,
             trace,
             timeout_class,
-            started + checks.deadline_s(task.deadline_ms, policy, timeout_class),
+            deadline,
             policy.delivery,
             owned,
         )
@@ -85,3 +87,28 @@ def params_of(
         return None
     schema = schema_of(index, decision.capability)
     return with_payload(text.params, schema or {}, request.payload)
+
+
+def timeout_class_of(
+    policy: RoutingPolicy, request: InvokeRequest, decision: RouteDecision, index: RegistryIndex
+) -> TimeoutClassPolicy:
+    """The class the caller asked for, else the chosen instance's, else `query`."""
+    name = request.timeout_class
+    if name is None:
+        instance = index.by_id.get(decision.agent_id or "")
+        name = instance.spec.timeout_class if instance else "query"
+    timeout_class = policy.timeout_classes.get(name)
+    if timeout_class is None:
+        raise ValidationFailed(
+            f"unknown timeout class {name!r}: use one of {sorted(policy.timeout_classes)}",
+            field="timeout_class",
+        )
+    return timeout_class
+
+
+def deadline_s(
+    deadline_ms: int | None, policy: RoutingPolicy, timeout_class: TimeoutClassPolicy
+) -> float:
+    """The class's whole-request budget, shortened by the caller's own deadline."""
+    budget = policy.deadline_s(timeout_class)
+    return budget if deadline_ms is None else min(budget, deadline_ms / 1000)

@@ -13,7 +13,7 @@ out, a remembered answer is served as `degraded`, else the failure.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,28 +26,26 @@ from agent_reach.invoke import checks
 from agent_reach.invoke.admission import Admission, Limit
 from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.budget import RetryBudget
+from agent_reach.invoke.claim import ClaimStage
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.dispatch import Dispatcher
-from agent_reach.invoke.finish import UNROUTED, Finisher, ended_answer, error_answer
+from agent_reach.invoke.finish import Finisher, ended_answer, error_answer
 from agent_reach.invoke.gate import AccessGate
-from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, fingerprint
+from agent_reach.invoke.idempotency import Owned
 from agent_reach.invoke.parking import Parking
 from agent_reach.invoke.planning import PlanStage
 from agent_reach.invoke.route import RouteStage
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
-from agent_reach.mesh.service import chain_expired, delegated_limits
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import ANONYMOUS, Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.spans import Span
-from agent_reach.observability.timeseries import Outcome
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.routing.policy import RoutingPolicy
 from agent_reach.security.service import SecurityService
-from agent_reach.troubleshooting.journal import RequestJournal
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -73,7 +71,7 @@ class InvokeService:
 
     The edge authenticates the caller once (`security`: a key, an IdP token, a client
     certificate, or a delegation token and its chain) and hands its principal in; then
-    admit (`admission`) -> authorize (`gate`) -> claim (`guard`) -> route (`route`) ->
+    admit (`admission`) -> authorize (`gate`) -> claim (`claim`) -> route (`route`) ->
     plan (`plan`, then `gate` for the routed capability and its quotas) -> deliver
     (`dispatch`) -> finish (`finish`); `parking` answers what could not be delivered.
     The observers (quality ledger, journal, decision log, mesh spending) are given to
@@ -84,7 +82,7 @@ class InvokeService:
     security: SecurityService
     admission: Admission | None
     gate: AccessGate
-    guard: IdempotencyGuard
+    claim: ClaimStage
     route: RouteStage
     plan: PlanStage
     dispatch: Dispatcher
@@ -93,10 +91,10 @@ class InvokeService:
     tasks: TaskBoard
     dead_letters: DeadLetters
     budget: RetryBudget
+    policy: Callable[[], RoutingPolicy]  # the policy in force, read once per request
     clock: Clock
     metrics: Metrics
     tracer: Tracer
-    journal: RequestJournal | None = None  # what `agent-reach why` reads back
     fanout: FanoutHandler | None = None
 
     def with_fanout(self, fanout: FanoutHandler) -> InvokeService:
@@ -156,13 +154,7 @@ class InvokeService:
             answer = await self.admission.refuse(request, limit, request_id, trace.trace_id)
         except ReachError as exc:
             answer = error_answer(exc, request_id, trace)
-        capability = self.finish.label(request.capability) if request.capability else UNROUTED
-        shed: Outcome = "refused" if answer.status >= 400 else "ok"  # ok: remembered, degraded
-        self.metrics.recent.request(self.clock.wall(), capability, None, shed)
-        if self.journal is not None:
-            self.journal.record(
-                request_id, principal, trace.trace_id, request.context_id, answer, started
-            )
+        self.finish.shed(request, request_id, principal, trace, answer, started)
         return answer
 
     async def _admitted(
@@ -189,42 +181,35 @@ class InvokeService:
             chain=principal.chain,
         )
         trace = trace.under(span.span_id)  # route and attempts are children of the invoke span
-        hops = checks.hop_budget(hop_budget, request.max_hop)
-        if principal.chain is not None:  # a delegated call: within what its token left
-            hops, deadline_ms = delegated_limits(
-                principal.chain, hops, deadline_ms, self.clock.wall()
-            )
         task = TaskEntry(
             task_id=request_id,
             request=request,
             trace_id=trace.trace_id,
-            hop_budget=hops,
+            hop_budget=checks.hop_budget(hop_budget, request.max_hop),
             deadline_ms=deadline_ms,
             principal=principal,
         )
         owned: Owned | None = None
-        policy = self.route.routing.policy()
+        policy = self.policy()
         self.budget.start_request()
         try:
             # Access first: a request its caller may not make leaves nothing behind, not
             # even a dead letter.
-            await self.gate.enter(principal, request)
-            if hops <= 0:
+            task = await self.gate.authorize_request(task)
+            if task.hop_budget <= 0:
                 await self.dead_letters.add(
-                    "hop_limit", request, request_id=request_id, trace_id=trace.trace_id, hop=hops
+                    "hop_limit",
+                    request,
+                    request_id=request_id,
+                    trace_id=trace.trace_id,
+                    hop=task.hop_budget,
                 )
                 raise HopLimit(
                     "the request passed through too many agents (hop budget spent)",
                     request_id=request_id,
                 )
             if request.request_id is not None:
-                claimed = await self.guard.claim(
-                    request,
-                    task.key,
-                    lease_s=policy.longest_deadline_s,
-                    deadline=started + checks.wait_limit_s(deadline_ms, policy),
-                    wait=request.on_duplicate == "wait",
-                )
+                claimed = await self.claim.claim(task, policy, started)
                 if isinstance(claimed, Answer):
                     self.metrics.idempotent_replays.inc()
                     self.tracer.end(span, "replayed")
@@ -271,19 +256,11 @@ class InvokeService:
         span = self.tracer.start(
             "task", trace, capability, task.task_id, principal=task.principal.name
         )
-        policy = self.route.routing.policy()
+        policy = self.policy()
         owned: Owned | None = None
         try:
-            task = self._within_chain(task)
-            # Claimed under its own key (the request id's record holds the 202): a task
-            # taken over from a dead coordinator is re-sent only to an idempotent instance.
-            claimed = await self.guard.claim_key(
-                f"task-run:{task.key}",
-                fingerprint(task.request),
-                lease_s=policy.longest_deadline_s,
-                deadline=self.clock.monotonic() + policy.longest_deadline_s,
-                wait=True,
-            )
+            task = self.gate.within_chain(task)
+            claimed = await self.claim.claim_run(task, policy, self.clock.monotonic())
             if isinstance(claimed, Answer):
                 self.tracer.end(span, "replayed")
                 return claimed
@@ -305,18 +282,6 @@ class InvokeService:
         if owned is not None:
             await self.finish.release(answer, error, task, policy, owned)
         return answer
-
-    def _within_chain(self, task: TaskEntry) -> TaskEntry:
-        """The task with the hops and deadline its chain has left now (a parked request
-        waited); `DelegationExpired` once nothing is left."""
-        chain = task.principal.chain
-        if chain is None:
-            return task
-        now = self.clock.wall()
-        if now >= chain.expires_at:
-            raise chain_expired(chain.expires_at)
-        hops, deadline_ms = delegated_limits(chain, task.hop_budget, task.deadline_ms, now)
-        return dataclasses.replace(task, hop_budget=hops, deadline_ms=deadline_ms)
 
     async def expire_task(self, task: TaskEntry, last_failure: dict[str, Any] | None) -> Answer:
         """A parked task's time ran out (`Parking.expire`)."""
@@ -347,7 +312,7 @@ class InvokeService:
             self.plan.check(task, decision)
             if decision.capability is not None:
                 checked = not queued and request.capability is not None
-                await self.gate.admit(task.principal, decision.capability, checked=checked)
+                await self.gate.admit_routed(task.principal, decision.capability, checked=checked)
             plan = self.plan.plan(
                 task, decision, trace, policy, started, queued=queued, owned=owned, stream=stream
             )

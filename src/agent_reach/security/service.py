@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -34,6 +34,7 @@ from agent_reach.security.access import (
     Action,
     capability_matches,
     decide_access,
+    deny,
     principal_matches,
 )
 from agent_reach.security.endpoints import EndpointGuard
@@ -187,7 +188,7 @@ class SecurityService:
             return
         verdict = self._invoke_verdict(principal, capability)
         if not verdict.allowed:
-            self._deny(verdict, principal, capability, "invoke")
+            deny(verdict, principal, capability, "invoke")
 
     def may_invoke(self, principal: Principal, capability: str) -> bool:
         """Whether `authorize_invoke` would let the call through, decided the same way
@@ -265,14 +266,21 @@ class SecurityService:
         if principal.role != "admin":
             raise Forbidden("this needs an admin key")
 
-    async def admit(self, principal: Principal, capability: str) -> None:
+    async def admit(
+        self, principal: Principal, capability: str, holder: Principal | None = None
+    ) -> None:
         """Take a token from every bucket covering the pair; `QuotaExceeded` when one is
-        empty. A principal on its own: the access gate (`invoke/gate.py`) counts a
-        delegated call against its original caller and, apart, the agent that handed it
-        on."""
+        empty. `principal` on its own; `holder`, for a delegated call, the agent that
+        handed it on, whose buckets are taken from apart (`invoke/gate.py`)."""
         policy = self._rules()
         if not policy.quotas:
             return
+        await self._take(principal, capability, policy)
+        if holder is not None:
+            await self._take(holder, capability, policy)
+
+    async def _take(self, principal: Principal, capability: str, policy: RoutingPolicy) -> None:
+        """A token from each of the principal's buckets covering the capability."""
         buckets = self._buckets.get((principal, capability))
         if buckets is None:
             buckets = self._buckets[(principal, capability)] = [
@@ -326,14 +334,7 @@ class SecurityService:
     ) -> None:
         decision = decide_access(rules, principal, capability, action)
         if not decision.allowed:
-            self._deny(decision, principal, capability, action)
-
-    @staticmethod
-    def _deny(
-        decision: AccessDecision, principal: Principal, capability: str, action: Action
-    ) -> NoReturn:
-        log.info("access_denied", principal=principal.name, action=action, capability=capability)
-        raise Forbidden(f"{principal.name!r} may not {action} {capability!r}: {decision.reason}")
+            deny(decision, principal, capability, action)
 
 
 def _covers(

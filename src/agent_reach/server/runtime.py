@@ -23,6 +23,7 @@ from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answers import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
+from agent_reach.invoke.claim import ClaimStage
 from agent_reach.invoke.deadletters import DeadLetters
 from agent_reach.invoke.dispatch import Dispatcher
 from agent_reach.invoke.finish import Finisher
@@ -191,13 +192,13 @@ async def open_runtime(
         registry.index, transports, health, budget, clock, metrics, tracer, quality
     )
     guard = IdempotencyGuard(backends.idempotency, clock, liveness)
-    gate = AccessGate(security, contexts)
+    gate = AccessGate(security, contexts, clock)
     # The invoke path without fan-out: workflow steps and fan-out's own parts run on it.
     steps_path = InvokeService(
         security=security,
         admission=Admission(settings.max_in_flight, policy, answers, metrics),
         gate=gate,
-        guard=guard,
+        claim=ClaimStage(guard),
         route=RouteStage(routing, decision_log),
         plan=PlanStage(registry.index),
         dispatch=Dispatcher(
@@ -235,10 +236,10 @@ async def open_runtime(
         tasks=tasks,
         dead_letters=dead_letters,
         budget=budget,
+        policy=policy,
         clock=clock,
         metrics=metrics,
         tracer=tracer,
-        journal=journal,
     )
     orchestrator = _orchestration(
         settings, node_id, backends, registry, steps_path, contexts, policy, liveness
