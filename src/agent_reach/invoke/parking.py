@@ -64,23 +64,34 @@ class Parking:
         self.metrics = metrics
         self.tracer = tracer
 
-    async def unreached(
+    async def after_failure(
         self,
         task: TaskEntry,
         decision: RouteDecision,
-        exc: NoInstance,
+        error: ReachError,
         policy: RoutingPolicy,
         span: Span,
         *,
         queued: bool,
     ) -> Answer:
-        """No instance took the request: parked when it may wait, else `failed`."""
+        """The answer of a routed request whose delivery failed with `error`: parked when
+        no instance could take it and it may wait, else a similar earlier answer, else
+        `error` raised (with the decision as its `route`)."""
         request = task.request
-        if queued or not request.suspend or policy.delivery.suspend_s <= 0:
-            exc.details.setdefault("route", decision)  # as every other failure after routing
-            return await self.failed(task, decision, exc, span)
+        if (
+            not isinstance(error, NoInstance)
+            or queued
+            or not request.suspend
+            or policy.delivery.suspend_s <= 0
+        ):
+            error.details.setdefault("route", decision)  # as every other failure after routing
+            similar = await self._similar(task, decision, error)
+            if similar is None:
+                raise error
+            span.status = "degraded"
+            return similar
         capability = decision.capability or request.capability or ""
-        self.health.probe_soon(list(exc.details.get("tried", [])))
+        self.health.probe_soon(list(error.details.get("tried", [])))
         self.metrics.fallbacks.labels("suspended").inc()
         self.metrics.requests.labels(capability, "suspended").inc()
         log.info("request_suspended", request_id=task.task_id, capability=capability)
@@ -88,7 +99,7 @@ class Parking:
         why = unreached_instances(
             self.index,
             capability,
-            exc.details.get("attempts") or [],
+            error.details.get("attempts") or [],
             self.clock.monotonic(),
             self._disabled(),
         )
@@ -96,20 +107,16 @@ class Parking:
             task, "suspended", suspend_s=policy.delivery.suspend_s, why=why
         )
 
-    async def failed(
-        self, task: TaskEntry, decision: RouteDecision, error: ReachError, span: Span
-    ) -> Answer:
+    async def _similar(
+        self, task: TaskEntry, decision: RouteDecision, error: ReachError
+    ) -> Answer | None:
         """A text request whose delivery failed: the closest earlier answer, `degraded`
-        (of a capability declared safe only); else `error` raised."""
+        (of a capability declared safe only)."""
         if self.similar is None or not task.request.text or not decision.capability:
-            raise error
+            return None
         if not may_answer_from_memory(self.index, decision.capability):
-            raise error
-        similar = await self.similar.fallback(task, decision, error)
-        if similar is None:
-            raise error
-        span.status = "degraded"
-        return similar
+            return None
+        return await self.similar.fallback(task, decision, error)
 
     async def expire(self, task: TaskEntry, last_failure: dict[str, Any] | None) -> Answer:
         """A parked task's time ran out: its answer (the module's rules)."""

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import structlog
 
 from agent_reach.clock import Clock
-from agent_reach.errors import Forbidden, HopLimit, NoInstance, ReachError
+from agent_reach.errors import Forbidden, HopLimit, ReachError
 from agent_reach.ids import new_request_id
 from agent_reach.invoke import checks
 from agent_reach.invoke.admission import Admission, Limit
@@ -195,7 +195,9 @@ class InvokeService:
         try:
             # Access first: a request its caller may not make leaves nothing behind, not
             # even a dead letter.
-            task = await self.gate.authorize_request(task)
+            task = self.gate.authorize_request(task)
+            if request.context_id is not None:
+                await self.gate.authorize_context(principal, request.context_id)
             if task.hop_budget <= 0:
                 await self.dead_letters.add(
                     "hop_limit",
@@ -320,14 +322,13 @@ class InvokeService:
                 span.status = "queued"
                 return await self.tasks.accept(task, "queued"), None
             delivered = await self.dispatch.deliver(task, plan)
-        except NoInstance as exc:
-            parked = await self.parking.unreached(task, decision, exc, policy, span, queued=queued)
-            return parked, None
         except Forbidden:
             raise  # without the route: it would show what the caller may not reach
         except ReachError as exc:
-            exc.details.setdefault("route", decision)
-            return await self.parking.failed(task, decision, exc, span), None
+            answer = await self.parking.after_failure(
+                task, decision, exc, policy, span, queued=queued
+            )
+            return answer, None
         if isinstance(delivered.result, EventStream):
             return self.finish.streamed(task, trace, decision, delivered, policy, span), None
         return self.finish.succeeded(task, trace, decision, delivered, policy, span), None

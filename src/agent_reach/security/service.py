@@ -150,8 +150,8 @@ class SecurityService:
                 raise Unauthorized(_NO_CERTIFICATE_MAPPING)
             return principal
         credential = _bearer(authorization)
-        delegations = self.delegations
-        if looks_like_jwt(credential) and (self.tokens is not None or delegations is not None):
+        if looks_like_jwt(credential) and (self.tokens is not None or self.delegations is not None):
+            delegations = self.delegations
             if self.tokens is None or (
                 delegations is not None and delegations.recognizes(credential)
             ):
@@ -275,31 +275,26 @@ class SecurityService:
         policy = self._rules()
         if not policy.quotas:
             return
-        await self._take(principal, capability, policy)
-        if holder is not None:
-            await self._take(holder, capability, policy)
-
-    async def _take(self, principal: Principal, capability: str, policy: RoutingPolicy) -> None:
-        """A token from each of the principal's buckets covering the capability."""
-        buckets = self._buckets.get((principal, capability))
-        if buckets is None:
-            buckets = self._buckets[(principal, capability)] = [
-                (
-                    f"{index}:{principal.name}:{capability if rule.scope == 'pair' else '*'}",
-                    rule.rate_per_s,
-                    rule.burst,
-                )
-                for index, rule in enumerate(policy.quotas)
-                if _covers(rule.principals, rule.capabilities, principal, capability)
-            ]
-        for key, rate_per_s, burst in buckets:
-            wait_s = await self.quotas.take(key, rate_per_s, burst)
-            if wait_s > 0:
-                self.metrics.quota_denials.labels(capability).inc()
-                raise QuotaExceeded(
-                    f"quota for {capability!r} used up; try again in {wait_s:.3f} s",
-                    retry_after_s=round(wait_s, 3),
-                )
+        for payer in (principal,) if holder is None else (principal, holder):
+            buckets = self._buckets.get((payer, capability))
+            if buckets is None:
+                buckets = self._buckets[(payer, capability)] = [
+                    (
+                        f"{index}:{payer.name}:{capability if rule.scope == 'pair' else '*'}",
+                        rule.rate_per_s,
+                        rule.burst,
+                    )
+                    for index, rule in enumerate(policy.quotas)
+                    if _covers(rule.principals, rule.capabilities, payer, capability)
+                ]
+            for key, rate_per_s, burst in buckets:
+                wait_s = await self.quotas.take(key, rate_per_s, burst)
+                if wait_s > 0:
+                    self.metrics.quota_denials.labels(capability).inc()
+                    raise QuotaExceeded(
+                        f"quota for {capability!r} used up; try again in {wait_s:.3f} s",
+                        retry_after_s=round(wait_s, 3),
+                    )
 
     def _carries_delegation(self, authorization: str | None) -> bool:
         """`Bearer <delegation token>`, without refusing anything else (security off)."""
