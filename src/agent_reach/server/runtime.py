@@ -180,11 +180,10 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers, settings.answer_max_bytes, registry.index)
     contexts = await ContextService.open(backends.contexts, clock, settings)
-    journal = RequestJournal(clock, node_id=node_id)
     similar = SimilarAnswers(policy, metrics)
     history = InstanceHistory(registry.index, clock)
     shared = SharedJournal(backends.why, history) if backends.why is not None else None
-    journal.shared = shared  # on a shared store, `why` finds what any coordinator answered
+    journal = RequestJournal(clock, node_id=node_id, shared=shared)
     negotiation = open_negotiation(
         registry.index, security.guard, tls, backends.mesh, policy, clock, metrics, quality
     )
