@@ -35,6 +35,7 @@ from agent_reach.invoke.planning import PlanStage
 from agent_reach.invoke.route import RouteStage
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.similar_answers import SimilarAnswers
+from agent_reach.invoke.spending import MeshSpending
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports, open_transports
 from agent_reach.learning.service import LearningService
@@ -207,7 +208,7 @@ async def open_runtime(
             contexts,
             metrics,
             learning,
-            mesh=mesh,
+            spending=MeshSpending(mesh, clock),
             negotiation=negotiation,
         ),
         finish=Finisher(
