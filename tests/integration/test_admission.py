@@ -118,7 +118,7 @@ def test_a_refused_request_with_a_remembered_answer_gets_it_marked_degraded(
     assert http.post("/v1/invoke", json={"capability": "slow.cap", "payload": payload}).is_success
     app = coordinator.app
     assert isinstance(app, CoordinatorApp) and app.runtime is not None
-    answers, loop = app.runtime.invoke.answers, coordinator.loop
+    answers, loop = app.runtime.invoke.parking.answers, coordinator.loop
     assert loop is not None
     wait_until(
         lambda: asyncio.run_coroutine_threadsafe(

@@ -40,7 +40,7 @@ def coordinator(settings: Settings, tmp_path: Path) -> Iterator[ServerThread]:
 def indexed(server: ServerThread, capability: str, text: str) -> bool:
     app = server.app
     assert isinstance(app, CoordinatorApp) and app.runtime is not None and server.loop
-    similar = app.runtime.invoke.similar
+    similar = app.runtime.invoke.parking.similar
     assert similar is not None
     found = asyncio.run_coroutine_threadsafe(similar.find(capability, text), server.loop)
     return found.result() is not None

@@ -108,6 +108,7 @@ class AttemptLoop:
         clock: Clock,
         metrics: Metrics,
         tracer: Tracer,
+        quality: QualityLedger | None = None,
     ) -> None:
         self.index = index
         self.transports = transports
@@ -116,7 +117,7 @@ class AttemptLoop:
         self.clock = clock
         self.metrics = metrics
         self.tracer = tracer
-        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
+        self.quality = quality  # observes each attempt's outcome (mesh/quality.py)
 
     async def run(self, plan: DeliveryPlan) -> Delivered:
         """Deliver to the first instance that succeeds; raise the failure that ended it.

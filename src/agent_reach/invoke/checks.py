@@ -1,4 +1,4 @@
-"""What a request must pass between routing and delivery, and the limits it runs under.
+"""What a request must pass between routing and delivery, and its hop budget.
 
 Pure functions of the request, its decision, the registry index and the policy in
 force: none waits, none records anything.
@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.errors import Ambiguous, NoCapability, NoInstance, NoMatch, ValidationFailed
+from agent_reach.errors import Ambiguous, NoCapability, NoInstance, NoMatch
 from agent_reach.invoke.schemas import PayloadSchemas, spec_schema
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import DEFAULT_MAX_HOP, InvokeRequest
-from agent_reach.policy.delivery import TimeoutClassPolicy
-from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 
 
@@ -71,37 +69,6 @@ def check_payload(
     schema = spec_schema(instance.spec, decision.capability)
     if schema is not None:
         schemas.check(schema, request.payload, decision.capability)
-
-
-def timeout_class_of(
-    policy: Policy, request: InvokeRequest, decision: RouteDecision, index: RegistryIndex
-) -> TimeoutClassPolicy:
-    """The class the caller asked for, else the chosen instance's, else `query`."""
-    name = request.timeout_class
-    if name is None:
-        instance = index.by_id.get(decision.agent_id or "")
-        name = instance.spec.timeout_class if instance else "query"
-    timeout_class = policy.timeout_classes.get(name)
-    if timeout_class is None:
-        raise ValidationFailed(
-            f"unknown timeout class {name!r}: use one of {sorted(policy.timeout_classes)}",
-            field="timeout_class",
-        )
-    return timeout_class
-
-
-def deadline_s(
-    deadline_ms: int | None, policy: Policy, timeout_class: TimeoutClassPolicy
-) -> float:
-    """The class's whole-request budget, shortened by the caller's own deadline."""
-    budget = policy.deadline_s(timeout_class)
-    return budget if deadline_ms is None else min(budget, deadline_ms / 1000)
-
-
-def wait_limit_s(deadline_ms: int | None, policy: Policy) -> float:
-    """How long a duplicate waits for the first: the caller's deadline, else the longest class."""
-    longest = policy.longest_deadline_s
-    return longest if deadline_ms is None else deadline_ms / 1000
 
 
 def hop_budget(from_header: int | None, from_body: int | None) -> int:

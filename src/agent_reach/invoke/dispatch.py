@@ -15,49 +15,54 @@ from typing import TYPE_CHECKING, Any
 from agent_reach.context.service import ContextService
 from agent_reach.errors import AgentFailed, NoMatch
 from agent_reach.invoke.attempts import AttemptLoop, Delivered
-from agent_reach.invoke.plan import DelegationOf, DeliveryPlan, ReportedCost
+from agent_reach.invoke.gate import AccessGate
+from agent_reach.invoke.plan import DeliveryPlan
+from agent_reach.invoke.planning import params_of
+from agent_reach.invoke.spending import MeshSpending
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.index import Instance
-from agent_reach.routing.params import schema_of, with_payload
 from agent_reach.routing.service import RoutingService
-from agent_reach.security.service import SecurityService
 
 if TYPE_CHECKING:
     from agent_reach.learning.service import LearningService
     from agent_reach.mesh.negotiation import Negotiation
-    from agent_reach.mesh.service import Mesh
 
 
 class Dispatcher:
-    """Runs a request's delivery plan to the answer that ends it."""
+    """Runs a request's delivery plan to the answer that ends it.
+
+    `spending` (delegation tokens, the chain's budget: `invoke/spending.py`) and
+    `negotiation` (offers before a delivery) take part only where they apply.
+    """
 
     def __init__(
         self,
         attempts: AttemptLoop,
         routing: RoutingService,
-        security: SecurityService,
+        gate: AccessGate,
         contexts: ContextService,
         metrics: Metrics,
         learning: LearningService | None,
+        *,
+        spending: MeshSpending | None = None,
+        negotiation: Negotiation | None = None,
     ) -> None:
         self.attempts = attempts
         self.routing = routing
-        self.security = security
+        self.gate = gate
         self.contexts = contexts
         self.metrics = metrics
         self.learning = learning
-        self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
-        self.negotiation: Negotiation | None = None  # likewise (mesh/negotiation.py)
+        self.spending = spending
+        self.negotiation = negotiation
 
     def deliver(self, task: TaskEntry, plan: DeliveryPlan) -> Awaitable[Delivered]:
         """The delivered answer; the failure that ended the attempts otherwise."""
-        mesh = self.mesh
-        if mesh is not None and mesh.involved(task.principal, task.request.budget):
-            plan.delegation_of = self._delegation_of(mesh, task, plan)
-            plan.reported_cost = self._reported_cost(mesh, task)
+        spending = self.spending
+        if spending is not None and spending.involved(task.principal, task.request.budget):
+            spending.attach(task, plan)
         negotiation = self.negotiation
         if negotiation is not None and negotiation.applies(plan.decision):
             return self._negotiated(negotiation, task, plan)
@@ -73,46 +78,6 @@ class Dispatcher:
         if task.request.capability is None:
             return await self._deliver_text(task, plan)
         return await self._attempts(plan, task.request.context_id)
-
-    def _delegation_of(self, mesh: Mesh, task: TaskEntry, plan: DeliveryPlan) -> DelegationOf:
-        """Per instance tried: spend its cost from the chain's budget, then the token."""
-        principal, request, clock = task.principal, task.request, self.attempts.clock
-
-        async def delegation_of(instance: Instance) -> dict[str, Any] | None:
-            await mesh.spend(principal, task.task_id, request.budget, instance.spec.cost)
-            if not mesh.carries_token(principal, instance):
-                return None
-            return await mesh.delegation_for(
-                principal,
-                instance,
-                plan.delivery.capability,
-                request_id=task.task_id,
-                hop=plan.delivery.hop,
-                deadline_s=max(0.0, plan.deadline - clock.monotonic()),
-                context_id=request.context_id,
-                budget=request.budget,
-            )
-
-        return delegation_of
-
-    @staticmethod
-    def _reported_cost(mesh: Mesh, task: TaskEntry) -> ReportedCost:
-        """Per answer with `X-Reach-Cost`: spend what it reported over the declared cost."""
-
-        async def reported_cost(instance: Instance, cost: float) -> None:
-            await mesh.spend_reported(
-                task.principal, task.task_id, task.request.budget, cost - instance.spec.cost
-            )
-
-        return reported_cost
-
-    def params(self, decision: RouteDecision, request: InvokeRequest) -> dict[str, Any] | None:
-        """The params pulled out of the text, with the caller's own payload fields kept."""
-        text = decision.text
-        if text is None or text.params is None or decision.capability is None:
-            return None
-        schema = schema_of(self.routing.index, decision.capability)
-        return with_payload(text.params, schema or {}, request.payload)
 
     def _attempts(self, plan: DeliveryPlan, context_id: str | None) -> Awaitable[Delivered]:
         """The attempts (a plain call without a context: one coroutine less per request)."""
@@ -161,7 +126,7 @@ class Dispatcher:
                     delivery,
                     capability=decision.capability or "",
                     hop=delivery.hop - 1,
-                    params=self.params(decision, request),
+                    params=params_of(self.routing.index, decision, request),
                 )
                 if self.negotiation is not None and self.negotiation.applies(decision):
                     await self.negotiation.negotiate(task, plan)
@@ -201,8 +166,7 @@ class Dispatcher:
             if decision is not None:
                 refusal.details["route"] = decision
             raise refusal
-        self.security.authorize_invoke(task.principal, decision.capability)
-        await self.security.admit(task.principal, decision.capability)
+        await self.gate.admit_routed(task.principal, decision.capability, checked=False)
         self.metrics.misdirected.labels("redirected").inc()
         return decision
 

@@ -23,9 +23,11 @@ from agent_reach.invoke.similar_answers import SimilarAnswers
 from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
-from agent_reach.model.invocations import InvokeResult, Status
+from agent_reach.model.invocations import InvokeRequest, InvokeResult, Status
+from agent_reach.model.keys import Principal
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.spans import Span
+from agent_reach.observability.timeseries import Outcome
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.policy.policy import Policy
@@ -57,6 +59,7 @@ class Finisher:
         metrics: Metrics,
         tracer: Tracer,
         journal: RequestJournal | None,
+        quality: QualityLedger | None = None,
     ) -> None:
         self.routing = routing
         self.guard = guard
@@ -66,7 +69,7 @@ class Finisher:
         self.metrics = metrics
         self.tracer = tracer
         self.journal = journal
-        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
+        self.quality = quality  # notes who served each answer, so that its caller may rate it
 
     def label(self, capability: str | None) -> str:
         """A metric label: registered capabilities by name, anything else as one value
@@ -189,6 +192,25 @@ class Finisher:
                 task.request.context_id,
                 answer,
                 started,
+            )
+
+    def shed(
+        self,
+        request: InvokeRequest,
+        request_id: str,
+        principal: Principal,
+        trace: TraceContext,
+        answer: Answer,
+        started: float,
+    ) -> None:
+        """A request admission refused (`invoke/admission.py`), on the dashboard's charts
+        and in the journal."""
+        capability = self.label(request.capability) if request.capability else UNROUTED
+        shed: Outcome = "refused" if answer.status >= 400 else "ok"  # ok: remembered, degraded
+        self.metrics.recent.request(self.clock.wall(), capability, None, shed)
+        if self.journal is not None:
+            self.journal.record(
+                request_id, principal, trace.trace_id, request.context_id, answer, started
             )
 
     def _chart(self, error: ReachError | None, span: Span, latency_s: float) -> None:

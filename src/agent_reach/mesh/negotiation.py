@@ -22,7 +22,7 @@ take the request; without a live one it is 503 `all_declined` with the offers.
 
 Every offer's outcome is counted (`agent_reach_offers_total{outcome}`) and shown on its
 candidate in the decision; declines and missed offers go to the quality ledger when
-one is attached (`ledger`).
+one is given (`ledger`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import orjson
 from prometheus_client import Counter
@@ -39,11 +39,10 @@ from pydantic import ValidationError
 from agent_reach.backends.protocols import MeshStore
 from agent_reach.clock import Clock
 from agent_reach.errors import AllDeclined
-from agent_reach.mesh.service import BUDGET_TTL_S
+from agent_reach.mesh.service import BUDGET_TTL_S, OutcomeLedger
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.decisions import Candidate, RouteDecision
 from agent_reach.model.offers import Negotiated, OfferAnswer, OfferOutcome
-from agent_reach.model.quality import OutcomeKind
 from agent_reach.observability.metrics import Metrics
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import Instance, RegistryIndex
@@ -62,10 +61,6 @@ OFFER_CONNECTIONS = 64  # per agent origin: offers are few and short
 _HEADERS = (("content-type", "application/json"), ("accept", "application/json"))
 
 
-class OutcomeLedger(Protocol):
-    """The quality ledger (mesh/quality.py): a declined or missed offer is an outcome."""
-
-    def record(self, agent_id: str, kind: OutcomeKind) -> None: ...
 
 
 async def check_negotiate(spec: AgentSpec, guard: EndpointGuard) -> None:
@@ -101,6 +96,7 @@ class Negotiation:
         policy: Callable[[], Policy],
         clock: Clock,
         metrics: Metrics,
+        ledger: OutcomeLedger | None = None,
     ) -> None:
         self._index = index
         self._client = client
@@ -114,7 +110,7 @@ class Negotiation:
             ["outcome"],
             registry=metrics.registry,
         )
-        self.ledger: OutcomeLedger | None = None  # the quality ledger, once wired in
+        self._ledger = ledger  # the quality ledger: a declined or missed offer is an outcome
 
     def applies(self, decision: RouteDecision) -> bool:
         """Whether the decision's capability has an instance that negotiates (cheap: the
@@ -264,8 +260,8 @@ class Negotiation:
 
     def _count(self, agent_id: str, offer: OfferOutcome) -> None:
         self.offers.labels(offer.outcome).inc()
-        if self.ledger is not None and offer.outcome in ("declined", "timeout"):
-            self.ledger.record(agent_id, "declined")
+        if self._ledger is not None and offer.outcome in ("declined", "timeout"):
+            self._ledger.record(agent_id, "declined")
 
     def _elapsed_ms(self, started: float) -> float:
         return round((self._clock.monotonic() - started) * 1000, 3)
@@ -288,6 +284,7 @@ def open_negotiation(
     policy: Callable[[], Policy],
     clock: Clock,
     metrics: Metrics,
+    ledger: OutcomeLedger | None = None,
 ) -> Negotiation:
     """A coordinator's negotiation, over a small pooled client of its own: the same
     dial-time endpoint guard and TLS context (`identity.tls.delivery_context`) as
@@ -298,4 +295,4 @@ def open_negotiation(
         resolve=guard.dial_address,
         ssl_context=ssl_context,
     )
-    return Negotiation(index, client, store, policy, clock, metrics)
+    return Negotiation(index, client, store, policy, clock, metrics, ledger)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import MeshStore
@@ -34,11 +34,11 @@ from agent_reach.clock import Clock
 from agent_reach.config import Settings
 from agent_reach.errors import DelegationCycle, DelegationExpired, Forbidden, ReachError
 from agent_reach.mesh.kill_switch import KillSwitch
-from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.signing import SigningKeys
-from agent_reach.mesh.tokens import DelegationTokens, principal_of
+from agent_reach.mesh.tokens import DelegationTokens, is_delegation_token, principal_of
 from agent_reach.model.access import AccessRule
 from agent_reach.model.keys import Chain, Link, Principal
+from agent_reach.model.quality import OutcomeKind
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.security.access import capability_matches, principal_matches
@@ -49,8 +49,15 @@ UNLIMITED = sys.float_info.max  # the limit of a spend that must be recorded wha
 HOLDER_KEY_ID = "delegated"  # the key_id of a chain's agent as a principal (no key of its own)
 
 
+class OutcomeLedger(Protocol):
+    """The quality ledger (mesh/quality.py) as an observer: an agent's outcome counted."""
+
+    def record(self, agent_id: str, kind: OutcomeKind) -> None: ...
+
+
 class Mesh:
-    """Tokens for deliveries, and the checks of delegated calls."""
+    """Tokens for deliveries, and the checks of delegated calls. `ledger` observes the
+    chains that bounce a task back (`delegation_cycle`)."""
 
     def __init__(
         self,
@@ -60,6 +67,7 @@ class Mesh:
         index: RegistryIndex,
         policy: Callable[[], Policy],
         clock: Clock,
+        ledger: OutcomeLedger | None = None,
     ) -> None:
         self.tokens = tokens
         self.switch = switch
@@ -70,7 +78,7 @@ class Mesh:
         self._clock = clock
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         self._scopes_of: Policy | None = None
-        self.quality: QualityLedger | None = None  # set once the runtime has wired it in
+        self._ledger = ledger
 
     def involved(self, principal: Principal, budget: float | None) -> bool:
         """Whether a request's deliveries may carry a token or spend a budget: a chain, a
@@ -124,6 +132,11 @@ class Mesh:
         token = self.tokens.sign(held, request_id, key)
         return {"token": token, "expires_at": expires_at, "depth": held.depth}
 
+    @staticmethod
+    def recognizes(credential: str) -> bool:
+        """Whether a bearer credential is a delegation token (verified by `principal_of`)."""
+        return is_delegation_token(credential)
+
     async def principal_of(self, token: str) -> Principal:
         """Who a delegation token lets its holder act as: the caller, through the chain;
         401 `delegation_invalid` for a bad token, 403 when its holder is disabled."""
@@ -138,10 +151,10 @@ class Mesh:
         refused = self.refusal(principal, capability)
         if refused is None:
             return
-        if isinstance(refused, DelegationCycle) and self.quality is not None:
+        if isinstance(refused, DelegationCycle) and self._ledger is not None:
             assert principal.chain is not None  # a refusal needs a chain
             # handing the whole task back or sideways
-            self.quality.record(principal.chain.holder.instance, "bounced")
+            self._ledger.record(principal.chain.holder.instance, "bounced")
         raise refused
 
     def refusal(self, principal: Principal, capability: str) -> ReachError | None:
@@ -279,9 +292,11 @@ def open_mesh(
     index: RegistryIndex,
     policy: Callable[[], Policy],
     clock: Clock,
+    ledger: OutcomeLedger | None = None,
 ) -> Mesh:
     """The mesh of one coordinator: keys and kill switch shared through `backends`."""
     keys = SigningKeys(backends.keysets, clock, settings.delegation_rotate_s)
     issuer = settings.public_url.rstrip("/") if settings.public_url else DEFAULT_ISSUER
     switch = KillSwitch(backends.mesh, index, clock)
-    return Mesh(DelegationTokens(keys, issuer, clock), switch, backends.mesh, index, policy, clock)
+    tokens = DelegationTokens(keys, issuer, clock)
+    return Mesh(tokens, switch, backends.mesh, index, policy, clock, ledger)

@@ -9,10 +9,15 @@ allow what a key's grants do not.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
+import structlog
+
+from agent_reach.errors import Forbidden
 from agent_reach.model.access import AccessRule
 from agent_reach.model.keys import Principal, Role
+
+log = structlog.get_logger("agent_reach.security")
 
 Action = Literal["invoke", "register"]
 # What the capabilities a key carries let its holder do, by role (issue 12): admins need
@@ -29,6 +34,14 @@ class AccessDecision:
     reason: str
     rule: AccessRule | None = None
     grant: str | None = None
+
+
+def deny(
+    decision: AccessDecision, principal: Principal, capability: str, action: Action
+) -> NoReturn:
+    """403 naming who may not do what, and the decision's reason (logged)."""
+    log.info("access_denied", principal=principal.name, action=action, capability=capability)
+    raise Forbidden(f"{principal.name!r} may not {action} {capability!r}: {decision.reason}")
 
 
 def principal_matches(pattern: str, principal: Principal) -> bool:

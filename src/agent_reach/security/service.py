@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, Protocol
 
 import structlog
 
@@ -20,12 +20,10 @@ from agent_reach.backends.bundle import Backends
 from agent_reach.backends.protocols import KeyStore, QuotaStore
 from agent_reach.clock import Clock
 from agent_reach.config import Settings
-from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, Unauthorized
+from agent_reach.errors import Forbidden, InvalidRequest, QuotaExceeded, ReachError, Unauthorized
 from agent_reach.identity.certificates import PeerCertificate, certificate_principal
 from agent_reach.identity.oidc import OidcVerifier, looks_like_jwt, open_oidc
 from agent_reach.identity.origins import OriginGuard
-from agent_reach.mesh.service import Mesh, holder_principal
-from agent_reach.mesh.tokens import is_delegation_token
 from agent_reach.model.access import AccessRule
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.keys import ANONYMOUS, KeyRecord, Principal
@@ -36,6 +34,7 @@ from agent_reach.security.access import (
     Action,
     capability_matches,
     decide_access,
+    deny,
     principal_matches,
 )
 from agent_reach.security.endpoints import EndpointGuard
@@ -56,6 +55,19 @@ _NO_CERTIFICATE_MAPPING = (
 _Cached = tuple[KeyRecord | None, Principal, float]
 
 
+class Delegations(Protocol):
+    """The delegation boundary (the mesh provides it): who a delegation token lets its
+    holder act as, and whether a call through a chain may reach a capability."""
+
+    def recognizes(self, credential: str) -> bool: ...
+
+    async def principal_of(self, token: str) -> Principal: ...
+
+    def check(self, principal: Principal, capability: str) -> None: ...
+
+    def refusal(self, principal: Principal, capability: str) -> ReachError | None: ...
+
+
 class SecurityService:
     """Answers "who is this" and "may they" for the server's routes and the fast path."""
 
@@ -72,10 +84,11 @@ class SecurityService:
         metrics_digest: str | None = None,
         origins: OriginGuard,
         tokens: OidcVerifier | None = None,
+        delegations: Delegations | None = None,
     ) -> None:
         self.guard = guard
         self.origins = origins
-        self.mesh: Mesh | None = None  # set once the runtime has wired the mesh in
+        self.delegations = delegations
         self.tokens = tokens
         self._metrics_digest = metrics_digest
         self.keys = keys
@@ -108,8 +121,9 @@ class SecurityService:
             return principal
         credential = _bearer(authorization)
         if looks_like_jwt(credential):
-            if self.mesh is not None and is_delegation_token(credential):
-                return await self.mesh.principal_of(credential)
+            delegations = self.delegations
+            if delegations is not None and delegations.recognizes(credential):
+                return await delegations.principal_of(credential)
             if self.tokens is not None:
                 return await self.tokens.verify(credential, resource)
         key_id, secret = split_key(credential)
@@ -127,7 +141,7 @@ class SecurityService:
         `peer` (a client certificate the handshake verified) is the credential."""
         if not self.enabled:
             # A delegation token is honored with security off too: a chain only narrows.
-            if self.mesh is not None and _carries_delegation(authorization):
+            if self.delegations is not None and self._carries_delegation(authorization):
                 return None
             return ANONYMOUS
         if authorization is None and peer is not None:
@@ -136,8 +150,11 @@ class SecurityService:
                 raise Unauthorized(_NO_CERTIFICATE_MAPPING)
             return principal
         credential = _bearer(authorization)
-        if looks_like_jwt(credential) and (self.tokens is not None or self.mesh is not None):
-            if self.tokens is None or is_delegation_token(credential):
+        if looks_like_jwt(credential) and (self.tokens is not None or self.delegations is not None):
+            delegations = self.delegations
+            if self.tokens is None or (
+                delegations is not None and delegations.recognizes(credential)
+            ):
                 return None  # a delegation token is verified each time it is used
             return self.tokens.kept(credential, resource)
         key_id, secret = split_key(credential)
@@ -171,14 +188,14 @@ class SecurityService:
             return
         verdict = self._invoke_verdict(principal, capability)
         if not verdict.allowed:
-            self._deny(verdict, principal, capability, "invoke")
+            deny(verdict, principal, capability, "invoke")
 
     def may_invoke(self, principal: Principal, capability: str) -> bool:
         """Whether `authorize_invoke` would let the call through, decided the same way
         but without raising, logging or recording anything: what `/mcp` lists."""
         if principal.chain is not None:
-            assert self.mesh is not None  # only the mesh makes chained principals
-            if self.mesh.refusal(principal, capability) is not None:
+            assert self.delegations is not None  # only the mesh makes chained principals
+            if self.delegations.refusal(principal, capability) is not None:
                 return False
             principal = principal.on_its_own()
         return principal.role == "admin" or self._invoke_verdict(principal, capability).allowed
@@ -195,8 +212,8 @@ class SecurityService:
     def _authorize_delegated(self, principal: Principal, capability: str) -> None:
         """A call through a delegation chain: the chain's boundary, and the original
         caller's own right — 403 `delegation_denied` naming what failed."""
-        assert self.mesh is not None  # only the mesh makes chained principals
-        self.mesh.check(principal, capability)
+        assert self.delegations is not None  # only the mesh makes chained principals
+        self.delegations.check(principal, capability)
         try:
             self.authorize_invoke(principal.on_its_own(), capability)
         except Forbidden as exc:
@@ -249,36 +266,42 @@ class SecurityService:
         if principal.role != "admin":
             raise Forbidden("this needs an admin key")
 
-    async def admit(self, principal: Principal, capability: str) -> None:
+    async def admit(
+        self, principal: Principal, capability: str, holder: Principal | None = None
+    ) -> None:
         """Take a token from every bucket covering the pair; `QuotaExceeded` when one is
-        empty. A delegated call counts against its original caller and, apart, against
-        the agent that handed it on."""
-        if principal.chain is not None:
-            await self.admit(principal.on_its_own(), capability)
-            await self.admit(holder_principal(principal.chain.holder), capability)
-            return
+        empty. `principal` on its own; `holder`, for a delegated call, the agent that
+        handed it on, whose buckets are taken from apart (`invoke/gate.py`)."""
         policy = self._rules()
         if not policy.quotas:
             return
-        buckets = self._buckets.get((principal, capability))
-        if buckets is None:
-            buckets = self._buckets[(principal, capability)] = [
-                (
-                    f"{index}:{principal.name}:{capability if rule.scope == 'pair' else '*'}",
-                    rule.rate_per_s,
-                    rule.burst,
-                )
-                for index, rule in enumerate(policy.quotas)
-                if _covers(rule.principals, rule.capabilities, principal, capability)
-            ]
-        for key, rate_per_s, burst in buckets:
-            wait_s = await self.quotas.take(key, rate_per_s, burst)
-            if wait_s > 0:
-                self.metrics.quota_denials.labels(capability).inc()
-                raise QuotaExceeded(
-                    f"quota for {capability!r} used up; try again in {wait_s:.3f} s",
-                    retry_after_s=round(wait_s, 3),
-                )
+        for payer in (principal,) if holder is None else (principal, holder):
+            buckets = self._buckets.get((payer, capability))
+            if buckets is None:
+                buckets = self._buckets[(payer, capability)] = [
+                    (
+                        f"{index}:{payer.name}:{capability if rule.scope == 'pair' else '*'}",
+                        rule.rate_per_s,
+                        rule.burst,
+                    )
+                    for index, rule in enumerate(policy.quotas)
+                    if _covers(rule.principals, rule.capabilities, payer, capability)
+                ]
+            for key, rate_per_s, burst in buckets:
+                wait_s = await self.quotas.take(key, rate_per_s, burst)
+                if wait_s > 0:
+                    self.metrics.quota_denials.labels(capability).inc()
+                    raise QuotaExceeded(
+                        f"quota for {capability!r} used up; try again in {wait_s:.3f} s",
+                        retry_after_s=round(wait_s, 3),
+                    )
+
+    def _carries_delegation(self, authorization: str | None) -> bool:
+        """`Bearer <delegation token>`, without refusing anything else (security off)."""
+        if authorization is None or self.delegations is None:
+            return False
+        scheme, _, credential = authorization.partition(" ")
+        return scheme.lower() == "bearer" and self.delegations.recognizes(credential.strip())
 
     async def _fetch(self, key_id: str) -> _Cached:
         """The key's record read from the store now, and cached."""
@@ -306,14 +329,7 @@ class SecurityService:
     ) -> None:
         decision = decide_access(rules, principal, capability, action)
         if not decision.allowed:
-            self._deny(decision, principal, capability, action)
-
-    @staticmethod
-    def _deny(
-        decision: AccessDecision, principal: Principal, capability: str, action: Action
-    ) -> NoReturn:
-        log.info("access_denied", principal=principal.name, action=action, capability=capability)
-        raise Forbidden(f"{principal.name!r} may not {action} {capability!r}: {decision.reason}")
+            deny(decision, principal, capability, action)
 
 
 def _covers(
@@ -341,8 +357,10 @@ async def open_security(
     policy: Callable[[], Policy],
     clock: Clock,
     metrics: Metrics,
+    delegations: Delegations | None = None,
 ) -> SecurityService:
-    """The security service; stores the `AR_ADMIN_KEY` digest and forgets the key itself."""
+    """The security service; stores the `AR_ADMIN_KEY` digest and forgets the key itself.
+    `delegations`: the mesh, which verifies delegation tokens and chains."""
     enabled = settings.auth == "on"
     if not enabled:
         log.warning(
@@ -369,15 +387,8 @@ async def open_security(
         origins=OriginGuard(settings),
         metrics_digest=None if metrics_token is None else digest(metrics_token.get_secret_value()),
         tokens=open_oidc(settings, backends, policy, clock),
+        delegations=delegations,
     )
-
-
-def _carries_delegation(authorization: str | None) -> bool:
-    """`Bearer <delegation token>`, without refusing anything else (security off)."""
-    if authorization is None:
-        return False
-    scheme, _, credential = authorization.partition(" ")
-    return scheme.lower() == "bearer" and is_delegation_token(credential.strip())
 
 
 def _bearer(authorization: str | None) -> str:

@@ -23,11 +23,19 @@ from agent_reach.invoke.admission import Admission
 from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.attempts import AttemptLoop
 from agent_reach.invoke.budget import RetryBudget
+from agent_reach.invoke.claim import ClaimStage
 from agent_reach.invoke.deadletters import DeadLetters
+from agent_reach.invoke.dispatch import Dispatcher
+from agent_reach.invoke.finish import Finisher
+from agent_reach.invoke.gate import AccessGate
 from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.intent_delivery import intent_asker
+from agent_reach.invoke.parking import Parking
+from agent_reach.invoke.planning import PlanStage
+from agent_reach.invoke.route import RouteStage
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.similar_answers import SimilarAnswers
+from agent_reach.invoke.spending import MeshSpending
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports
 from agent_reach.learning.service import LearningService
@@ -114,9 +122,6 @@ async def open_runtime(
     except BaseException:
         await backends.aclose()
         raise
-    security = await open_security(settings, backends, policy, clock, metrics)
-    transports = open_transports(security.guard.dial_address, tls)
-    decision_log = DecisionLog(settings.decision_log, clock)
     registry = Registry(
         backends.registry,
         clock,
@@ -124,6 +129,13 @@ async def open_runtime(
         resync_s=settings.registry_resync_s,
         shared=backends.is_shared,
     )
+    # The quality ledger observes the mesh (bounced chains), negotiation (declined
+    # offers), the attempts (their outcomes) and the finish (who served an answer).
+    quality = QualityLedger(backends.quality, registry.index, policy, clock)
+    mesh = open_mesh(settings, backends, registry.index, policy, clock, quality)
+    security = await open_security(settings, backends, policy, clock, metrics, mesh)
+    transports = open_transports(security.guard.dial_address, tls)
+    decision_log = DecisionLog(settings.decision_log, clock)
 
     follow_tool_lists(transports, registry)  # an MCP server's new tools are new capabilities
 
@@ -170,39 +182,70 @@ async def open_runtime(
     dead_letters = DeadLetters(backends.journal, clock, metrics)
     answers = AnswerMemory(backends.answers, settings.answer_max_bytes, registry.index)
     contexts = await ContextService.open(backends.contexts, clock, settings)
-    journal = RequestJournal(clock, node_id=node_id)
     similar = SimilarAnswers(policy, metrics)
     history = InstanceHistory(registry.index, clock)
     shared = SharedJournal(backends.why, history) if backends.why is not None else None
-    journal.shared = shared  # on a shared store, `why` finds what any coordinator answered
-    invoke = InvokeService(
-        routing=routing,
-        attempts=AttemptLoop(registry.index, transports, health, budget, clock, metrics, tracer),
-        guard=IdempotencyGuard(backends.idempotency, clock, liveness),
+    journal = RequestJournal(clock, node_id=node_id, shared=shared)
+    negotiation = open_negotiation(
+        registry.index, security.guard, tls, backends.mesh, policy, clock, metrics, quality
+    )
+    attempts = AttemptLoop(
+        registry.index, transports, health, budget, clock, metrics, tracer, quality
+    )
+    guard = IdempotencyGuard(backends.idempotency, clock, liveness)
+    gate = AccessGate(security, contexts, clock)
+    # The invoke path without fan-out: workflow steps and fan-out's own parts run on it.
+    steps_path = InvokeService(
+        security=security,
+        admission=Admission(settings.max_in_flight, policy, answers, metrics),
+        gate=gate,
+        claim=ClaimStage(guard),
+        route=RouteStage(routing, decision_log),
+        plan=PlanStage(registry.index),
+        dispatch=Dispatcher(
+            attempts,
+            routing,
+            gate,
+            contexts,
+            metrics,
+            learning,
+            spending=MeshSpending(mesh, clock),
+            negotiation=negotiation,
+        ),
+        finish=Finisher(
+            routing=routing,
+            guard=guard,
+            answers=answers,
+            similar=similar,
+            clock=clock,
+            metrics=metrics,
+            tracer=tracer,
+            journal=journal,
+            quality=quality,
+        ),
+        parking=Parking(
+            index=registry.index,
+            tasks=tasks,
+            health=health,
+            answers=answers,
+            similar=similar,
+            switch=mesh.switch,
+            clock=clock,
+            metrics=metrics,
+            tracer=tracer,
+        ),
         tasks=tasks,
         dead_letters=dead_letters,
-        answers=answers,
-        health=health,
         budget=budget,
+        policy=policy,
         clock=clock,
         metrics=metrics,
         tracer=tracer,
-        security=security,
-        contexts=contexts,
-        journal=journal,
-        admission=Admission(settings.max_in_flight, policy, answers, metrics),
-        similar=similar,
-        learning=learning,
     )
-    mesh = open_mesh(settings, backends, registry.index, policy, clock)
-    security.mesh = invoke.dispatch.mesh = mesh
-    quality = QualityLedger(backends.quality, registry.index, policy, clock)
-    mesh.quality = invoke.attempts.quality = invoke.finish.quality = quality
-    negotiation = open_negotiation(
-        registry.index, security.guard, tls, backends.mesh, policy, clock, metrics
+    orchestrator = _orchestration(
+        settings, node_id, backends, registry, steps_path, contexts, policy, liveness
     )
-    negotiation.ledger = quality  # declined and missed offers count in the instance's quality
-    invoke.dispatch.negotiation = negotiation
+    invoke = steps_path.with_fanout(Fanout(steps_path, routing, orchestrator).answer)
     events = EventFeed(clock)
     webhook_client = httpx.AsyncClient() if settings.scale_webhook else None
     fleet = FleetWatcher(
@@ -214,8 +257,7 @@ async def open_runtime(
         _scale_webhook(settings, webhook_client),
         interval_s=settings.scale_check_s,
     )
-    routing.intent = IntentParser(intent_asker(invoke), clock)
-    orchestrator = _orchestration(settings, node_id, backends, registry, invoke, policy)
+    routing.intent = IntentParser(intent_asker(steps_path), clock)
     runtime = Runtime(
         settings=settings,
         clock=clock,
@@ -306,12 +348,14 @@ def _orchestration(
     backends: Backends,
     registry: Registry,
     invoke: InvokeService,
+    contexts: ContextService,
     policy: PolicySource,
+    liveness: CoordinatorLiveness,
 ) -> Orchestrator:
-    """Workflows on top of the invoke path; text fan-out handed back to the invoke path."""
+    """Workflows on top of the invoke path (their steps run on `invoke`)."""
     clock, metrics, tracer = invoke.clock, invoke.metrics, invoke.tracer
     steps = StepRunner(invoke, invoke.tasks, clock, tracer, metrics)
-    executor = RunExecutor(steps, invoke.contexts, policy, clock, tracer, metrics)
+    executor = RunExecutor(steps, contexts, policy, clock, tracer, metrics)
     board = RunBoard(
         backends.runs,
         backends.queues,
@@ -323,13 +367,9 @@ def _orchestration(
         node_id,
         settings.task_ttl_s,
         settings.task_stale_s,
-        liveness=invoke.guard.liveness,
+        liveness=liveness,
     )
-    orchestrator = Orchestrator(
-        board, backends.workflows, invoke.contexts, policy, clock, invoke.security.authorize_invoke
-    )
-    invoke.fanout = Fanout(invoke, invoke.routing, orchestrator).answer
-    return orchestrator
+    return Orchestrator(board, backends.workflows, contexts, policy, clock, invoke.gate.authorize)
 
 
 def runtime_of(request: Request) -> Runtime:

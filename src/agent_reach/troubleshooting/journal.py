@@ -98,11 +98,17 @@ _Answered = tuple[str, str, str, str | None, Answer, float, float, float, Chain 
 class RequestJournal:
     """The last `size` answers, oldest first (several principals may use the same id)."""
 
-    def __init__(self, clock: Clock, size: int = DEFAULT_REQUESTS, node_id: str = "") -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        size: int = DEFAULT_REQUESTS,
+        node_id: str = "",
+        shared: JournalSink | None = None,
+    ) -> None:
         self.clock = clock
         self.size = size
         self.node_id = node_id
-        self.shared: JournalSink | None = None  # set on a shared store
+        self.shared = shared  # on a shared store, `why` finds what any coordinator answered
         self.bytes_held = 0
         self._answered: deque[_Answered] = deque()
         self._reads: OrderedDict[str, deque[ContextRead]] = OrderedDict()
