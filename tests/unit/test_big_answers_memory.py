@@ -16,10 +16,10 @@ import tracemalloc
 import pytest
 
 from agent_reach.clock import ManualClock
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import Principal
 from agent_reach.troubleshooting.journal import MAX_KEPT_ANSWER_BYTES, RequestJournal
 from agent_reach.wire import pool as pool_module
+from agent_reach.wire.answer import Answer
 from agent_reach.wire.pool import HttpPool
 
 ALICE = Principal("k-1", "alice", None, "caller")

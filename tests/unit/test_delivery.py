@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_reach.invoke.delivery import Delivery
+from agent_reach.model.delivery import Delivery
 
 TRACEPARENT = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
 

@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.server.edge import EdgeConfig
 from agent_reach.server.edge_stream import relay_asgi
 from agent_reach.testing.servers import ServerThread
 from agent_reach.testing.waiting import wait_until
+from agent_reach.wire.event_stream import EventStream
 
 
 def _silent_stream(left: threading.Event) -> Starlette:

@@ -10,7 +10,12 @@ from pydantic import ValidationError
 
 from agent_reach import Agent, OfferAnswer
 from agent_reach.errors import ValidationFailed
-from agent_reach.mesh.negotiation import COST_PENALTY, LATE_PENALTY, check_negotiate, combined_score
+from agent_reach.invoke.negotiation import (
+    COST_PENALTY,
+    LATE_PENALTY,
+    check_negotiate,
+    combined_score,
+)
 from agent_reach.model.agents import AgentSpec
 from agent_reach.model.offers import OfferOutcome
 from agent_reach.security.endpoints import EndpointGuard

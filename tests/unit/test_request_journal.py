@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agent_reach.clock import ManualClock
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import Principal
 from agent_reach.troubleshooting import journal as journal_module
 from agent_reach.troubleshooting.journal import RequestJournal
+from agent_reach.wire.answer import Answer
 
 ALICE = Principal("k-1", "alice", None, "caller")
 BOB = Principal("k-2", "bob", None, "caller")

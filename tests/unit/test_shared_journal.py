@@ -8,13 +8,13 @@ import orjson
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.agents import AgentSpec, TransportSpec
 from agent_reach.model.keys import Principal
 from agent_reach.registry.history import InstanceHistory
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.troubleshooting.journal import RequestJournal
 from agent_reach.troubleshooting.shared import MAX_BODY_BYTES, PER_FLUSH, SharedJournal
+from agent_reach.wire.answer import Answer
 
 ALICE = Principal("k-1", "alice", None, "caller")
 

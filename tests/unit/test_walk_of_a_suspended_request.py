@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.keys import ANONYMOUS
 from agent_reach.registry.history import InstanceSnapshot
 from agent_reach.troubleshooting.journal import JournalEntry
 from agent_reach.troubleshooting.walk import request_spans, walk
+from agent_reach.wire.answer import Answer
 
 TRACE = "4e0f23a6000a32fb90cc0f9b17bf4397"
 

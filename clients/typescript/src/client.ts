@@ -4,7 +4,8 @@
  * cannot be reached throws `ReachError` with code `coordinator_unreachable`.
  */
 import { ReachError, TaskPending, describe, errorFromBody, isObject } from "./errors.js";
-import type { InvokeResult, TaskView, ContextView } from "./results.js";
+import type { InvokeResult, ContextView } from "./results.js";
+import type { TaskView } from "./views.js";
 import { contextView, expectObject, invokeResult, taskView } from "./results.js";
 import { STREAM_MEDIA_TYPE, readEvents } from "./streams.js";
 import type { StreamEvent } from "./streams.js";

@@ -9,7 +9,7 @@
  * `problems`, `failed`...).
  */
 
-import type { TaskView } from "./results.js";
+import type { TaskView } from "./views.js";
 
 /** A problem's fields beside `code` and `message`, as the coordinator sent them. */
 export type ErrorDetails = Record<string, unknown>;

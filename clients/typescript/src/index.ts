@@ -9,7 +9,8 @@ export { AgentRequest, NotMine, RequestContext, RetryLater } from "./request.js"
 export type { DelegateOptions, Delegation } from "./request.js";
 export { ReachClient } from "./client.js";
 export type { InvokeOptions, ReachClientOptions, RouteOptions } from "./client.js";
-export type { ContextView, InvokeResult, TaskView } from "./results.js";
+export type { ContextView, InvokeResult } from "./results.js";
+export type { TaskView } from "./views.js";
 export type { StreamEvent } from "./streams.js";
 export { DelegationVerifier } from "./delegation.js";
 export type { DelegationVerifierOptions, Hop, VerifiedDelegation } from "./delegation.js";

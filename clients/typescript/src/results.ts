@@ -1,6 +1,7 @@
 /** The coordinator's answers as the SDK gives them: camelCase at the top, and `raw`,
  * the answer as the API sent it (nested objects such as `route` keep the API's names). */
 import { ReachError, isObject } from "./errors.js";
+import type { TaskView } from "./views.js";
 
 export interface InvokeResult {
   /** `ok`, `fallback` (another instance or a generic agent answered) or `degraded`. */
@@ -16,21 +17,6 @@ export interface InvokeResult {
   attempts: Record<string, unknown>[];
   /** How a non-JSON answer was turned into `result` (`text`, `xml`, `sse`), else null. */
   normalized: string | null;
-  raw: Record<string, unknown>;
-}
-
-export interface TaskView {
-  taskId: string;
-  requestId: string;
-  traceId: string;
-  /** `queued`, `running`, `suspended`, then `ok`, `fallback`, `degraded` or `error`. */
-  status: string;
-  /** Set once finished: the status of its answer. */
-  httpStatus: number | null;
-  /** Set once finished: the invoke answer or the error body. */
-  answer: unknown;
-  /** Who could have taken a suspended request, and why not. */
-  instances: Record<string, unknown>[] | null;
   raw: Record<string, unknown>;
 }
 

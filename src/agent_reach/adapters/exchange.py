@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_reach.adapters.translation import CompiledTranslation
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
-from agent_reach.invoke.delivery import Delivery
+from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
 
 

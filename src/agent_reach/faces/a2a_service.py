@@ -62,10 +62,10 @@ from agent_reach.faces.a2a_errors import (
 from agent_reach.faces.a2a_push import PushConfigs
 from agent_reach.faces.a2a_stream import StreamedReply
 from agent_reach.faces.a2a_tasks import owner_of
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import REQUEST_ID_PATTERN, InvokeRequest
 from agent_reach.model.keys import Principal
 from agent_reach.observability.tracecontext import TraceContext
+from agent_reach.wire.answer import Answer
 
 if TYPE_CHECKING:
     from agent_reach.faces.handler import FaceHandler

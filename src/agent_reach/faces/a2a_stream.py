@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from agent_reach.invoke.streaming import END_EVENT, ERROR_EVENT, EventStream
+from agent_reach.wire.event_stream import END_EVENT, ERROR_EVENT, EventStream
 from agent_reach.wire.sse import SseFramer
 
 QUEUE_EVENTS = 16  # events relayed ahead of a caller that reads slowly

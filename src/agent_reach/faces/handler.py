@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from agent_reach.faces.catalog import Catalog
     from agent_reach.identity.certificates import PeerCertificate
     from agent_reach.identity.origins import OriginGuard
-    from agent_reach.invoke.answer import Answer
     from agent_reach.model.invocations import InvokeRequest
     from agent_reach.model.keys import Principal
     from agent_reach.observability.tracecontext import TraceContext
+    from agent_reach.wire.answer import Answer
     from agent_reach.wire.pool import HttpPool
 
 

@@ -32,8 +32,8 @@ from agent_reach.federation.follower import ToolListFollower
 from agent_reach.federation.results import result_of
 from agent_reach.federation.sessions import McpSessions, read_tools
 from agent_reach.federation.tools import TOOL_OF_FIELD, Taken, expand, names_of
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import AgentSpec, TransportSpec
+from agent_reach.model.delivery import Delivery
 from agent_reach.registry.service import Registry
 from agent_reach.wire import pool
 from agent_reach.wire.http_body import Shaped

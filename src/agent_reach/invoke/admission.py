@@ -18,11 +18,11 @@ from typing import Literal
 import structlog
 
 from agent_reach.errors import Overloaded, StoreUnavailable
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.metrics import Metrics
 from agent_reach.policy.policy import Policy
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.admission")
 

@@ -47,12 +47,11 @@ from agent_reach.errors import (
     OutcomeUnknown,
 )
 from agent_reach.invoke.budget import RetryBudget, backoff_pause
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.semantics import may_resend
-from agent_reach.invoke.streaming import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.invoke.transports import Transports
 from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.delivery import Delivery
 from agent_reach.model.invocations import Attempt
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.timeseries import Outcome
@@ -60,6 +59,7 @@ from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.registry.index import Instance, RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.wire.event_stream import CALLER_GONE, EventStream, StreamEnd
 from agent_reach.wire.http_body import Normalization, Shaped
 
 if TYPE_CHECKING:

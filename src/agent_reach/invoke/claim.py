@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, fingerprint
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.policy.policy import Policy
+from agent_reach.wire.answer import Answer
 
 
 class ClaimStage:

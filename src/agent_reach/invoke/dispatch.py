@@ -26,8 +26,8 @@ from agent_reach.registry.index import Instance
 from agent_reach.routing.service import RoutingService
 
 if TYPE_CHECKING:
+    from agent_reach.invoke.negotiation import Negotiation
     from agent_reach.learning.service import LearningService
-    from agent_reach.mesh.negotiation import Negotiation
 
 
 class Dispatcher:
@@ -73,7 +73,7 @@ class Dispatcher:
     async def _negotiated(
         self, negotiation: Negotiation, task: TaskEntry, plan: DeliveryPlan
     ) -> Delivered:
-        """Offers first (mesh/negotiation.py), then the delivery the offers chose."""
+        """Offers first (invoke/negotiation.py), then the delivery the offers chose."""
         await negotiation.negotiate(task, plan)
         if task.request.capability is None:
             return await self._deliver_text(task, plan)

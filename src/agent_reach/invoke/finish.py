@@ -15,12 +15,10 @@ import orjson
 
 from agent_reach.clock import Clock
 from agent_reach.errors import ReachError
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.attempts import Delivered
 from agent_reach.invoke.idempotency import IdempotencyGuard, Owned, is_final, may_have_acted
 from agent_reach.invoke.similar_answers import SimilarAnswers
-from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest, InvokeResult, Status
@@ -33,6 +31,8 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.policy.policy import Policy
 from agent_reach.routing.service import RoutingService
 from agent_reach.troubleshooting.journal import RequestJournal
+from agent_reach.wire.answer import Answer
+from agent_reach.wire.event_stream import EventStream, StreamEnd
 
 if TYPE_CHECKING:
     from agent_reach.mesh.quality import QualityLedger

@@ -24,9 +24,9 @@ from agent_reach.errors import (
     ReachError,
     StoreUnavailable,
 )
-from agent_reach.invoke.answer import Answer
 from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.model.invocations import InvokeRequest
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.idempotency")
 

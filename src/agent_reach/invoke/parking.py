@@ -17,7 +17,6 @@ import structlog
 
 from agent_reach.clock import Clock
 from agent_reach.errors import NoInstance, ReachError
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.finish import error_answer
 from agent_reach.invoke.semantics import may_answer_from_memory
@@ -34,6 +33,7 @@ from agent_reach.observability.tracing import Tracer
 from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.registry.monitor import HealthMonitor
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.invoke")
 

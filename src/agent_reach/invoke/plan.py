@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import Owned
 from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.delivery import Delivery
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.policy.delivery import DeliveryPolicy, TimeoutClassPolicy
 from agent_reach.registry.index import Instance

@@ -12,12 +12,12 @@ from typing import Any
 
 from agent_reach.errors import ValidationFailed
 from agent_reach.invoke import checks
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.invoke.idempotency import Owned
 from agent_reach.invoke.plan import DeliveryPlan
 from agent_reach.invoke.schemas import PayloadSchemas
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
+from agent_reach.model.delivery import Delivery
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.policy.policy import Policy, TimeoutClassPolicy

@@ -24,7 +24,6 @@ from agent_reach.errors import Forbidden, HopLimit, ReachError
 from agent_reach.ids import new_request_id
 from agent_reach.invoke import checks
 from agent_reach.invoke.admission import Admission, Limit
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.budget import RetryBudget
 from agent_reach.invoke.claim import ClaimStage
 from agent_reach.invoke.deadletters import DeadLetters
@@ -35,7 +34,6 @@ from agent_reach.invoke.idempotency import Owned
 from agent_reach.invoke.parking import Parking
 from agent_reach.invoke.planning import PlanStage
 from agent_reach.invoke.route import RouteStage
-from agent_reach.invoke.streaming import EventStream, StreamEnd
 from agent_reach.invoke.tasks import TaskBoard, TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.model.invocations import InvokeRequest
@@ -46,6 +44,8 @@ from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
 from agent_reach.policy.policy import Policy
 from agent_reach.security.service import SecurityService
+from agent_reach.wire.answer import Answer
+from agent_reach.wire.event_stream import EventStream, StreamEnd
 
 log = structlog.get_logger("agent_reach.invoke")
 
@@ -118,7 +118,7 @@ class InvokeService:
         Beyond the admission limits the answer comes at once (`invoke/admission.py`).
         With `stream`, an agent that answers an event stream makes an answer whose
         `stream` the edge relays; the request holds its admission slot, its idempotency
-        claim and its span until the stream has ended (`invoke/streaming.py`).
+        claim and its span until the stream has ended (`wire/event_stream.py`).
         """
         ticket = self.admission.enter(request.capability) if self.admission else None
         if isinstance(ticket, str):

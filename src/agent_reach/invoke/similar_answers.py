@@ -24,12 +24,12 @@ import numpy as np
 import structlog
 
 from agent_reach.errors import AgentFailed, InvalidRequest, NoInstance, ReachError
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.model.decisions import RouteDecision
 from agent_reach.observability.metrics import Metrics
 from agent_reach.policy.policy import Policy
 from agent_reach.routing.matchers.embedding import Encoder, load_encoder
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.similar_answers")
 

@@ -31,12 +31,12 @@ from agent_reach.backends.protocols import QueueStore, TaskStore
 from agent_reach.cancellation import honour_cancel
 from agent_reach.clock import Clock
 from agent_reach.errors import StoreUnavailable, UnknownTask
-from agent_reach.invoke.answer import Answer
 from agent_reach.liveness import CoordinatorLiveness
 from agent_reach.model.invocations import InvokeRequest, Status
 from agent_reach.model.keys import ANONYMOUS, Principal, owned_key
 from agent_reach.observability.metrics import Metrics
 from agent_reach.registry.service import Registry
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.tasks")
 

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 from agent_reach.errors import ReachError
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.model.invocations import InvokeRequest, RouteRequest
 from agent_reach.model.keys import Principal
@@ -23,6 +22,7 @@ from agent_reach.model.workflows import RunOptions, StepSpec, WorkflowBody
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.orchestration.service import Orchestrator
 from agent_reach.routing.service import RoutingService
+from agent_reach.wire.answer import Answer
 
 CONFIDENT_RULES = frozenset({"exact", "best"})  # not a margin refusal, not the generic agent
 MAX_PARTS = 8  # clauses of one utterance run as parts; beyond that the text is one request

@@ -24,7 +24,6 @@ from agent_reach.errors import (
     WorkflowRefused,
 )
 from agent_reach.ids import new_request_id
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import DEFAULT_MAX_HOP
 from agent_reach.model.keys import Principal, owned_key
 from agent_reach.model.workflows import (
@@ -42,6 +41,7 @@ from agent_reach.orchestration.board import RECENT_RUNS, RunBoard
 from agent_reach.orchestration.planning import plan, with_ids
 from agent_reach.policy.policy import Policy
 from agent_reach.security.ownership import require_not_observer, visible_owner
+from agent_reach.wire.answer import Answer
 
 RECENT_LIMIT = 50  # runs `GET /v1/workflows` lists by default
 _BODY_FIELDS = set(WorkflowBody.model_fields)

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 from agent_reach.clock import Clock
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
 from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.model.invocations import InvokeRequest
@@ -23,6 +22,7 @@ from agent_reach.model.workflows import RunRecord, StepSpec, StepState
 from agent_reach.observability.metrics import Metrics
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.observability.tracing import Tracer
+from agent_reach.wire.answer import Answer
 
 TEXT = "text"  # the label of a step's own candidate when it is routed by its text
 NO_INSTANCE = "no_instance"  # the outcome that parks a step instead of failing it

@@ -40,7 +40,6 @@ from starlette.routing import Route
 
 from agent_reach.errors import CallerError, InvalidRequest, NotFound, ReachError, error_from_body
 from agent_reach.identity.tls import TlsSettingError, server_context
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import (
     DEFAULT_TTL_S,
     AgentSpec,
@@ -48,12 +47,13 @@ from agent_reach.model.agents import (
     TransportSpec,
     normalize_capability,
 )
+from agent_reach.model.delivery import Delivery
 from agent_reach.model.invocations import InvokeResult
 from agent_reach.model.offers import NegotiateSpec, OfferAnswer, OfferRequest
 from agent_reach.sdk.agent_stream import LiveStream
 from agent_reach.sdk.client import ReachClient, coordinator_tls
 from agent_reach.sdk.tokens import TokenProvider
-from agent_reach.server.responses import dump_json, json_response
+from agent_reach.wire.json_answers import dump_json, json_response
 from agent_reach.wire.sse import MEDIA_TYPE
 
 _rng = random.Random()  # our own: callers seeding `random` do not steer backoff

@@ -23,9 +23,7 @@ import structlog
 
 from agent_reach.errors import HeadersTooLarge, InvalidRequest, ReachError, VersionNotSupported
 from agent_reach.identity.certificates import PeerCertificate, tls_extension
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.server.edge_asgi import (
     CONTINUE,
     INTERNAL_ERROR,
@@ -40,6 +38,8 @@ from agent_reach.server.edge_chunks import ChunkLines
 from agent_reach.server.edge_stream import abort_stream, relay_answer
 from agent_reach.server.fastpath import answer_invoke, body_too_large
 from agent_reach.server.limits import check_headers, check_target
+from agent_reach.wire.answer import Answer
+from agent_reach.wire.event_stream import EventStream
 from agent_reach.wire.rendering import error_body, error_headers
 
 log = structlog.get_logger("agent_reach.server")

@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 from typing import Any, Protocol
 
-from agent_reach.invoke.answer import Answer
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.server.edge_asgi import connection_header, status_line
+from agent_reach.wire.answer import Answer
+from agent_reach.wire.event_stream import EventStream
 from agent_reach.wire.sse import MEDIA_TYPE
 
 _HEAD = b"content-type: %s\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\n" % (

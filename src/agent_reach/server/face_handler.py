@@ -8,12 +8,12 @@ from typing import Any
 from agent_reach.backends.protocols import Claim
 from agent_reach.faces.catalog import Catalog
 from agent_reach.identity.certificates import PeerCertificate
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.model.keys import Principal, owned_key
 from agent_reach.observability.tracecontext import TraceContext
 from agent_reach.routing.ranking import Allowed, RankedCapability
 from agent_reach.server.runtime import Runtime
+from agent_reach.wire.answer import Answer
 from agent_reach.wire.pool import HttpPool
 
 

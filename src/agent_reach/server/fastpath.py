@@ -21,17 +21,17 @@ from pydantic import ValidationError
 
 from agent_reach.errors import InvalidRequest, ReachError
 from agent_reach.identity.certificates import PeerCertificate, peer_of
-from agent_reach.invoke.answer import Answer
 from agent_reach.invoke.service import InvokeService
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.invocations import InvokeRequest
 from agent_reach.observability.tracecontext import continue_trace
 from agent_reach.server.edge_stream import relay_asgi
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.limits import check_headers
 from agent_reach.server.media import check_json_body
+from agent_reach.wire.answer import Answer
 from agent_reach.wire.asgi_body import body_too_large as body_too_large
 from agent_reach.wire.asgi_body import read_body
+from agent_reach.wire.event_stream import EventStream
 from agent_reach.wire.sse import accepts_event_stream
 
 Scope = dict[str, Any]

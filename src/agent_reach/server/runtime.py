@@ -30,6 +30,7 @@ from agent_reach.invoke.finish import Finisher
 from agent_reach.invoke.gate import AccessGate
 from agent_reach.invoke.idempotency import IdempotencyGuard
 from agent_reach.invoke.intent_delivery import intent_asker
+from agent_reach.invoke.negotiation import open_negotiation
 from agent_reach.invoke.parking import Parking
 from agent_reach.invoke.planning import PlanStage
 from agent_reach.invoke.route import RouteStage
@@ -40,7 +41,6 @@ from agent_reach.invoke.tasks import TaskBoard
 from agent_reach.invoke.transports import Transports
 from agent_reach.learning.service import LearningService
 from agent_reach.liveness import CoordinatorLiveness
-from agent_reach.mesh.negotiation import open_negotiation
 from agent_reach.mesh.quality import QualityLedger
 from agent_reach.mesh.service import Mesh, open_mesh
 from agent_reach.observability.decision_log import DecisionLog

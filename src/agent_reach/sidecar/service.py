@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from agent_reach.adapters.exchange import call_service, variables_of
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
 from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import DEFAULT_TTL_S, Capability, Example, SkillSpec
+from agent_reach.model.delivery import Delivery
 from agent_reach.sdk.agent import Agent, AgentRequest
 from agent_reach.sidecar.stream import stream_service
 from agent_reach.wire import pool

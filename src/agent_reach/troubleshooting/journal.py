@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import orjson
 
 from agent_reach.clock import Clock
-from agent_reach.invoke.answer import Answer
 from agent_reach.mesh.tokens import delegation_record
 from agent_reach.model.keys import Chain, Principal
 from agent_reach.registry.history import InstanceSnapshot
+from agent_reach.wire.answer import Answer
 
 DEFAULT_REQUESTS = 10_000  # answers kept: as many as the trace store keeps traces
 MAX_BYTES = 64 * 1024 * 1024  # answer bodies held at most; the oldest requests go first

@@ -23,7 +23,6 @@ import structlog
 
 from agent_reach.backends.protocols import WhyStore
 from agent_reach.errors import StoreUnavailable
-from agent_reach.invoke.answer import Answer
 from agent_reach.registry.history import InstanceHistory, InstanceSnapshot
 from agent_reach.troubleshooting.journal import (
     ContextRead,
@@ -31,6 +30,7 @@ from agent_reach.troubleshooting.journal import (
     RecordedHistory,
     RequestJournal,
 )
+from agent_reach.wire.answer import Answer
 
 log = structlog.get_logger("agent_reach.troubleshooting")
 

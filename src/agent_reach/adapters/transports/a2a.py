@@ -23,10 +23,10 @@ from agent_reach.adapters import a2a_messages as msgs
 from agent_reach.adapters.a2a_cards import MAX_CARD_BYTES, AgentCard, card_urls, parse_card
 from agent_reach.adapters.a2a_stream import A2AEvents, as_rpc, refusal, whole_answer
 from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable, ValidationFailed
-from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.agents import AgentSpec, SkillSpec, TransportSpec
+from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
+from agent_reach.wire.event_stream import EventStream
 from agent_reach.wire.pool_stream import open_stream
 from agent_reach.wire.sse import is_event_stream
 from agent_reach.wire.urls import check_http_url

@@ -13,8 +13,8 @@ import orjson
 
 from agent_reach.adapters.exchange import call_service, variables_of
 from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_translation
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
+from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
 from agent_reach.wire.urls import check_http_url, health_url
 

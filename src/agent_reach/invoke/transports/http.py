@@ -2,7 +2,7 @@
 HTTP/1.1 client.
 
 A delivery whose caller asked for a stream goes on a connection of its own and may come
-back as an `EventStream` (`invoke/streaming.py`); every other one is one pooled exchange.
+back as an `EventStream` (`wire/event_stream.py`); every other one is one pooled exchange.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from agent_reach.errors import (
     AgentFailed,
     HopLimit,
 )
-from agent_reach.invoke.delivery import Delivery
-from agent_reach.invoke.streaming import EventStream
 from agent_reach.model.agents import TransportSpec
+from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
+from agent_reach.wire.event_stream import EventStream
 from agent_reach.wire.failures import Peer, delivery_failure
 from agent_reach.wire.http_body import (
     ACCEPT_ENCODING,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agent_reach.invoke.delivery import Delivery
 from agent_reach.model.agents import TransportSpec
+from agent_reach.model.delivery import Delivery
 
 
 class Transport(Protocol):

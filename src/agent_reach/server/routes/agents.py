@@ -18,7 +18,7 @@ from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.errors import Forbidden, UnknownAgent, ValidationFailed
 from agent_reach.federation.tools import taken_in
 from agent_reach.federation.transport import McpTransport
-from agent_reach.mesh.negotiation import check_negotiate
+from agent_reach.invoke.negotiation import check_negotiate
 from agent_reach.model.agents import (
     AGENT_ID_PATTERN,
     AgentCard,

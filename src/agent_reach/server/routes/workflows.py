@@ -11,7 +11,6 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from agent_reach.errors import InvalidRequest
-from agent_reach.invoke.answer import Answer
 from agent_reach.model.workflows import (
     NAME_PATTERN,
     RUN_ID_PATTERN,
@@ -25,6 +24,7 @@ from agent_reach.server.auth import Caller, OwnerQuery, authenticated
 from agent_reach.server.errors import invalid_body
 from agent_reach.server.responses import JSON, json_response
 from agent_reach.server.runtime import runtime_of
+from agent_reach.wire.answer import Answer
 
 router = APIRouter(
     prefix="/v1/workflows", tags=["workflows"], dependencies=[Depends(authenticated)]

@@ -11,7 +11,7 @@ from agent_reach.errors import ReachError
 from agent_reach.wire.rendering import error_body, error_headers
 
 if TYPE_CHECKING:
-    from agent_reach.invoke.streaming import EventStream
+    from agent_reach.wire.event_stream import EventStream
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs ~4x per request
