@@ -309,7 +309,15 @@ class SecurityService:
         record = await self.keys.get(key_id)
         if len(self._cache) >= KEY_CACHE_MAX:
             self._cache.clear()
-        principal = ANONYMOUS if record is None else record.principal_of()  # no record: refused
+        previous = self._cache.get(key_id)
+        if record is None:
+            principal = ANONYMOUS  # no record: refused
+        elif previous is not None and previous[0] == record:
+            # the same principal object: the verdicts and buckets keyed by it are then
+            # found by identity, without comparing every field of a new one
+            principal = previous[1]
+        else:
+            principal = record.principal_of()
         cached = self._cache[key_id] = (record, principal, now)
         return cached
 
