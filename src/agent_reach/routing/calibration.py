@@ -298,6 +298,11 @@ def fit_calibration(matchers: tuple[str, ...], trial: Trial) -> Calibration:
         centres.append(float(np.quantile(x[trial.reference], TARGET_REFERENCE_RECALL)))
     if not centres:  # a few of each kind: all of them, at the siblings' share
         centres.append(float(np.quantile(x[~trial.in_scope], TARGET_OOS_RECALL)))
+    if max(centres) <= _logit(SCORE_FLOOR) + 1e-6:
+        # the out-of-scope texts do not score at all (the lexical matcher alone, on texts
+        # that share no word with any card): they cannot say where a refusal lies, and a
+        # map centred on the floor would take any shared word for certainty
+        return Calibration(matchers, 1.0, 0.0, n_in, n_out, fitted=False, trial=trial)
     intercept = -slope * max(centres)
     return Calibration(
         matchers, slope, intercept, n_in, n_out, fitted=True, trial=trial, relative=relative
