@@ -142,6 +142,24 @@ def test_a_catalog_without_in_scope_texts_is_centred_on_the_reference_set():
     assert calibration.confidence(0.5) > 0.9  # a text like a card's words is sure
 
 
+def test_out_of_scope_texts_that_do_not_score_at_all_leave_the_map_unfitted():
+    """The lexical matcher on texts sharing no word with any card scores them 0: centred
+    there, the map would make any shared word certain (0.13 -> 0.999). Unfitted, the
+    uncalibrated floor decides instead."""
+    silent = np.zeros(400)
+    silent[:60] = 0.02  # a few share a word: still under the 80 % quantile
+    trial = Trial(
+        best=silent,
+        second=np.zeros(400),
+        is_right=np.zeros(400, bool),
+        in_scope=np.zeros(400, bool),
+        reference=np.ones(400, bool),
+    )
+    calibration = fit_calibration(("lexical",), trial)
+    assert not calibration.fitted
+    assert calibration.confidence(0.13) == pytest.approx(0.13)
+
+
 def test_the_higher_centre_of_siblings_and_reference_texts_wins():
     siblings = np.full(50, 0.4)
     reference = np.full(50, 0.05)
