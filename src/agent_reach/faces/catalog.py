@@ -1,8 +1,9 @@
 """The live capabilities a caller may invoke, as the faces list them (skills, tools).
 
 `Catalog.offers` is the one predicate: a capability is listed to a principal exactly when
-it has a live instance and the security service's `may_invoke` (the verdict `/v1/invoke`
-enforces) lets the principal invoke it, so a face's list and its refusals agree.
+it has a live instance and the access gate's `may_invoke` (the verdict `/v1/invoke`
+enforces, a delegation chain's boundary included) lets the principal invoke it, so a
+face's list and its refusals agree.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ Its answers, in the order they are asked, each refused with the error that names
   the caller's own buckets and, for a delegated call, apart, those of the agent that
   handed it on.
 
+The same answers serve every other way in: `authorize` for a capability named outside
+`/v1/invoke` (`/v1/route`, feedback, workflow runs), `may_invoke` for what is listed or
+routed to without a refusal (the A2A and MCP faces' catalog, a text routed on
+`/v1/invoke` and `/v1/route` among what `routable` lets through).
+
 The decisions themselves live below: roles, grants and quotas in the security service,
 the delegation boundary in the mesh (given to the security service at construction),
 context ownership in the context service.
@@ -31,6 +36,7 @@ from agent_reach.context.service import ContextService
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.mesh.service import Mesh, chain_expired, delegated_limits, holder_principal
 from agent_reach.model.keys import Principal
+from agent_reach.routing.service import Allowed
 from agent_reach.security.ownership import require_not_observer
 from agent_reach.security.service import SecurityService
 
@@ -78,8 +84,22 @@ class AccessGate:
         return dataclasses.replace(task, hop_budget=hops, deadline_ms=deadline_ms)
 
     def authorize(self, principal: Principal, capability: str) -> None:
-        """`Forbidden` unless `principal` may invoke (or route to) `capability`."""
+        """`Forbidden` unless `principal` may invoke (or route to) `capability`: its
+        grants and the access rules; for a delegated call also its chain's boundary."""
         self.security.authorize_invoke(principal, capability)
+
+    def may_invoke(self, principal: Principal, capability: str) -> bool:
+        """Whether `authorize` would let the call through, decided the same way (the
+        chain's boundary included) but without raising, logging or recording anything."""
+        return self.security.may_invoke(principal, capability)
+
+    def routable(self, principal: Principal) -> Allowed | None:
+        """What a text of `principal`'s may be routed to: the capabilities it may invoke;
+        None when that is every one (an admin acting on its own, or keys off)."""
+        if principal.chain is None and principal.role == "admin":
+            return None
+        may_invoke = self.security.may_invoke
+        return lambda capability: may_invoke(principal, capability)
 
     def admit_routed(
         self, principal: Principal, capability: str, *, checked: bool

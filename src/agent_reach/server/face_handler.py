@@ -30,7 +30,7 @@ class CoordinatorFaces:
         self.clock = runtime.clock
         self.origins = security.origins
         self.catalog = Catalog(
-            runtime.registry, security.may_invoke, lambda: security.policy().access, rank
+            runtime.registry, runtime.gate.may_invoke, lambda: security.policy().access, rank
         )
         self.a2a_store = runtime.backends.a2a
         self.task_ttl_s = runtime.tasks.ttl_s

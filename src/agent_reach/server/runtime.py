@@ -93,6 +93,7 @@ class Runtime:
     tracer: Tracer
     contexts: ContextService
     security: SecurityService
+    gate: AccessGate  # may this caller use this capability: the invoke path's answer, everywhere
     history: InstanceHistory
     journal: RequestJournal
     orchestrator: Orchestrator
@@ -275,6 +276,7 @@ async def open_runtime(
         tracer=tracer,
         contexts=contexts,
         security=security,
+        gate=gate,
         history=history,
         journal=journal,
         orchestrator=orchestrator,

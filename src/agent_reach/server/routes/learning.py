@@ -35,7 +35,7 @@ async def feedback(body: FeedbackRequest, request: Request, principal: Caller) -
         return json_response({"rated": rated}, status=201)
     assert body.capability is not None  # the body has one of the two
     require_not_observer(principal, "correct a route")
-    runtime.security.authorize_invoke(principal, body.capability)
+    runtime.gate.authorize(principal, body.capability)
     example = await runtime.learning.correct(principal, body.request_id, body.capability)
     return json_response({"learned": example}, status=201)
 

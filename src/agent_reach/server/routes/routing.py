@@ -51,17 +51,18 @@ async def route(
     """
     require_not_observer(principal, "route")
     runtime = runtime_of(request)
+    gate = runtime.gate
     if body.capability is not None:
-        runtime.security.authorize_invoke(principal, body.capability)
+        gate.authorize(principal, body.capability)
     if body.context_id is not None:  # its affinity would tell who served someone's context
-        await runtime.contexts.check_use(principal, body.context_id)
+        await gate.authorize_context(principal, body.context_id)
     trace = continue_trace(traceparent)
     decision = await runtime.routing.route(
         body,
         request_id=body.request_id or new_request_id(),
         trace_id=trace.trace_id,
         principal=principal.name,
-        allowed=lambda tag: runtime.security.may_invoke(principal, tag),
+        allowed=gate.routable(principal),
     )
     if body.capability is not None and decision.agent_id is None and decision.rule == "no_match":
         # as `/v1/invoke` answers it: nobody registered the capability
