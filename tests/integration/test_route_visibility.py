@@ -1,7 +1,10 @@
-"""`POST /v1/route` with text, per caller: a key granted some capabilities is routed
-among them only. The decision, its candidates, `text` and `ranked` never name another
-capability, whatever the text fits best (memory and Redis); an admin key, allowed
-everything, sees the other group's capability the same text fits."""
+"""`POST /v1/route` and `POST /v1/invoke` with text, per caller: a key granted some
+capabilities is routed among them only. The decision, its candidates, `text` and
+`ranked` never name another capability, whatever the text fits best (memory and Redis);
+an admin key, allowed everything, sees the other group's capability the same text fits.
+On `/v1/invoke` a text that fits best a capability the key may not invoke is not refused
+403: it goes to the best one the key may invoke when that one's own confidence passes
+the thresholds, else it is `no_match`, as `/v1/route` decides it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ranked_kit import ADMIN, HR, PARCEL, SHOP, secured_catalog
 
 from agent_reach.config import Settings
 from agent_reach.testing.servers import run_coordinator
+from agent_reach.testing.waiting import wait_until
 
 # texts an HR tool fits best, one a shop tool fits, and texts no tool fits
 HR_TEXTS = (
@@ -70,6 +74,73 @@ def test_the_admin_sees_what_the_text_fits_in_either_group(
         shop = _route(url, keys["shop"], {"text": text, "top_k": 10})
         assert _named(admin) & set(HR), text  # the text does fit an HR tool ...
         assert not _named(shop) & set(HR), text  # ... which the shop key never sees
+
+
+# Two refund tools in two groups: texts about a refund fit the shop's best
+BILLING = {
+    "billing.refund": "Refund the money a customer paid for an order to their card",
+    "billing.invoice": "Issue the invoice of an order",
+}
+MONEY_BACK = "I want my money back for the order I returned"  # shop.refund, far ahead
+REFUND_PAID = "refund the money I paid for my order"  # shop.refund, billing.refund close behind
+
+
+def _invoke(url: str, key: str, text: str) -> httpx.Response:
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {key}"}, timeout=30) as c:
+        return c.post("/v1/invoke", json={"text": text})
+
+
+def _fitted(url: str) -> None:
+    """Until every text matcher is fitted on the catalog (the encoder loads meanwhile)."""
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin:
+        wait_until(
+            lambda: admin.get("/v1/policy").json()["matching"]["current"] or None,
+            "the text matchers to fit the catalog",
+            timeout_s=30,
+        )
+
+
+def test_invoke_routes_a_text_among_the_capabilities_the_key_may_invoke(
+    settings: Settings,
+) -> None:
+    with secured_catalog(settings, {"shop": SHOP, "billing": BILLING}) as (url, keys, agent):
+        _fitted(url)
+        # as the admin sees it, both texts fit the shop's refund best
+        admin = _route(url, ADMIN, {"text": MONEY_BACK})
+        assert admin["capability"] == "shop.refund", admin
+        admin = _route(url, ADMIN, {"text": REFUND_PAID})
+        assert admin["candidates"][0]["capability"] == "shop.refund", admin  # type: ignore[index]
+        delivered = len(agent.received)
+
+        # the billing key may not invoke it: the best billing tool, if it passes on its own
+        taken = _invoke(url, keys["billing"], REFUND_PAID)
+        assert taken.status_code == 200, taken.text
+        assert taken.json()["route"]["capability"] == "billing.refund"
+        assert len(agent.received) == delivered + 1
+        assert agent.received[-1].body["capability"] == "billing.refund"
+
+        # ... else no_match, with the numbers, naming no capability the key may not invoke
+        refused = _invoke(url, keys["billing"], MONEY_BACK)
+        assert refused.status_code == 404, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "no_match"
+        route = error["route"]
+        assert route["thresholds"][0]["name"] == "min_confidence"
+        assert route["thresholds"][0]["passed"] is False
+        assert {c["capability"] for c in route["candidates"]} <= set(BILLING)
+        assert len(agent.received) == delivered + 1  # nothing delivered
+
+        # and /v1/invoke decides as /v1/route does, for every key and text
+        for group, tools in (("shop", SHOP), ("billing", BILLING)):
+            for text in (MONEY_BACK, REFUND_PAID, *TEXTS):
+                decision = _route(url, keys[group], {"text": text})
+                answer = _invoke(url, keys[group], text)
+                assert answer.status_code in (200, 404, 422), (group, text, answer.text)
+                body = answer.json()
+                routed = body["route"] if answer.status_code == 200 else body["error"]["route"]
+                assert routed["capability"] == decision["capability"], (group, text)
+                assert routed["rule"] == decision["rule"], (group, text)
+                assert {c["capability"] for c in routed["candidates"]} <= set(tools)
 
 
 def test_a_generic_agent_the_key_may_not_invoke_never_takes_its_text(

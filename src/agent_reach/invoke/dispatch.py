@@ -153,6 +153,7 @@ class Dispatcher:
                 kind="invoke",
                 parent_span_id=plan.trace.parent_span_id,
                 principal=task.principal.name,
+                allowed=self.gate.routable(task.principal),
             )
         if decision is None or decision.capability is None or decision.capability in refused:
             self.metrics.misdirected.labels("refused").inc()

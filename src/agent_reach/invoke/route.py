@@ -1,13 +1,18 @@
 """The route stage: the decision for one task.
 
 A named capability is routed at once (after catching up with the shared registry when
-it is unknown here); text waits for the matchers. A delegated task's decisions say on
+it is unknown here); text waits for the matchers, and is routed among the capabilities
+its caller may invoke only (the access gate's `routable`, as on `POST /v1/route`): a
+text that fits best one the caller may not use goes to the best one it may use if that
+one's own confidence passes the thresholds, else it is refused as `no_match` or
+`ambiguous` like any text nothing fits. A delegated task's decisions say on
 whose behalf and through whom (the decision log is told before routing). Whether the
 decision can be delivered is the plan stage's question (`invoke/planning.py`).
 """
 
 from __future__ import annotations
 
+from agent_reach.invoke.gate import AccessGate
 from agent_reach.invoke.tasks import TaskEntry
 from agent_reach.mesh.tokens import delegation_record
 from agent_reach.model.decisions import RouteDecision
@@ -20,8 +25,11 @@ from agent_reach.routing.service import RoutingService
 class RouteStage:
     """Routes a task; names its span after the capability chosen."""
 
-    def __init__(self, routing: RoutingService, decision_log: DecisionLog) -> None:
+    def __init__(
+        self, routing: RoutingService, gate: AccessGate, decision_log: DecisionLog
+    ) -> None:
         self.routing = routing
+        self.gate = gate
         self.decision_log = decision_log
 
     async def route(self, task: TaskEntry, trace: TraceContext, span: Span) -> RouteDecision:
@@ -48,6 +56,7 @@ class RouteStage:
                 kind="invoke",
                 parent_span_id=trace.parent_span_id,
                 principal=task.principal.name,
+                allowed=self.gate.routable(task.principal),
             )
         span.name = decision.capability or span.name
         return decision

@@ -61,7 +61,7 @@ class Fanout:
         principal: Principal,
     ) -> Answer:
         """A parallel workflow of the text's parts, or a plain invoke of the whole."""
-        parts = await self._parts(request, trace) if request.capability is None else []
+        parts = await self._parts(request, trace, principal) if request.capability is None else []
         if len(parts) < 2:
             plain = request.model_copy(update={"mode": "sync"})
             return await self.invoke.handle(
@@ -95,19 +95,24 @@ class Fanout:
             ]
         return Answer.of(answer.status, view)
 
-    async def _parts(self, request: InvokeRequest, trace: TraceContext) -> list[str]:
-        """The clauses confidently matched to different capabilities (fewer than 2: none)."""
+    async def _parts(
+        self, request: InvokeRequest, trace: TraceContext, principal: Principal
+    ) -> list[str]:
+        """The clauses confidently matched to different capabilities `principal` may
+        invoke (fewer than 2: none)."""
         found = clauses(request.text or "")
         if not 2 <= len(found) <= MAX_PARTS:
             return []
         chosen: list[str] = []
         capabilities: set[str] = set()
+        allowed = self.invoke.gate.routable(principal)
         for clause in found:
             decision = await self.routing.route(
                 RouteRequest(text=clause, context_id=request.context_id),
                 request_id=request.request_id or "fanout",
                 trace_id=trace.trace_id,
                 parent_span_id=trace.parent_span_id,
+                allowed=allowed,
             )
             capability = decision.capability
             if decision.rule in CONFIDENT_RULES and capability and capability not in capabilities:

@@ -201,7 +201,7 @@ async def open_runtime(
         admission=Admission(settings.max_in_flight, policy, answers, metrics),
         gate=gate,
         claim=ClaimStage(guard),
-        route=RouteStage(routing, decision_log),
+        route=RouteStage(routing, gate, decision_log),
         plan=PlanStage(registry.index),
         dispatch=Dispatcher(
             attempts,
