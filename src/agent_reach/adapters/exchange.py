@@ -1,4 +1,5 @@
-"""One translated call to a service over the pooled client, failures as agent errors."""
+"""One translated call to a service over the pooled client (a streaming service's
+answer left open for its events), failures as agent errors."""
 
 from __future__ import annotations
 
@@ -7,9 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent_reach.adapters.translation import CompiledTranslation
-from agent_reach.errors import AgentFailed, AgentTimeout, AgentUnreachable
+from agent_reach.errors import AgentFailed
 from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
+from agent_reach.wire.failures import Peer, delivery_failure
+from agent_reach.wire.http_body import failure_answer
+from agent_reach.wire.pool_stream import open_stream
+from agent_reach.wire.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
+from agent_reach.wire.sse import is_event_stream
+
+SERVICE = Peer("the service")
 
 
 def variables_of(delivery: Delivery, context: Any = None) -> dict[str, Any]:
@@ -32,55 +40,69 @@ async def call_service(
     *,
     headers: list[tuple[str, str]],
     timeout_s: float,
+    stream: bool = False,
 ) -> Any:
     """Send the translated request once and return the mapped result.
 
     Raises what the Transport protocol names: `AgentUnreachable` when nothing was sent,
     `AgentTimeout` (may have acted), `AgentFailed` for a non-2xx answer (retryable on
     5xx and 429), a SOAP fault (`soap_fault`, never retried) or an unreadable answer.
+
+    With `stream`, the request asks for `text/event-stream` on a connection of its own:
+    a service that answers an event stream gives its open `StreamResponse` (the caller
+    reads the events, within `timeout_s`, and closes it); any other answer is read
+    whole and mapped as a plain call's.
     """
     request = translation.request(endpoint, variables)
+    if not stream:
+        with agent_errors(timeout_s):
+            response = await client.request(
+                request.method,
+                request.url,
+                headers=[*request.headers, *headers],
+                body=request.body,
+                timeout_s=timeout_s,
+            )
+        return mapped_answer(translation, response.status, response.body)
     with agent_errors(timeout_s):
-        response = await client.request(
+        streamed = await open_stream(
+            client,
             request.method,
             request.url,
-            headers=[*request.headers, *headers],
+            headers=[*request.headers, ("accept", SSE_MEDIA_TYPE), *headers],
             body=request.body,
             timeout_s=timeout_s,
         )
-    return mapped_answer(translation, response.status, response.body)
+    if 200 <= streamed.status < 300 and is_event_stream(streamed.header(b"content-type")):
+        return streamed
+    try:
+        with agent_errors(timeout_s):
+            body = await streamed.read_all()
+    finally:
+        streamed.close()
+    return mapped_answer(translation, streamed.status, body)
 
 
 @contextlib.contextmanager
 def agent_errors(timeout_s: float) -> Iterator[None]:
     """The pool's failures of a service call as the agent errors the Transport protocol
-    names (whether the service may have acted is kept in each)."""
+    names, read as every delivery's are (`wire/failures.py`): whether the service may
+    have acted is kept in each."""
     try:
         yield
-    except pool.ConnectFailed as exc:
-        raise AgentUnreachable(f"could not connect to the service: {exc}") from None
-    except pool.RequestTimeout as exc:
-        raise AgentTimeout(f"no answer within {timeout_s:g} s", outcome_unknown=exc.sent) from None
-    except pool.ConnectionLost as exc:
-        if not exc.sent:
-            raise AgentUnreachable("the connection closed before the request was sent") from None
-        raise AgentFailed(
-            "the connection closed before the service answered", outcome_unknown=True
-        ) from None
-    except pool.ResponseTooLarge:
-        raise AgentFailed(
-            "the service's answer is too large", code="agent_response_too_large"
-        ) from None
-    except pool.InvalidResponse as exc:
-        raise AgentFailed(f"the service's answer is not valid HTTP: {exc}") from None
+    except pool.PoolError as exc:
+        raise delivery_failure(exc, timeout_s, SERVICE, _unreadable) from None
+
+
+def _unreadable(exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
+    """The service answered something this cannot read."""
+    if isinstance(exc, pool.ResponseTooLarge):
+        return AgentFailed("the service's answer is too large", code="agent_response_too_large")
+    return AgentFailed(f"the service's answer is not valid HTTP: {exc}")
 
 
 def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) -> Any:
     """A whole answer's result, mapped; a fault or a non-2xx status as `AgentFailed`."""
-    # Here, not at the top: `invoke.transports` imports its translated transport, which
-    # imports this module; imported first (`agent-reach sidecar`), the cycle broke.
-    from agent_reach.wire.http_body import failure_answer
-
     translation.raise_fault(body)
     if not 200 <= status < 300:
         failure = AgentFailed(

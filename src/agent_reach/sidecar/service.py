@@ -23,7 +23,7 @@ from agent_reach.errors import AgentFailed, AgentTimeout, InvalidRequest
 from agent_reach.model.agents import DEFAULT_TTL_S, Capability, Example, SkillSpec
 from agent_reach.model.delivery import Delivery
 from agent_reach.sdk.agent import Agent, AgentRequest
-from agent_reach.sidecar.stream import stream_service
+from agent_reach.sidecar.stream import relayed
 from agent_reach.wire import pool
 
 DEFAULT_SERVICE_TIMEOUT_S = 5.0  # the longest synchronous timeout class (`reasoning`)
@@ -154,29 +154,25 @@ class Sidecar:
             hop=request.hop,
             text=request.text,
         )
-        call = stream_service if request.capability in self.streaming else call_service
+        timeout_s = self.config.service.timeout_s
         try:
-            return await call(
+            answer = await call_service(
                 self.client,
                 translation,
                 self.config.service.url,
                 variables_of(delivery, context),
                 headers=[("x-request-id", request.request_id)],
-                timeout_s=self.config.service.timeout_s,
+                timeout_s=timeout_s,
+                stream=request.capability in self.streaming,
             )
+            return relayed(answer, timeout_s)
         except AgentFailed as exc:
             if isinstance(exc, AgentTimeout) or exc.outcome_unknown:
                 exc.retryable = False  # the service may have acted
             raise
 
     async def is_service_healthy(self) -> bool:
-        try:
-            response = await self.client.request(
-                "GET", self.config.service.health_url, timeout_s=HEALTH_TIMEOUT_S
-            )
-        except pool.PoolError:
-            return False
-        return 200 <= response.status < 300
+        return await self.client.probe(self.config.service.health_url, timeout_s=HEALTH_TIMEOUT_S)
 
     def serve(self) -> None:
         """Serve until interrupted (blocking); registers on start, deregisters on stop."""

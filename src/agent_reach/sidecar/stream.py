@@ -1,13 +1,13 @@
 """A service that answers server-sent events, relayed by its sidecar as they arrive.
 
 A capability configured with `stream: true` is called on a connection of its own
-(`Accept: text/event-stream`). Once the answer's head is in: an event stream becomes
-the handler's events, each yielded as soon as its blank line has come, unchanged (the
-answer mapping does not apply to events); any other answer is read whole and mapped as
-a plain call's. Failures keep `call_service`'s meaning: before the first event they are
-the handler's failure; after it the stream ends unfinished, which the coordinator
-reports as broken and never re-sends. When the caller leaves, the connection to the
-service is closed, so the service learns it too.
+(`call_service(..., stream=True)`: `Accept: text/event-stream`). Once the answer's head
+is in: an event stream becomes the handler's events, each yielded as soon as its blank
+line has come, unchanged (the answer mapping does not apply to events); any other answer
+is read whole and mapped as a plain call's. Failures keep `call_service`'s meaning:
+before the first event they are the handler's failure; after it the stream ends
+unfinished, which the coordinator reports as broken and never re-sends. When the caller
+leaves, the connection to the service is closed, so the service learns it too.
 """
 
 from __future__ import annotations
@@ -15,44 +15,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent_reach.adapters.exchange import agent_errors, mapped_answer
-from agent_reach.adapters.translation import CompiledTranslation
+from agent_reach.adapters.exchange import agent_errors
 from agent_reach.errors import AgentFailed
 from agent_reach.sdk.streams import StreamEvent
-from agent_reach.wire import pool
-from agent_reach.wire.pool_stream import StreamResponse, open_stream
-from agent_reach.wire.sse import MEDIA_TYPE, SseFramer, is_event_stream
+from agent_reach.wire.pool_stream import StreamResponse
+from agent_reach.wire.sse import SseFramer
 
 
-async def stream_service(
-    client: pool.HttpPool,
-    translation: CompiledTranslation,
-    endpoint: str,
-    variables: dict[str, Any],
-    *,
-    headers: list[tuple[str, str]],
-    timeout_s: float,
-) -> Any:
-    """Send the translated request once: its events as an async iterator when the
-    service streams, else its mapped result. `timeout_s` covers the whole stream."""
-    request = translation.request(endpoint, variables)
-    with agent_errors(timeout_s):
-        response = await open_stream(
-            client,
-            request.method,
-            request.url,
-            headers=[*request.headers, ("accept", MEDIA_TYPE), *headers],
-            body=request.body,
-            timeout_s=timeout_s,
-        )
-    if 200 <= response.status < 300 and is_event_stream(response.header(b"content-type")):
-        return _events(response, timeout_s)
-    try:
-        with agent_errors(timeout_s):
-            body = await response.read_all()
-    finally:
-        response.close()
-    return mapped_answer(translation, response.status, body)
+def relayed(answer: Any, timeout_s: float) -> Any:
+    """`call_service`'s answer as the handler returns it: an event stream's events as an
+    async iterator (`timeout_s` covers the whole stream), any other result as it is."""
+    if isinstance(answer, StreamResponse):
+        return _events(answer, timeout_s)
+    return answer
 
 
 async def _events(response: StreamResponse, timeout_s: float) -> AsyncIterator[StreamEvent]:

@@ -568,6 +568,15 @@ class HttpPool:
                 raise
             conn = await origin.acquire(deadline)  # nothing was sent: a ConnectFailed says so
 
+    async def probe(self, url: str, *, timeout_s: float) -> bool:
+        """GET `url`: whether it answered 2xx within `timeout_s` (a health probe: any
+        failure to get an answer is a no)."""
+        try:
+            response = await self.request("GET", url, timeout_s=timeout_s)
+        except PoolError:
+            return False
+        return 200 <= response.status < 300
+
     async def aclose(self) -> None:
         """Close every connection; requests in flight fail with ConnectionLost."""
         self.closed = True

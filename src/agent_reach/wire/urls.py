@@ -29,6 +29,13 @@ def check_http_url(url: str, field: str = "endpoint") -> None:
         raise ValidationFailed(f"{field} has an invalid port", code=REFUSED, field=field) from exc
 
 
+def check_endpoints(spec: TransportSpec) -> None:
+    """The endpoint and, when registered, the health endpoint (`check_http_url`)."""
+    check_http_url(spec.endpoint)
+    if spec.health_endpoint is not None:
+        check_http_url(spec.health_endpoint, "health_endpoint")
+
+
 def health_url(spec: TransportSpec) -> str:
     """The health endpoint: as registered, else `/health` on the endpoint's origin."""
     if spec.health_endpoint:

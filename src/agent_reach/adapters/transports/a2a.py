@@ -321,11 +321,7 @@ class A2ATransport:
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
         url = str((spec.model_extra or {}).get("card_url") or card_urls(spec.endpoint)[0])
-        try:
-            response = await self.client.request("GET", url, timeout_s=timeout_s)
-        except pool.PoolError:
-            return False
-        return 200 <= response.status < 300
+        return await self.client.probe(url, timeout_s=timeout_s)
 
     async def aclose(self) -> None:
         """Nothing of its own: the pooled client belongs to the `http` transport."""

@@ -16,7 +16,7 @@ from agent_reach.adapters.translation import CompiledTranslation, Kind, parse_tr
 from agent_reach.model.agents import TransportSpec
 from agent_reach.model.delivery import Delivery
 from agent_reach.wire import pool
-from agent_reach.wire.urls import check_http_url, health_url
+from agent_reach.wire.urls import check_endpoints, health_url
 
 _CACHE_SIZE = 1024  # distinct translations compiled; registrations are few
 
@@ -30,9 +30,7 @@ class TranslatingTransport:
         self._compiled: dict[bytes, CompiledTranslation] = {}
 
     def check(self, spec: TransportSpec) -> None:
-        check_http_url(spec.endpoint)
-        if spec.health_endpoint is not None:
-            check_http_url(spec.health_endpoint, "health_endpoint")
+        check_endpoints(spec)
         self.translation(spec)
 
     def translation(self, spec: TransportSpec) -> CompiledTranslation:
@@ -60,13 +58,7 @@ class TranslatingTransport:
         )
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
-        try:
-            response = await self.client.request(
-                "GET", health_url(spec), headers=(), timeout_s=timeout_s
-            )
-        except pool.PoolError:
-            return False
-        return 200 <= response.status < 300
+        return await self.client.probe(health_url(spec), timeout_s=timeout_s)
 
     async def aclose(self) -> None:
         """Nothing of its own: the pooled client belongs to the `http` transport."""

@@ -30,7 +30,7 @@ from agent_reach.wire.http_body import (
 )
 from agent_reach.wire.pool_stream import open_stream
 from agent_reach.wire.sse import MEDIA_TYPE, is_event_stream
-from agent_reach.wire.urls import check_http_url, health_url
+from agent_reach.wire.urls import check_endpoints, health_url
 
 BAD_ANSWER = "agent_bad_answer"  # the agent acted and answered something unreadable
 STREAM_ACCEPT = f"{MEDIA_TYPE}, application/json;q=0.9"  # a streaming caller's delivery
@@ -114,9 +114,7 @@ class HttpTransport:
         self.client = client
 
     def check(self, spec: TransportSpec) -> None:
-        check_http_url(spec.endpoint)
-        if spec.health_endpoint is not None:
-            check_http_url(spec.health_endpoint, "health_endpoint")
+        check_endpoints(spec)
 
     async def deliver(
         self, spec: TransportSpec, delivery: Delivery, *, traceparent: str, timeout_s: float
@@ -189,13 +187,7 @@ class HttpTransport:
         return _acted(f"the agent's answer is not valid HTTP: {exc}", BAD_ANSWER)
 
     async def probe(self, spec: TransportSpec, *, timeout_s: float) -> bool:
-        try:
-            response = await self.client.request(
-                "GET", health_url(spec), headers=(), timeout_s=timeout_s
-            )
-        except pool.PoolError:
-            return False
-        return 200 <= response.status < 300
+        return await self.client.probe(health_url(spec), timeout_s=timeout_s)
 
     async def aclose(self) -> None:
         await self.client.aclose()
