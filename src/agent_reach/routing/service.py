@@ -46,6 +46,7 @@ class RoutingService:
         metrics: Metrics,
         record_text: TextRecorder | None = None,
         catch_up: Callable[[], Awaitable[None]] | None = None,
+        intent: IntentParser | None = None,
     ) -> None:
         self.index = index
         self.policy = policy
@@ -61,7 +62,7 @@ class RoutingService:
         self.adaptation = WeightLearner()
         self._exact: dict[str, list[CapabilityMatch]] = {}
         self._route_seconds = metrics.route_seconds.labels()  # the histogram has no labels
-        self.intent: IntentParser | None = None  # set by the runtime: it delivers through invoke
+        self.intent = intent  # asks an agent about unsure texts (routing/intent_parser.py)
 
     def _exact_match(self, capability: str) -> list[CapabilityMatch]:
         """The one-element match list of a named capability, made once per registered tag."""

@@ -146,6 +146,9 @@ async def open_runtime(
 
     health = HealthMonitor(registry, probe, metrics, interval_s=settings.probe_interval_s)
     learning = LearningService(backends.learning, registry.index, policy, clock, metrics)
+    # The intent parser asks its agent through the invoke path built below, which routes
+    # with it (routing -> parser -> invoke -> routing): the loop closes at call time.
+    intent = IntentParser(intent_asker(lambda: steps_path), clock)
     routing = RoutingService(
         registry.index,
         policy,
@@ -164,6 +167,7 @@ async def open_runtime(
         metrics=metrics,
         record_text=learning.record_text,
         catch_up=registry.catch_up if registry.shared else None,
+        intent=intent,
     )
     budget = RetryBudget()
     liveness = CoordinatorLiveness(backends.liveness, node_id, settings.liveness_ttl_s, clock)
@@ -258,7 +262,6 @@ async def open_runtime(
         _scale_webhook(settings, webhook_client),
         interval_s=settings.scale_check_s,
     )
-    routing.intent = IntentParser(intent_asker(steps_path), clock)
     runtime = Runtime(
         settings=settings,
         clock=clock,
