@@ -143,6 +143,30 @@ def test_invoke_routes_a_text_among_the_capabilities_the_key_may_invoke(
                 assert {c["capability"] for c in routed["candidates"]} <= set(tools)
 
 
+TWO_THINGS = "I need a copy of my payslip for March, and then where is my parcel SF123"
+
+
+def test_a_fan_out_splits_a_text_among_the_capabilities_the_key_may_invoke(
+    world: tuple[str, dict[str, str]],
+) -> None:
+    url, keys = world
+    _fitted(url)
+    body = {"text": TWO_THINGS, "mode": "fanout"}
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin:
+        both = admin.post("/v1/invoke", json=body, timeout=30)
+    assert both.status_code == 200, both.text
+    assert [p["capability"] for p in both.json()["parts"]] == ["hr.payslip", "shop.track_parcel"]
+
+    # the shop key is not split a part it may not invoke: one plain invoke of the text
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {keys['shop']}"}) as c:
+        plain = c.post("/v1/invoke", json=body, timeout=30)
+    assert plain.status_code in (200, 404, 422), plain.text
+    answer = plain.json()
+    assert "parts" not in answer
+    routed = answer["route"] if plain.status_code == 200 else answer["error"]["route"]
+    assert {c["capability"] for c in routed["candidates"]} <= set(SHOP)
+
+
 def test_a_generic_agent_the_key_may_not_invoke_never_takes_its_text(
     world: tuple[str, dict[str, str]],
 ) -> None:
