@@ -1,4 +1,4 @@
-"""The access gate: the one place the invoke path asks whether a caller may do this.
+"""The access gate: the one place that answers whether a caller may use a capability.
 
 Its answers, in the order they are asked, each refused with the error that names why:
 
@@ -16,10 +16,11 @@ Its answers, in the order they are asked, each refused with the error that names
   the caller's own buckets and, for a delegated call, apart, those of the agent that
   handed it on.
 
-The same answers serve every other way in: `authorize` for a capability named outside
-`/v1/invoke` (`/v1/route`, feedback, workflow runs), `may_invoke` for what is listed or
-routed to without a refusal (the A2A and MCP faces' catalog, a text routed on
-`/v1/invoke` and `/v1/route` among what `routable` lets through).
+The same answers serve every other way in, asked of this gate rather than of the
+security service: `authorize` for a capability named outside `/v1/invoke` (`/v1/route`,
+feedback, workflow runs), `may_invoke` for what is listed without a refusal (the A2A
+and MCP faces' catalog), and `routable` for what a text is routed among (on
+`/v1/invoke`, its 421 redirects and fan-out parts, and `/v1/route`).
 
 The decisions themselves live below: roles, grants and quotas in the security service,
 the delegation boundary in the mesh (given to the security service at construction),
