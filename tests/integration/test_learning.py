@@ -329,3 +329,50 @@ def test_one_correction_does_not_widen_a_capability_to_chit_chat(http, desk, mat
     assert weather["rule"] == "no_match", weather["candidates"][:2]
     like_it = http.post("/v1/route", json={"text": "我的订单现在怎么样了"}).json()
     assert like_it["capability"] == "order.track", like_it["candidates"][:2]
+
+
+ADMIN = "learning-tests-admin-key-0123456789"
+
+
+def test_a_421_hands_the_text_on_only_to_a_capability_the_key_may_invoke(
+    settings: Settings, fake_agents
+) -> None:
+    """The text's next route after "not mine" is chosen as the first was: among what the
+    caller may invoke. An `order.*` key whose order agent answers 421 gets no_match,
+    never the parcel tracker the text would go to next for the admin."""
+    secured = Settings(**{**settings.model_dump(), "auth": "on", "admin_key": ADMIN})
+    agents = {}
+    with (
+        run_coordinator(secured) as (url, _),
+        httpx.Client(base_url=url, headers={"authorization": f"Bearer {ADMIN}"}) as admin,
+    ):
+        for name, (capability, description, examples, _schema) in SHOP.items():
+            agent, endpoint = fake_agents(name=name)
+            body = {
+                "id": f"{name}-1",
+                "capabilities": [capability],
+                "description": description,
+                "examples": examples,
+                "transport": {"endpoint": endpoint},
+            }
+            assert admin.post("/v1/agents", json=body).status_code == 201
+            agents[name] = agent
+        wait_until(
+            lambda: admin.get("/v1/policy").json()["matching"]["current"] or None,
+            "the text matchers to fit the catalog",
+            timeout_s=30,
+        )
+        grant = {"principal": "orders-app", "role": "caller", "capabilities": ["order.*"]}
+        key = admin.post("/v1/keys", json=grant).json()["key"]
+        agents["orders"].status = 421
+        with httpx.Client(base_url=url, headers={"authorization": f"Bearer {key}"}) as caller:
+            refused = caller.post("/v1/invoke", json={"text": MIXED, "payload": {"n": 1}})
+        handed_on = admin.post("/v1/invoke", json={"text": MIXED, "payload": {"n": 2}})
+
+    assert refused.status_code == 404, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["misdirected"]) == ("no_match", ["order.manage"])
+    assert {c["capability"] for c in error["route"]["candidates"]} <= {"order.manage"}
+    assert handed_on.status_code == 200, handed_on.text  # the admin's goes on to the tracker
+    assert handed_on.json()["agent_id"] == "logistics-1"
+    assert len(agents["logistics"].received) == 1  # the admin's only
