@@ -72,6 +72,7 @@ async def test_an_answer_that_is_not_http_is_the_service_s(
         with pytest.raises(AgentFailed, match="the service's answer is not valid HTTP") as got:
             await _call(client, url, stream=stream)
     assert not isinstance(got.value, AgentUnreachable)  # the service did answer
+    assert not got.value.retryable and got.value.outcome_unknown  # it may have acted
 
 
 async def test_an_answer_over_the_limit_is_too_large(client: pool.HttpPool) -> None:
@@ -80,6 +81,7 @@ async def test_an_answer_over_the_limit_is_too_large(client: pool.HttpPool) -> N
         with pytest.raises(AgentFailed, match="too large") as got:
             await _call(client, url)
     assert got.value.code == "agent_response_too_large"
+    assert not got.value.retryable and got.value.outcome_unknown
 
 
 async def test_a_closed_pool_is_unreachable_not_a_bare_pool_error(client: pool.HttpPool) -> None:

@@ -95,10 +95,13 @@ def agent_errors(timeout_s: float) -> Iterator[None]:
 
 
 def _unreadable(exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
-    """The service answered something this cannot read."""
+    """The service answered something this cannot read: it had the whole request and may
+    have acted, so the failure is final (never re-sent), as an http delivery's is."""
     if isinstance(exc, pool.ResponseTooLarge):
-        return AgentFailed("the service's answer is too large", code="agent_response_too_large")
-    return AgentFailed(f"the service's answer is not valid HTTP: {exc}")
+        message, code = "the service's answer is too large", "agent_response_too_large"
+    else:
+        message, code = f"the service's answer is not valid HTTP: {exc}", "agent_bad_answer"
+    return AgentFailed(message, code=code, retryable=False, outcome_unknown=True)
 
 
 def mapped_answer(translation: CompiledTranslation, status: int, body: bytes) -> Any:
