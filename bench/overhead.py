@@ -10,6 +10,14 @@ registry) with the echo agent registered; then drives each target with
   (a) direct   POST agent/invoke
   (b) nginx    POST nginx/invoke -> agent
   (c) coord    POST coordinator/v1/invoke {"capability": "echo", ...} -> agent
+  (d) floor    POST floor/v1/invoke, the same body -> agent
+
+The floor (`bench/relay_floor.py`, left out with `--no-floor`, and with `--tls` or
+`--workers` > 1) is the least a process on the coordinator's stack (asyncio on uvloop,
+httptools, orjson) can do for the same hop: parse, look the capability up in one dict,
+forward over a kept-alive connection, parse the answer, wrap it in the coordinator's
+envelope. No coordinator of this stack gets under its CPU per request; f/b says how
+close to nginx one can get at all, c/f how much of that the coordinator keeps.
 
 wrk runs on CPU 0, every server on CPU 1. With `--workers N` the coordinator runs as
 `serve --workers N` on the Redis backend (a private redis-server) and nginx with
@@ -21,7 +29,8 @@ tens of per cent within minutes while nginx's barely moves. Prints a table with 
 medians of req/s, p50/p99 and server CPU per request, the ratios c/a and c/b (medians
 of each repeat's own ratio; c/b of every repeat too), the p50 the coordinator adds,
 and the goals (+0.3 ms p50 at c=1; >= 20% of nginx's req/s with p99 < 20 ms at c=64);
-`--json` writes it all, every run included.
+with the floor, f/b, the p50 it adds, c/f and the CPU per request the coordinator
+spends above it. `--json` writes it all, every run included.
 
 `--tls` runs every hop over TLS, with certificates of a private CA made for the run:
 wrk speaks HTTPS to each target, the echo agent serves HTTPS, nginx terminates TLS and
@@ -226,6 +235,18 @@ class Ratio:
     coordinator_p99_ms: float
     goal_met: bool | None  # None where no goal is set for this concurrency
     nginx_share_runs: list[float]  # c/b of each repeat, in order
+    floor: FloorRatio | None = None  # when the floor ran
+
+
+@dataclass
+class FloorRatio:
+    """The floor (f) against nginx, and the coordinator against the floor."""
+
+    floor_over_nginx: float
+    floor_added_p50_ms: float
+    coordinator_over_floor: float
+    coordinator_cpu_over_floor_us: float  # c's CPU per request minus f's
+    floor_share_runs: list[float]  # f/b of each repeat, in order
 
 
 @dataclass
@@ -259,6 +280,7 @@ def main() -> None:
                 "workers": args.workers,
                 "security": "keys, access rules" + ("" if args.no_quota else ", a quota"),
                 "tls": args.tls,
+                "floor": floor_runs(args),
             },
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "results": [asdict(r) for r in results],
@@ -308,6 +330,11 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="every hop over TLS: into each target and from nginx and the coordinator to the agent",
     )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="leave out the floor (bench/relay_floor.py): the least hop of the coordinator's stack",
+    )
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument(
         "--profile",
@@ -319,6 +346,11 @@ def parse_args() -> argparse.Namespace:
         "--coordinator-cmd", default=DEFAULT_COORDINATOR_CMD, help=argparse.SUPPRESS
     )
     return parser.parse_args()
+
+
+def floor_runs(args: argparse.Namespace) -> bool:
+    """Whether the floor is measured: plain HTTP and one process only, as it serves."""
+    return not args.no_floor and not args.tls and args.workers == 1
 
 
 @contextlib.contextmanager
@@ -338,7 +370,7 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         return proc
 
     try:
-        agent_port, nginx_port, coord_port = free_ports(3)
+        agent_port, nginx_port, coord_port, floor_port = free_ports(4)
         tls = make_tls_files(tmp) if args.tls else None
         context = None if tls is None else tls.client_context()
         scheme = "http" if tls is None else "https"
@@ -399,16 +431,21 @@ def servers(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[Target],
         wait_healthy("coordinator", coord, coord_port, "/healthz", coord_log, cmd, context)
         caller_key = register_agent(coord_port, agent_port, admin_key, context)
 
+        targets = [
+            Target("direct", f"{scheme}://127.0.0.1:{agent_port}/invoke", agent.pid),
+            Target("nginx", f"{scheme}://127.0.0.1:{nginx_port}/invoke", nginx.pid),
+            Target("coordinator", f"{scheme}://127.0.0.1:{coord_port}/v1/invoke", coord.pid),
+        ]
+        if floor_runs(args):
+            route = f"{CAPABILITY}={AGENT_ID}@http://127.0.0.1:{agent_port}/invoke"
+            relay = str(REPO / "bench" / "relay_floor.py")
+            floor_cmd = [sys.executable, relay, "--port", str(floor_port), "--route", route]
+            floor = start("floor", floor_cmd)
+            wait_healthy("floor", floor, floor_port, "/health", tmp / "floor.log")
+            targets.append(Target("floor", f"http://127.0.0.1:{floor_port}/v1/invoke", floor.pid))
         script = tmp / "post.lua"
         script.write_text(WRK_SCRIPT % (caller_key, json.dumps(BODY)))
-        yield (
-            [
-                Target("direct", f"{scheme}://127.0.0.1:{agent_port}/invoke", agent.pid),
-                Target("nginx", f"{scheme}://127.0.0.1:{nginx_port}/invoke", nginx.pid),
-                Target("coordinator", f"{scheme}://127.0.0.1:{coord_port}/v1/invoke", coord.pid),
-            ],
-            script,
-        )
+        yield targets, script
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -635,16 +672,18 @@ def tree_cpu_s(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def paired_ratios(runs: list[Result], concurrency: int, base: str) -> list[float]:
-    """The coordinator's req/s over `base`'s, repeat by repeat."""
+def paired_ratios(
+    runs: list[Result], concurrency: int, base: str, target: str = "coordinator"
+) -> list[float]:
+    """`target`'s req/s over `base`'s, repeat by repeat."""
     by_run = {(r.target, r.repeat): r for r in runs if r.concurrency == concurrency}
     repeats = sorted({repeat for _, repeat in by_run})
-    return [by_run[("coordinator", n)].rps / by_run[(base, n)].rps for n in repeats]
+    return [by_run[(target, n)].rps / by_run[(base, n)].rps for n in repeats]
 
 
 def summarize(runs: list[Result]) -> list[Ratio]:
     """Per concurrency: c/a and c/b throughput (medians of each repeat's ratio), added
-    p50, and the goals that apply."""
+    p50, the goals that apply, and the floor's figures when it ran."""
     by_key = {(r.target, r.concurrency): r for r in medians(runs)}
     rows = []
     for concurrency in sorted({r.concurrency for r in runs}):
@@ -667,9 +706,29 @@ def summarize(runs: list[Result]) -> list[Ratio]:
                 coord.p99_ms,
                 goal,
                 [round(x, 4) for x in shares],
+                floor_ratio(runs, concurrency, by_key),
             )
         )
     return rows
+
+
+def floor_ratio(
+    runs: list[Result], concurrency: int, by_key: dict[tuple[str, int], Result]
+) -> FloorRatio | None:
+    """f/b and c/f (medians of each repeat's ratio), the p50 the floor adds and the CPU
+    per request the coordinator spends above it; None when the floor did not run."""
+    floor = by_key.get(("floor", concurrency))
+    if floor is None:
+        return None
+    shares = paired_ratios(runs, concurrency, "nginx", "floor")
+    coord = by_key[("coordinator", concurrency)]
+    return FloorRatio(
+        statistics.median(shares),
+        floor.p50_ms - by_key[("direct", concurrency)].p50_ms,
+        statistics.median(paired_ratios(runs, concurrency, "floor")),
+        coord.cpu_us_per_req - floor.cpu_us_per_req,
+        [round(x, 4) for x in shares],
+    )
 
 
 def render(
@@ -715,10 +774,32 @@ def render(
             {None: "-", True: "met", False: "MISSED"}[row.goal_met],
         )
     console.print(ratios)
+    render_floor(console, summary)
     console.print(
         f"goals: c=1 adds at most {GOAL_ADDED_P50_MS_AT_C1} ms p50; c=64 reaches "
         f"{GOAL_NGINX_SHARE_AT_C64:.0%} of nginx's req/s with p99 < {GOAL_P99_MS_AT_C64:g} ms"
     )
+
+
+def render_floor(console: Console, summary: list[Ratio]) -> None:
+    """The floor's table, when it ran."""
+    rows = [(row.concurrency, row.floor) for row in summary if row.floor is not None]
+    if not rows:
+        return
+    table = Table(title="floor (f, bench/relay_floor.py) against nginx (b); coordinator (c)")
+    columns = ("c", "f/b req/s", "f/b each repeat", "added p50 ms (f-a)", "c/f req/s")
+    for column in (*columns, "c-f CPU µs/req"):
+        table.add_column(column, justify="right")
+    for concurrency, floor in rows:
+        table.add_row(
+            str(concurrency),
+            f"{floor.floor_over_nginx:.2f}",
+            " ".join(f"{x:.2f}" for x in floor.floor_share_runs),
+            f"{floor.floor_added_p50_ms:+.3f}",
+            f"{floor.coordinator_over_floor:.2f}",
+            f"{floor.coordinator_cpu_over_floor_us:+.0f}",
+        )
+    console.print(table)
 
 
 if __name__ == "__main__":

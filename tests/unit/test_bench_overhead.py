@@ -98,3 +98,109 @@ def test_the_echo_agent_serves_https_with_the_runs_certificate(bench, tmp_path):
     finally:
         agent.terminate()
         agent.wait(10)
+
+
+def test_the_floor_is_set_against_nginx_and_the_coordinator_against_it(bench):
+    rps = {
+        "direct": [100_000.0, 100_000.0],
+        "nginx": [40_000.0, 20_000.0],
+        "coordinator": [4_000.0, 2_400.0],
+        "floor": [16_000.0, 6_000.0],
+    }
+    runs = _runs(bench, 64, rps)
+    for run in runs:
+        run.p50_ms = {"direct": 1.0, "floor": 1.25, "coordinator": 1.5}.get(run.target, 1.1)
+        run.cpu_us_per_req = {"floor": 120.0, "coordinator": 380.0}.get(run.target, 50.0)
+    [row] = bench.summarize(runs)
+    floor = row.floor
+    assert floor.floor_share_runs == [0.4, 0.3]
+    assert floor.floor_over_nginx == pytest.approx(0.35)
+    assert floor.coordinator_over_floor == pytest.approx((0.25 + 0.4) / 2)  # 4/16, 2.4/6
+    assert floor.floor_added_p50_ms == pytest.approx(0.25)
+    assert floor.coordinator_cpu_over_floor_us == pytest.approx(260.0)
+    # Without the floor's runs there is no floor row, and the rest is unchanged.
+    [without] = bench.summarize([run for run in runs if run.target != "floor"])
+    assert without.floor is None
+    assert without.nginx_share_runs == row.nginx_share_runs
+
+
+def test_the_floor_runs_only_where_it_can_serve(bench):
+    import argparse
+
+    def args(**kw: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"no_floor": False, "tls": False, "workers": 1, **kw})
+
+    assert bench.floor_runs(args())
+    assert not bench.floor_runs(args(no_floor=True))
+    assert not bench.floor_runs(args(tls=True))  # it speaks plain HTTP
+    assert not bench.floor_runs(args(workers=2))  # it is one process
+
+
+def test_the_floor_relays_to_the_agent_in_the_coordinators_envelope(bench, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    agent_port, floor_port = bench.free_ports(2)
+    route = f"echo=echo-1@http://127.0.0.1:{agent_port}/invoke"
+    procs = [
+        subprocess.Popen([sys.executable, str(BENCH.with_name(name)), "--port", str(port), *more])
+        for name, port, more in (
+            ("echo_agent.py", agent_port, []),
+            ("relay_floor.py", floor_port, ["--route", route]),
+        )
+    ]
+    try:
+        for proc, port in zip(procs, (agent_port, floor_port), strict=True):
+            bench.wait_healthy("server", proc, port, "/health", tmp_path / "none.log")
+        status, body = bench.http_call(floor_port, "POST", "/v1/invoke", bench.BODY)
+        answer = json.loads(body)
+        assert status == 200 and answer["status"] == "ok" and answer["agent_id"] == "echo-1"
+        assert answer["result"] == {"result": {"echo": "pong", "ok": True}}
+        assert answer["route"]["capability"] == "echo"
+        assert [a["outcome"] for a in answer["attempts"]] == ["ok"]
+        assert len(answer["request_id"]) == 32 and answer["request_id"] != answer["trace_id"]
+        for body, status, code in (
+            ('{"capability":"nope"}', 404, "unknown_capability"),
+            ('{"capability":["echo"]}', 404, "unknown_capability"),
+            ("[1]", 404, "unknown_capability"),
+            ("{", 400, "invalid_json"),
+        ):
+            got, text = bench.http_call(floor_port, "POST", "/v1/invoke", body)
+            assert (got, json.loads(text)["error"]["code"]) == (status, code)
+        procs[0].terminate()  # the agent is gone: the floor answers 502
+        procs[0].wait(10)
+        got, text = bench.http_call(floor_port, "POST", "/v1/invoke", bench.BODY)
+        assert (got, json.loads(text)["error"]["code"]) == (502, "agent_error")
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+@pytest.mark.parametrize(
+    "text", ["echo", "echo=@http://h:1/", "echo=a@https://h:1/", "=a@http://h:1/", "echo=a@h:1"]
+)
+def test_a_floor_route_names_capability_agent_and_http_url(text):
+    relay = _relay_module()
+    with pytest.raises(ValueError):
+        relay.parse_route(text)
+
+
+def test_a_floor_route_holds_the_request_head_for_its_agent():
+    relay = _relay_module()
+    capability, (agent_id, address, head) = relay.parse_route("echo=e-1@http://127.0.0.1:9/in")
+    assert (capability, agent_id, address) == ("echo", "e-1", ("127.0.0.1", 9))
+    assert head.startswith(b"POST /in HTTP/1.1\r\nhost: 127.0.0.1:9\r\n")
+
+
+def _relay_module() -> ModuleType:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_relay_floor", BENCH.with_name("relay_floor.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
