@@ -178,6 +178,9 @@ class Client(asyncio.Protocol):
             _, upstream = await loop.create_connection(lambda: Upstream(self), *address)
         except OSError:
             return self.answered(0, b"")
+        if self.transport.is_closing():  # the caller left while it connected
+            upstream.transport.close()  # type: ignore[union-attr]
+            return None
         self.upstreams[address] = upstream
         upstream.transport.write(message)  # type: ignore[union-attr]
 
@@ -204,6 +207,8 @@ class Client(asyncio.Protocol):
         return self.serve_next()
 
     def reply(self, message: bytes, keep_alive: bool) -> None:
+        if self.transport.is_closing():  # the caller left first; uvloop raises on a write
+            return
         self.transport.write(message)
         if not keep_alive:
             self.transport.close()

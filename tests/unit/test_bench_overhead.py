@@ -178,6 +178,46 @@ def test_the_floor_relays_to_the_agent_in_the_coordinators_envelope(bench, tmp_p
             proc.wait(10)
 
 
+def test_a_caller_that_leaves_mid_request_leaves_the_floor_serving(bench, tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    agent_port, floor_port = bench.free_ports(2)
+    route = f"echo=echo-1@http://127.0.0.1:{agent_port}/invoke"
+    log = tmp_path / "floor.log"
+    with log.open("wb") as out:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(BENCH.with_name("echo_agent.py")), "--port",
+                 str(agent_port), "--service-ms", "300"]
+            ),
+            subprocess.Popen(
+                [sys.executable, str(BENCH.with_name("relay_floor.py")), "--port",
+                 str(floor_port), "--route", route],
+                stdout=out, stderr=subprocess.STDOUT,
+            ),
+        ]  # fmt: skip
+    try:
+        for proc, port in zip(procs, (agent_port, floor_port), strict=True):
+            bench.wait_healthy("server", proc, port, "/health", log)
+        head = f"POST /v1/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: {len(bench.BODY)}\r\n\r\n"
+        request = (head + bench.BODY).encode()
+        for _ in range(3):  # the agent takes 300 ms; each caller leaves after 50
+            with socket.create_connection(("127.0.0.1", floor_port)) as caller:
+                caller.sendall(request)
+                time.sleep(0.05)
+        time.sleep(0.4)  # the agent answers the callers that left
+        status, _ = bench.http_call(floor_port, "POST", "/v1/invoke", bench.BODY)
+        assert status == 200 and procs[1].poll() is None
+        assert log.read_text() == ""  # no traceback, no "Task exception was never retrieved"
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
 @pytest.mark.parametrize(
     "text", ["echo", "echo=@http://h:1/", "echo=a@https://h:1/", "=a@http://h:1/", "echo=a@h:1"]
 )
