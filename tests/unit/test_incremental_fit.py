@@ -117,6 +117,20 @@ async def test_changes_beyond_the_incremental_share_get_a_full_fit(large, monkey
     assert "hotel_booking" not in scores
 
 
+def test_a_learned_example_refits_from_scratch(large, monkeypatch):
+    """Corrections were measured on fits from scratch: a card they changed is not refitted
+    alone."""
+    matcher = embedding.EmbeddingMatcher()
+    catalog = docs_only(TOOLS)
+    matcher.fit(catalog)
+    calls = spy(monkeypatch)
+    card = catalog["package_tracking"]
+    learned = ("where is my stuff",)
+    taught = CapabilityCard(card.capability, card.descriptions, learned, learned=learned)
+    matcher.fit({**catalog, "package_tracking": taught})
+    assert calls == ["whole"]
+
+
 def test_trials_of_a_large_description_only_catalog_restrict_the_fit_in_force(large, monkeypatch):
     matcher = embedding.EmbeddingMatcher()
     catalog = docs_only(TOOLS)

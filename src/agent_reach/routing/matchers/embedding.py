@@ -55,7 +55,9 @@ WARM_KEPT = 5
 # - a change of at most INCREMENTAL_SHARE of its capabilities since the last full fit
 #   (one registration) fits only the new or changed capabilities' weights against the
 #   others', kept (`logistic.fit_new_columns`), on the card texts' features as they were
-#   (n-grams no card had get their IDF); beyond it, or below LARGE_CATALOG, a full fit;
+#   (n-grams no card had get their IDF); beyond it, below LARGE_CATALOG, or when a
+#   changed capability has learned examples (corrections: measured on full fits), a
+#   full fit;
 # - a catalog with no examples (description-only cards: the calibration's folds hold out
 #   only reference texts, on which no class was fitted) gets its trials from the fit in
 #   force, restricted to each fold's capabilities, instead of a fit per fold.
@@ -307,7 +309,8 @@ class EmbeddingMatcher:
         self._vectors = vectors
         unlike = _unlike(texts, background, vectors)
         self.like_a_card = frozenset(background) - set(unlike)
-        self._model = self._refit(texts, vectors, unlike)
+        taught = {tag for tag, card in catalog.items() if card.learned}
+        self._model = self._refit(texts, vectors, unlike, taught)
         self._texts = texts
         self._restrictable = len(texts) >= LARGE_CATALOG and not any(
             card.examples for card in catalog.values()
@@ -318,15 +321,18 @@ class EmbeddingMatcher:
         texts: dict[str, tuple[str, ...]],
         vectors: Mapping[str, np.ndarray],
         background: Sequence[str],
+        taught: set[str],
     ) -> _Model | None:
         """An incremental refit of a large catalog that changed little since the last full
-        fit (LARGE_CATALOG), else a full fit."""
+        fit (LARGE_CATALOG), else a full fit. A capability with learned examples that
+        changed is a full fit's: corrections were measured on fits from scratch."""
         previous, before = self._model, self._texts
         changed = [tag for tag, group in texts.items() if before.get(tag) != group]
         if (
             previous is not None
             and len(texts) >= LARGE_CATALOG
             and self._drift + len(changed) <= INCREMENTAL_SHARE * len(texts)
+            and taught.isdisjoint(changed)
         ):
             self._drift += len(changed)
             return _incremental(previous, before, texts, vectors, background)
