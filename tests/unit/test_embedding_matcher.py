@@ -10,7 +10,7 @@ import pytest
 
 from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
-from agent_reach.routing.matchers import embedding
+from agent_reach.routing.matchers import embedding, logistic
 from agent_reach.routing.matchers.protocol import normalize_text
 
 CATALOG = {
@@ -89,13 +89,13 @@ async def test_a_trial_of_the_same_capabilities_starts_from_the_last_one_the_fit
     matcher, monkeypatch
 ):
     starts: list[np.ndarray | None] = []
-    fit_logistic = embedding._fit_logistic
+    fit_logistic = logistic.fit_logistic
 
     def spy(x, labels, n_classes, start=None):
         starts.append(start)
         return fit_logistic(x, labels, n_classes, start)
 
-    monkeypatch.setattr(embedding, "_fit_logistic", spy)
+    monkeypatch.setattr(logistic, "fit_logistic", spy)
     card = CATALOG["order.cancel"]
     learned = CapabilityCard(card.capability, card.descriptions, (*card.examples, "这单我不要了"))
     taught = {**CATALOG, "order.cancel": learned}

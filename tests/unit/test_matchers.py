@@ -21,7 +21,7 @@ from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import CapabilityCard, build_catalog
 from agent_reach.routing.matchers import blending as blending_module
 from agent_reach.routing.matchers import calibrating as calibrating_module
-from agent_reach.routing.matchers import pipeline as pipeline_module
+from agent_reach.routing.matchers import refitting as refitting_module
 from agent_reach.routing.matchers.blending import blend, strongest
 from agent_reach.routing.matchers.lexical import LexicalMatcher
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
@@ -140,8 +140,8 @@ class Scripted:
 def scripted(monkeypatch: pytest.MonkeyPatch) -> tuple[Scripted, Scripted]:
     cheap = Scripted("cheap", {"sure": {"a": 0.95, "b": 0.05}, "unsure": {"a": 0.4, "b": 0.3}})
     strong = Scripted("strong", {"unsure": {"b": 0.9, "a": 0.1}})
-    monkeypatch.setitem(pipeline_module.MATCHERS, "cheap", lambda settings: cheap)
-    monkeypatch.setitem(pipeline_module.MATCHERS, "strong", lambda settings: strong)
+    monkeypatch.setitem(refitting_module.MATCHERS, "cheap", lambda settings: cheap)
+    monkeypatch.setitem(refitting_module.MATCHERS, "strong", lambda settings: strong)
     monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "cheap", 1.0)
     monkeypatch.setitem(blending_module.BLEND_WEIGHTS, "strong", 3.0)
     return cheap, strong
@@ -282,7 +282,7 @@ class Blocked(Scripted):
 
 async def test_text_is_matched_lexically_while_a_slow_matcher_fits_and_says_so(monkeypatch):
     slow = Blocked()
-    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
+    monkeypatch.setitem(refitting_module.MATCHERS, "slow", lambda settings: slow)
     policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     pipeline = pipeline_over(shop_index())
     try:
@@ -308,8 +308,8 @@ async def test_a_model_matcher_is_loaded_only_once_a_capability_has_text(monkeyp
         loaded.append("slow")
         return Scripted("slow")
 
-    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", factory)
-    monkeypatch.setattr(pipeline_module, "LOADS_A_MODEL", frozenset({"slow"}))
+    monkeypatch.setitem(refitting_module.MATCHERS, "slow", factory)
+    monkeypatch.setattr(refitting_module, "LOADS_A_MODEL", frozenset({"slow"}))
     policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     index = RegistryIndex()
     add(index, "bare-1", "inventory.check")  # a tag and nothing else
@@ -330,7 +330,7 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
     """Only the cards are the catalog: a new endpoint, or another instance of the same
     card, leaves every fit current, even while a slow matcher is still fitting."""
     slow = Blocked()
-    monkeypatch.setitem(pipeline_module.MATCHERS, "slow", lambda settings: slow)
+    monkeypatch.setitem(refitting_module.MATCHERS, "slow", lambda settings: slow)
     policy = Policy(matchers=["lexical", "slow"], match_cache_s=0)
     index = RegistryIndex()
     add(index, "track-1", "logistics.track", **SHOP["logistics.track"])
@@ -367,14 +367,14 @@ async def test_an_instance_that_moves_or_joins_with_a_known_card_refits_nothing(
 async def test_a_text_right_after_the_first_registration_waits_for_its_fit(monkeypatch):
     """The fit of an empty catalog cannot serve: a text sent while the first card's fit
     is still running (slower than `REFIT_WAIT_S` here) is answered once it lands."""
-    fit_and_try = pipeline_module.fit_and_try
+    fit_and_try = refitting_module.fit_and_try
 
     def slow(matcher, catalog, folds):
         if catalog:
-            time.sleep(pipeline_module.REFIT_WAIT_S + 0.5)  # in the worker thread
+            time.sleep(refitting_module.REFIT_WAIT_S + 0.5)  # in the worker thread
         return fit_and_try(matcher, catalog, folds)
 
-    monkeypatch.setattr(pipeline_module, "fit_and_try", slow)
+    monkeypatch.setattr(refitting_module, "fit_and_try", slow)
     policy = Policy(matchers=["lexical"], match_cache_s=0)
     index = RegistryIndex()
     pipeline = pipeline_over(index)

@@ -3,7 +3,8 @@
 One `Matcher` protocol (`protocol.py`) and one file per implementation (lexical n-grams,
 sentence embeddings, an LLM intent parser); `pipeline.py` asks them in the policy's order,
 stops at the first confident one and caches the answer, `blending.py` makes one answer of
-theirs, `calibrating.py` fits and calibrates them on the catalog in force, and
+theirs, `refitting.py` runs the job that refits them when the catalog changes,
+`calibrating.py` fits and calibrates them on the catalog in force, and
 `encoder_lifecycle.py` brings a remote sentence encoder in and out. Matchers only
 score text against the registry's capability cards: they never pick an instance or touch
 a store.
