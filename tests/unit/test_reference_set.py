@@ -92,21 +92,38 @@ async def _scores(matcher: EmbeddingMatcher, texts: list[str]) -> dict[str, dict
         await matcher.aclose()
 
 
-def test_the_guard_spares_a_text_about_as_near_a_reference_text_as_its_card():
-    """The guard's slack. Without it (REFERENCE_SHARPNESS 30 at 0) a quarter of the
-    MetaTool requests whose tool was ranked first stood nearer some reference text than
-    that tool's docs and lost 60 % of their score or more, and the calibration (held-out reference
-    texts scored without the guard) refused them: 52.6 % routed of 85.0 % ranked first,
-    95.3 % of unfit requests refused (dev, small catalogs). A text 0.03 farther from its
-    card than from a reference text keeps most of its score; 怎么办 after a learned
-    example sharing 怎么 (0.09 farther) is still cut, as is anything farther."""
+def test_the_guard_spares_a_text_about_as_near_a_reference_text_as_its_docs_only_card():
+    """The guard's slack, for a capability known by its docs alone. Without it (sharpness
+    30, no slack) a quarter of the MetaTool requests whose tool was ranked first stood
+    nearer some reference text than that tool's one line of docs and lost 60 % of their
+    score or more, and the calibration (held-out reference texts are scored without the
+    guard) refused them: 52.6 % routed of 85.0 % ranked first, 95.3 % of unfit requests
+    refused (dev, small catalogs). With it, a text 0.03 farther from its card than from a
+    reference text keeps most of its score; 0.09 farther (怎么办 after a learned example
+    sharing 怎么) it is still cut. A capability with examples has no slack."""
     card = _unit(0.8)  # the text's similarity to its card: 0.8 / 2 (no n-grams)
     cases = {"nearer its card": 0.7, "0.03 farther": 0.86, "0.09 farther": 0.98}
+    slack = embedding.REFERENCE_SLACK
     alone = _guarded_score(card, None)
-    kept = {name: _guarded_score(card, _unit(cos)) / alone for name, cos in cases.items()}
+    kept = {name: _guarded_score(card, _unit(cos), slack) / alone for name, cos in cases.items()}
     assert kept["nearer its card"] > 0.99, kept
     assert kept["0.03 farther"] > 0.7, kept
     assert kept["0.09 farther"] < 0.1, kept
+    strict = _guarded_score(card, _unit(cases["0.03 farther"]), 0.0) / alone
+    assert strict < 0.2, strict
+
+
+def test_only_capabilities_without_examples_get_the_guards_slack():
+    tools = {
+        "get_weather": CapabilityCard("get_weather", ("Current weather for a city",), ()),
+        "order.track": CapabilityCard("order.track", ("物流查询",), ("我的快递到哪了",)),
+    }
+    matcher = EmbeddingMatcher()
+    matcher.fit(tools, [r.text for r in reference_set()])
+    model = matcher._model
+    assert model is not None
+    slack = dict(zip(model.capabilities, np.atleast_1d(model.slack).tolist(), strict=True))
+    assert slack == {"get_weather": embedding.REFERENCE_SLACK, "order.track": 0.0}
 
 
 def _unit(cos: float) -> np.ndarray:
@@ -114,9 +131,10 @@ def _unit(cos: float) -> np.ndarray:
     return np.array([[cos, math.sqrt(1 - cos * cos)]], dtype=np.float32)
 
 
-def _guarded_score(card: np.ndarray, reference: np.ndarray | None) -> float:
+def _guarded_score(card: np.ndarray, reference: np.ndarray | None, slack: float = 0.0) -> float:
     """The score of the text [1, 0] on a one-capability model with one card text and
-    (when given) one reference text; no n-gram counts (the model saw no card words)."""
+    (when given) one reference text and the guard's slack; no n-gram counts (the model
+    saw no card words)."""
     model = embedding._Model(
         capabilities=("tool",),
         weights=np.zeros((card.shape[1] + embedding.NGRAM_BUCKETS + 1, 1), dtype=np.float32),
@@ -128,6 +146,7 @@ def _guarded_score(card: np.ndarray, reference: np.ndarray | None) -> float:
         reference_ngrams=(
             None if reference is None else np.zeros((embedding.NGRAM_BUCKETS, 1), np.float32)
         ),
+        slack=slack,
     )
     text = np.array([[1.0, 0.0]], dtype=np.float32)
     return model.scores(text, ["t"])[0]["tool"]
