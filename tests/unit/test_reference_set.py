@@ -100,20 +100,21 @@ def test_the_guard_spares_a_text_about_as_near_a_reference_text_as_its_docs_only
     guard) refused them: 52.6 % routed of 85.0 % ranked first, 95.3 % of unfit requests
     refused (dev, small catalogs). With it, a text 0.03 farther from its card than from a
     reference text keeps most of its score; 0.09 farther (怎么办 after a learned example
-    sharing 怎么) it is still cut. A capability with examples has no slack."""
+    sharing 怎么) it is still cut. A capability with examples keeps the strict guard."""
     card = _unit(0.8)  # the text's similarity to its card: 0.8 / 2 (no n-grams)
     cases = {"nearer its card": 0.7, "0.03 farther": 0.86, "0.09 farther": 0.98}
-    slack = embedding.REFERENCE_SLACK
+    docs_only = embedding.DOCS_ONLY_SHARPNESS, embedding.DOCS_ONLY_SLACK
     alone = _guarded_score(card, None)
-    kept = {name: _guarded_score(card, _unit(cos), slack) / alone for name, cos in cases.items()}
+    kept = {name: _guarded_score(card, _unit(c), *docs_only) / alone for name, c in cases.items()}
     assert kept["nearer its card"] > 0.99, kept
     assert kept["0.03 farther"] > 0.7, kept
     assert kept["0.09 farther"] < 0.1, kept
-    strict = _guarded_score(card, _unit(cases["0.03 farther"]), 0.0) / alone
-    assert strict < 0.2, strict
+    strict = embedding.REFERENCE_SHARPNESS, 0.0
+    with_examples = _guarded_score(card, _unit(cases["0.03 farther"]), *strict) / alone
+    assert with_examples < 0.3, with_examples
 
 
-def test_only_capabilities_without_examples_get_the_guards_slack():
+def test_only_capabilities_without_examples_get_the_docs_only_guard():
     tools = {
         "get_weather": CapabilityCard("get_weather", ("Current weather for a city",), ()),
         "order.track": CapabilityCard("order.track", ("物流查询",), ("我的快递到哪了",)),
@@ -122,8 +123,14 @@ def test_only_capabilities_without_examples_get_the_guards_slack():
     matcher.fit(tools, [r.text for r in reference_set()])
     model = matcher._model
     assert model is not None
-    slack = dict(zip(model.capabilities, np.atleast_1d(model.slack).tolist(), strict=True))
-    assert slack == {"get_weather": embedding.REFERENCE_SLACK, "order.track": 0.0}
+    guard = {
+        tag: (float(np.atleast_1d(model.sharpness)[i]), float(np.atleast_1d(model.slack)[i]))
+        for i, tag in enumerate(model.capabilities)
+    }
+    assert guard == {
+        "get_weather": (embedding.DOCS_ONLY_SHARPNESS, embedding.DOCS_ONLY_SLACK),
+        "order.track": (embedding.REFERENCE_SHARPNESS, 0.0),
+    }
 
 
 def _unit(cos: float) -> np.ndarray:
@@ -131,10 +138,15 @@ def _unit(cos: float) -> np.ndarray:
     return np.array([[cos, math.sqrt(1 - cos * cos)]], dtype=np.float32)
 
 
-def _guarded_score(card: np.ndarray, reference: np.ndarray | None, slack: float = 0.0) -> float:
+def _guarded_score(
+    card: np.ndarray,
+    reference: np.ndarray | None,
+    sharpness: float = embedding.REFERENCE_SHARPNESS,
+    slack: float = 0.0,
+) -> float:
     """The score of the text [1, 0] on a one-capability model with one card text and
-    (when given) one reference text and the guard's slack; no n-gram counts (the model
-    saw no card words)."""
+    (when given) one reference text and the guard's sharpness and slack; no n-gram counts
+    (the model saw no card words)."""
     model = embedding._Model(
         capabilities=("tool",),
         weights=np.zeros((card.shape[1] + embedding.NGRAM_BUCKETS + 1, 1), dtype=np.float32),
@@ -146,6 +158,7 @@ def _guarded_score(card: np.ndarray, reference: np.ndarray | None, slack: float 
         reference_ngrams=(
             None if reference is None else np.zeros((embedding.NGRAM_BUCKETS, 1), np.float32)
         ),
+        sharpness=sharpness,
         slack=slack,
     )
     text = np.array([[1.0, 0.0]], dtype=np.float32)
