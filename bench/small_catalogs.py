@@ -2,7 +2,8 @@
 
 Catalogs of 1, 2 and 5 capabilities (a customer-service desk, in Chinese, one example
 each: too few cards to hold examples out; the packaged reference set calibrates them),
-each asked off-topic texts (weather, greetings,
+and the same desk known by its docs alone (descriptions, no examples, as federated tools
+are), each asked off-topic texts (weather, greetings,
 nonsense, other languages, chit-chat) and in-scope paraphrases (none is a card's own
 words), first as registered, then after one confirmed example (feedback) for the first
 capability (the tour's text, which it served). Prints, per catalog and state, how many
@@ -82,21 +83,23 @@ class Outcome:
 
     size: int
     learned: bool
+    docs_only: bool = False
     off_topic_to_business: list[tuple[str, str]] = field(default_factory=list)
     in_scope_right: int = 0
     in_scope_total: int = 0
     in_scope_wrong: list[tuple[str, str | None]] = field(default_factory=list)
 
 
-def catalog_index(size: int) -> RegistryIndex:
-    """The first `size` capabilities of the desk, one agent each, and a generic agent."""
+def catalog_index(size: int, docs_only: bool = False) -> RegistryIndex:
+    """The first `size` capabilities of the desk, one agent each (`docs_only`: with their
+    descriptions alone), and a generic agent."""
     index = RegistryIndex()
     for tag, (description, example) in list(DESK.items())[:size]:
         spec = AgentSpec(
             id=tag.replace(".", "-"),
             capabilities=[tag],
             description=description,
-            examples=[example],
+            examples=[] if docs_only else [example],
             transport={"endpoint": "http://127.0.0.1:9/invoke"},
         )
         index.upsert(InstanceRecord(spec, 0.0), float("inf")).health = "healthy"
@@ -133,10 +136,12 @@ async def route(pipeline: MatchingPipeline, index: RegistryIndex, text: str) -> 
     return decision.capability
 
 
-async def evaluate(size: int, settings: Settings | None = None) -> list[Outcome]:
+async def evaluate(
+    size: int, settings: Settings | None = None, docs_only: bool = False
+) -> list[Outcome]:
     """Route every off-topic and in-scope text on a catalog of `size` capabilities once
     its matchers are fitted: as registered, then with a confirmed example learned."""
-    index = catalog_index(size)
+    index = catalog_index(size, docs_only)
     tags = list(DESK)[:size]
     snapshot = LearnedSet()
     pipeline = MatchingPipeline(index, ManualClock(), settings or Settings(), lambda: snapshot)
@@ -146,7 +151,7 @@ async def evaluate(size: int, settings: Settings | None = None) -> list[Outcome]
             if learned:
                 snapshot = learned_set(tags[0])
             await pipeline.ready(Policy())  # as a caller meets it a moment later
-            outcome = Outcome(size, learned)
+            outcome = Outcome(size, learned, docs_only)
             for text in OFF_TOPIC:
                 went = await route(pipeline, index, text)
                 if went is not None and went != GENERIC:
@@ -166,7 +171,7 @@ async def evaluate(size: int, settings: Settings | None = None) -> list[Outcome]
 
 
 async def evaluate_all() -> list[Outcome]:
-    return [o for size in SIZES for o in await evaluate(size)]
+    return [o for docs in (False, True) for size in SIZES for o in await evaluate(size, None, docs)]
 
 
 def main() -> None:
@@ -174,13 +179,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
     args = parser.parse_args()
     outcomes = asyncio.run(evaluate_all())
-    header = ("capabilities", "state", "off-topic to an agent", "in scope right")
-    print(f"{header[0]:>12}  {header[1]:<19} {header[2]:>21}  {header[3]:>14}")
+    header = ("cards", "capabilities", "state", "off-topic to an agent", "in scope right")
+    print(f"{header[0]:<13} {header[1]:>12}  {header[2]:<19} {header[3]:>21}  {header[4]:>14}")
     for o in outcomes:
+        cards = "docs only" if o.docs_only else "one example"
         state = "one learned example" if o.learned else "as registered"
         off = f"{len(o.off_topic_to_business)} / {len(OFF_TOPIC)}"
         right = f"{o.in_scope_right} / {o.in_scope_total}"
-        print(f"{o.size:>12}  {state:<19} {off:>21}  {right:>14}")
+        print(f"{cards:<13} {o.size:>12}  {state:<19} {off:>21}  {right:>14}")
         for text, went in o.off_topic_to_business:
             print(f"{'':>14}off-topic {text!r} -> {went}")
     if args.json:
