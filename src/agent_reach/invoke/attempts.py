@@ -268,9 +268,11 @@ class AttemptLoop:
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
-        self._note_outcome(spec.id, "completed")
-        self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
-        self._chart(spec.id, elapsed_ms, "ok")
+        if self.quality is not None:  # _note_outcome and _chart, inline on the way of most
+            self.quality.record(spec.id, "completed")
+        metrics = self.metrics
+        metrics.child(metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
+        metrics.recent.attempt(self.clock.wall(), spec.id, elapsed_ms / 1000, "ok")
         cost = result.cost if isinstance(result, Shaped) else None
         self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via, cost)
         chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3), cost=cost))

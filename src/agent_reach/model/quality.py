@@ -77,7 +77,9 @@ class Outcomes:
             good += plus * n
             bad += minus * n
         prior_mean = policy.prior_good / (policy.prior_good + policy.prior_bad)
-        return cls(kept, round(min(1.0, good / (good + bad) / prior_mean), 4))
+        quality = min(1.0, good / (good + bad) / prior_mean)
+        # round() formats and parses its float (~0.2 µs): not for the usual 1.0, kept as it is
+        return cls(kept, quality if quality == 1.0 else round(quality, 4))
 
 
 class QualityView(BaseModel):
