@@ -48,7 +48,7 @@ from agent_reach.invoke.answer_memory import AnswerMemory
 from agent_reach.invoke.service import InvokeService
 from agent_reach.observability.decision_log import DecisionLog
 from agent_reach.observability.logging import configure_logging
-from agent_reach.observability.tracing import Tracer
+from agent_reach.observability.trace_store import TraceStore
 from agent_reach.server.app import create_app
 from agent_reach.server.edge import EdgeServer
 from agent_reach.server.fastpath import answer_invoke
@@ -93,7 +93,7 @@ def _off_all(*pairs: tuple[type, str]) -> Replacements:
 
 # variant -> the (class, method, replacement) triples it runs with
 RECORDERS: dict[str, Replacements] = {
-    "spans": _off_all((Tracer, "_keep")),
+    "spans": _off_all((TraceStore, "add")),
     "decision log": _off_all((DecisionLog, "record")),
     "journal": _off_all((RequestJournal, "record")),
     "answer memory": _off_all((AnswerMemory, "remember")),

@@ -214,25 +214,27 @@ class AttemptLoop:
     async def _attempt(
         self, instance: Instance, plan: DeliveryPlan, chain: _Chain, left_s: float
     ) -> Delivered:
-        spec, delivery, trace = instance.spec, plan.delivery, plan.trace
+        # `instance.id` is `spec.id`, read without the pydantic model's attribute hook
+        spec, delivery, trace, agent_id = instance.spec, plan.delivery, plan.trace, instance.id
         if plan.delegation_of is not None:
             delivery = dataclasses.replace(delivery, delegation=await plan.delegation_of(instance))
         if plan.context_of is not None:
             delivery = dataclasses.replace(delivery, context=await plan.context_of(instance))
         if plan.owned is not None:
-            await plan.owned.note_sent(instance.id)
-        transport = self.transports.get(spec.transport.type)
+            await plan.owned.note_sent(agent_id)
+        transport_spec = spec.transport
+        transport = self.transports.get(transport_spec.type)
         span_id, traceparent = trace.child_traceparent()
         window = instance.stats
         number = len(chain.attempts) + 1
-        via = _via(instance.id, chain)
-        if instance.id not in chain.tried:
-            chain.tried.append(instance.id)
+        via = _via(agent_id, chain)
+        if agent_id not in chain.tried:
+            chain.tried.append(agent_id)
         window.in_flight += 1
         started = self.clock.monotonic()
         try:
             result = await transport.deliver(
-                spec.transport,
+                transport_spec,
                 delivery,
                 traceparent=traceparent,
                 timeout_s=min(plan.timeout_class.timeout_s, left_s),
@@ -245,11 +247,11 @@ class AttemptLoop:
                 self.health.record_delivery(instance, ok=False, error=f"{exc.code}: {exc.message}")
             self.metrics.attempt_seconds.labels(exc.code).observe(elapsed_ms / 1000)
             declined = exc.http_status in DECLINED_STATUSES
-            self._chart(spec.id, elapsed_ms, "refused" if declined else "error")
-            self._trace(trace, span_id, delivery, spec.id, number, started, exc.code, via)
+            self._chart(agent_id, elapsed_ms, "refused" if declined else "error")
+            self._trace(trace, span_id, delivery, agent_id, number, started, exc.code, via)
             chain.attempts.append(
                 Attempt(
-                    spec.id,
+                    agent_id,
                     number,
                     exc.code,
                     round(elapsed_ms, 3),
@@ -259,7 +261,7 @@ class AttemptLoop:
             )
             if isinstance(exc, HopLimit):
                 exc.attempts = chain.attempts
-            self._note_outcome(spec.id, _outcome_of(exc, plan.decision))
+            self._note_outcome(agent_id, _outcome_of(exc, plan.decision))
             raise
         finally:
             window.in_flight -= 1
@@ -268,12 +270,14 @@ class AttemptLoop:
         elapsed_ms = (self.clock.monotonic() - started) * 1000
         window.record(ok=True, latency_ms=elapsed_ms)
         self.health.record_delivery(instance, ok=True)
-        self._note_outcome(spec.id, "completed")
-        self.metrics.child(self.metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
-        self._chart(spec.id, elapsed_ms, "ok")
+        if self.quality is not None:  # _note_outcome and _chart, inline on the way of most
+            self.quality.record(agent_id, "completed")
+        metrics = self.metrics
+        metrics.child(metrics.attempt_seconds, "ok").observe(elapsed_ms / 1000)
+        metrics.recent.attempt(self.clock.wall(), agent_id, elapsed_ms / 1000, "ok")
         cost = result.cost if isinstance(result, Shaped) else None
-        self._trace(trace, span_id, delivery, spec.id, number, started, "ok", via, cost)
-        chain.attempts.append(Attempt(spec.id, number, "ok", round(elapsed_ms, 3), cost=cost))
+        self._trace(trace, span_id, delivery, agent_id, number, started, "ok", via, cost)
+        chain.attempts.append(Attempt(agent_id, number, "ok", round(elapsed_ms, 3), cost=cost))
         if cost is not None and plan.reported_cost is not None:
             await plan.reported_cost(instance, cost)
         if isinstance(result, Shaped):

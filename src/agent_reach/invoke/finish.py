@@ -87,7 +87,8 @@ class Finisher:
     ) -> Answer:
         """A delivered answer: what the router learns of it, and the caller's answer."""
         request = task.request
-        self._learn_weights(decision, delivered, policy)
+        if policy.adaptation.enabled:  # each attempt's outcome teaches the factor weights
+            self._learn_weights(decision, delivered, policy)
         status: Status = "ok" if delivered.instance.id == decision.agent_id else "fallback"
         if request.context_id:
             self.routing.affinity.record(
@@ -109,7 +110,7 @@ class Finisher:
             attempts=delivered.attempts,
             normalized=delivered.normalized,
         )
-        return Answer.of(200, result)
+        return Answer(200, orjson.dumps(result))  # Answer.of, without its frame
 
     def streamed(
         self,
@@ -181,8 +182,9 @@ class Finisher:
         """The request's latency (and its point on the dashboard's charts), its invoke span
         and its journal entry."""
         latency_s = self.clock.monotonic() - started
-        self.metrics.request_seconds_of(self.label(span.name)).observe(latency_s)
-        self._chart(error, span, latency_s)
+        label = self.label(span.name)
+        self.metrics.request_seconds_of(label).observe(latency_s)
+        self._chart(error, label if span.name else UNROUTED, latency_s)
         self.tracer.end(span, error.code if error is not None else None)
         if self.journal is not None:
             self.journal.record(
@@ -213,9 +215,8 @@ class Finisher:
                 request_id, principal, trace.trace_id, request.context_id, answer, started
             )
 
-    def _chart(self, error: ReachError | None, span: Span, latency_s: float) -> None:
+    def _chart(self, error: ReachError | None, capability: str, latency_s: float) -> None:
         """The request in the dashboard's time series (a refusal's latency is not counted)."""
-        capability = self.label(span.name) if span.name else UNROUTED
         if error is None:
             self.metrics.recent.request(self.clock.wall(), capability, latency_s, "ok")
         elif error.code in REFUSALS:
@@ -238,12 +239,8 @@ class Finisher:
         if self.similar is not None and request.text:
             self.similar.remember(capability, request.text, task.task_id, delivered.result)
 
-    def _learn_weights(
-        self, decision: RouteDecision, delivered: Delivered, policy: Policy
-    ) -> None:
-        """Each attempt's outcome teaches the factor weights (when they adapt)."""
-        if not policy.adaptation.enabled:
-            return
+    def _learn_weights(self, decision: RouteDecision, delivered: Delivered, policy: Policy) -> None:
+        """Each attempt's outcome teaches the factor weights (called when they adapt)."""
         for attempt in delivered.attempts:
             self.routing.adaptation.record(
                 decision, attempt.agent_id, ok=attempt.outcome == "ok", policy=policy

@@ -171,7 +171,8 @@ class InvokeService:
                 request, trace, hop_budget=hop_budget, deadline_ms=deadline_ms, principal=principal
             )
         started = self.clock.monotonic()
-        request_id = request.request_id or new_request_id()
+        chosen_id = request.request_id  # the caller's own, claimed below
+        request_id = chosen_id or new_request_id()
         span = self.tracer.start(
             "invoke",
             trace,
@@ -210,7 +211,7 @@ class InvokeService:
                     "the request passed through too many agents (hop budget spent)",
                     request_id=request_id,
                 )
-            if request.request_id is not None:
+            if chosen_id is not None:
                 claimed = await self.claim.claim(task, policy, started)
                 if isinstance(claimed, Answer):
                     self.metrics.idempotent_replays.inc()

@@ -76,22 +76,34 @@ class TraceStore:
 
     def add(self, span: Span) -> None:
         """Append a finished span to its trace, evicting the oldest trace when full."""
-        spans = self._traces.get(span.trace_id)
+        traces, trace_id = self._traces, span.trace_id
+        spans = traces.get(trace_id)
         if spans is None:
-            self._traces[span.trace_id] = [span]
-            if len(self._traces) > self.size:
-                self._principals.pop(self._traces.popitem(last=False)[0], None)
+            traces[trace_id] = [span]
+            if len(traces) > self.size:
+                self._principals.pop(traces.popitem(last=False)[0], None)
         elif len(spans) < MAX_SPANS_PER_TRACE:
             spans.append(span)
         else:
             self.dropped_spans += 1
             return
-        if span.principal is not None or span.holder is not None:  # most spans name none
-            for principal in (span.principal, span.holder):
-                if principal is not None:
-                    named = self._principals.get(span.trace_id, ())
-                    if principal not in named:
-                        self._principals[span.trace_id] = (*named, principal)
+        principal, holder = span.principal, span.holder
+        if principal is not None:  # most spans name none; a request's first ones its caller
+            named = self._principals.get(trace_id)
+            if named is None:
+                self._principals[trace_id] = (principal,)
+            elif principal not in named:
+                self._principals[trace_id] = (*named, principal)
+        if holder is not None:  # a delegated call's
+            self._name(trace_id, holder)
+
+    def _name(self, trace_id: str, principal: str) -> None:
+        """`principal` among those the trace's spans name."""
+        named = self._principals.get(trace_id)
+        if named is None:
+            self._principals[trace_id] = (principal,)
+        elif principal not in named:
+            self._principals[trace_id] = (*named, principal)
 
     def get(self, trace_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The trace's summary and every span in start order, with wall-clock times.

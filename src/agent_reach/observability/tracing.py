@@ -66,7 +66,9 @@ class Tracer:
         """Close `span` now with `status` (else the status already set, else `ok`) and keep it."""
         span.duration_ms = (self.clock.monotonic() - span.started) * 1000
         span.status = status or span.status or "ok"
-        self._keep(span)
+        self.store.add(span)
+        if self.export is not None:
+            self.export(span)
 
     def record(
         self,
@@ -107,9 +109,6 @@ class Tracer:
         )
         if text is not None:
             span.text, span.text_chars = text[:TEXT_KEPT_CHARS], len(text)
-        self._keep(span)
-
-    def _keep(self, span: Span) -> None:
-        self.store.add(span)
+        self.store.add(span)  # kept, and exported when an exporter is set: as `end`
         if self.export is not None:
             self.export(span)

@@ -37,14 +37,14 @@ BODY_HIGH_WATER = 64 * 1024
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 CLOSE = b"connection: close\r\n"
 KEEP_ALIVE = b"connection: keep-alive\r\n"  # HTTP/1.0 closes unless told otherwise
-_STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
+STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 _UNSAFE_HEADER = re.compile(rb"[\x00\r\n]")  # would split the head: response splitting
 INTERNAL_ERROR = "internal error; the coordinator log has details"
 
 
 def status_line(status: int) -> bytes:
     """`HTTP/1.1 <status> <reason>` and its CRLF (an empty reason for unknown codes)."""
-    line = _STATUS_LINES.get(status)
+    line = STATUS_LINES.get(status)
     if line is None:
         if not 100 <= status <= 999:
             raise RuntimeError(f"invalid HTTP status {status}")

@@ -27,6 +27,7 @@ from agent_reach.invoke.service import InvokeService
 from agent_reach.server.edge_asgi import (
     CONTINUE,
     INTERNAL_ERROR,
+    STATUS_LINES,
     ASGIApp,
     AsgiExchange,
     Lifespan,
@@ -55,6 +56,8 @@ MAX_HEAD_BYTES = 64 * 1024
 LINGER_S = 10.0
 LINGER_BYTES = 64 * 1024 * 1024
 _VERSIONS = frozenset({"1.0", "1.1"})
+# The request headers that frame it or ask for something (besides Host, counted first).
+_FRAMING = frozenset({b"content-length", b"expect", b"transfer-encoding"})
 _INVOKE = b"/v1/invoke"
 _INVOKE_QUERY = b"/v1/invoke?"
 
@@ -316,14 +319,15 @@ class HttpConnection(asyncio.Protocol):
             return
         name = name.lower()
         self.headers.append((name, value))
-        if name == b"content-length":
-            self.declared = int(value)  # llhttp accepts digits only, and one of them
-        elif name == b"expect":
-            self.expect_continue = value.lower() == b"100-continue"
-        elif name == b"host":
+        if name == b"host":
             self.hosts += 1
-        elif name == b"transfer-encoding" and b"chunked" in value.lower():
-            self.says_chunked = True
+        elif name in _FRAMING:  # one set lookup for the other headers of a request
+            if name == b"content-length":
+                self.declared = int(value)  # llhttp accepts digits only, and one of them
+            elif name == b"expect":
+                self.expect_continue = value.lower() == b"100-continue"
+            elif b"chunked" in value.lower():  # transfer-encoding
+                self.says_chunked = True
 
     def on_headers_complete(self) -> None:
         if self.priming:
@@ -335,7 +339,8 @@ class HttpConnection(asyncio.Protocol):
         http_version = parser.get_http_version()
         method = parser.get_method()
         url = self.url
-        _check_request_line(http_version, self.hosts)
+        if http_version != "1.1" or self.hosts != 1:  # else valid: no call for it
+            _check_request_line(http_version, self.hosts)
         if http_version == "1.0":
             self.expect_continue = False  # RFC 9110 §10.1.1: never 100 to an HTTP/1.0 client
         self.head_tail = b""
@@ -432,7 +437,8 @@ class HttpConnection(asyncio.Protocol):
         self.body_held = False  # what the answered request left unread is read and dropped
         if self.read_paused:
             self._update_reading()
-        self._start_first()
+        if queue:
+            self._start_first()
 
     def answer_error(self, error: ReachError) -> None:
         headers = _header_lines(error_headers(error.retry_after(), error.challenge()))
@@ -447,10 +453,26 @@ class HttpConnection(asyncio.Protocol):
     def reply(self, exchange: _Invoke, answer: Answer, trace_id: str) -> None:
         """An invoke answer in one write."""
         keep_alive = exchange.keep_alive and not self.draining
-        headers = b"x-trace-id: %s\r\n%s" % (trace_id.encode(), self.server.node_header)
+        more = b""
         if answer.retry_after is not None or answer.challenge is not None:
-            headers += _header_lines(answer.error_headers())
-        self.write(_json_response(answer.status, answer.body, headers, keep_alive, exchange.http10))
+            more = _header_lines(answer.error_headers())
+        body = answer.body
+        transport = self.transport
+        if not transport.is_closing():
+            transport.write(
+                _INVOKE_ANSWER
+                % (
+                    STATUS_LINES.get(answer.status) or status_line(answer.status),
+                    len(body),
+                    trace_id.encode(),
+                    self.server.node_header,
+                    more,
+                    b""
+                    if keep_alive and not exchange.http10
+                    else connection_header(keep_alive, True),
+                    body,
+                )
+            )
         self.finish(keep_alive)
 
     # The server's
@@ -711,6 +733,13 @@ def _check_request_line(http_version: str, hosts: int) -> None:
         )
     if hosts > 1 or (hosts == 0 and http_version == "1.1"):
         raise InvalidRequest("an HTTP/1.1 request carries exactly one Host header", code="bad_host")
+
+
+# `_json_response` of an invoke answer, its x-trace-id and x-reach-node lines made in the
+# same step: status line, length, trace id, node line, error header lines, Connection, body.
+_INVOKE_ANSWER = (
+    b"%scontent-type: application/json\r\ncontent-length: %d\r\nx-trace-id: %s\r\n%s%s%s\r\n%s"
+)
 
 
 def _header_lines(headers: list[tuple[str, str]]) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 from agent_reach.errors import UnsupportedMediaType
 from agent_reach.server.limits import refuse
 
-_JSON = b"application/json"
+JSON_MEDIA = b"application/json"
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 _YAML_TOO = "/v1/workflows"  # POST: a named workflow, as JSON or YAML
 
@@ -27,10 +27,10 @@ def _media(value: bytes) -> bytes:
 
 def is_json(value: bytes) -> bool:
     """Whether a Content-Type value declares JSON (`application/json`, `application/*+json`)."""
-    if value == _JSON:
+    if value == JSON_MEDIA:
         return True
     media = _media(value)
-    return media == _JSON or (media.startswith(b"application/") and media.endswith(b"+json"))
+    return media == JSON_MEDIA or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
 def check_json_body(content_type: bytes | None, *, yaml: bool = False) -> None:
@@ -73,7 +73,7 @@ class JsonBodies:
             elif name == b"content-length":
                 empty = value.strip() == b"0"
         if content_type is None:
-            scope = {**scope, "headers": [*scope["headers"], (b"content-type", _JSON)]}
+            scope = {**scope, "headers": [*scope["headers"], (b"content-type", JSON_MEDIA)]}
         elif not empty:
             yaml = scope["method"] == "POST" and scope["path"].rstrip("/") == _YAML_TOO
             try:

@@ -143,7 +143,8 @@ class HttpTransport:
             )
         except pool.PoolError as exc:
             raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
-        _check_status(response)
+        if not 200 <= response.status < 300:  # a 2xx is no failure: no call to say so
+            _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
     async def _deliver_streamed(
@@ -174,7 +175,8 @@ class HttpTransport:
         except pool.PoolError as exc:
             raise delivery_failure(exc, timeout_s, AGENT, self._unreadable) from None
         response = pool.Response(streamed.status, streamed.headers, body)
-        _check_status(response)
+        if not 200 <= response.status < 300:  # a 2xx is no failure: no call to say so
+            _check_status(response)
         return _result(response, self.client.max_response_bytes)
 
     def _unreadable(self, exc: pool.ResponseTooLarge | pool.InvalidResponse) -> AgentFailed:
