@@ -18,9 +18,10 @@ A tool becomes a description-only capability, as a federated MCP server's tool d
 example utterances; its Chinese description and its input schema (property names and
 descriptions) are all the router has. Tools are grouped into agents by their app (the
 first two parts of `Domain.App.method`), capability `domain.app.method` lower-cased.
-A request counts only when its tool is in the catalog. Nothing here is tuned on it: the
-default policy, the packaged encoder (or the remote one the AR_EMBEDDING_* settings name),
-the router's own calibration.
+A request counts only when its tool is in the catalog. The default policy, the packaged
+encoder (or the remote one the AR_EMBEDDING_* settings name), the router's own
+calibration; of the router's constants only the docs-only guard was chosen here, on the
+development half.
 
 `--split` keeps half of the requests, by a hash of their text (bench/tool_catalogs.py's
 rule, as MetaTool's are split): `dev` for choosing a constant of the router, `test` for

@@ -89,7 +89,7 @@ NGRAM_BUCKETS = 1024
 # classifier: as a class (one capability's weight) they took probability from paraphrases
 # on catalogs of 2-8 cards with few examples, took a weather tool's own requests (the
 # weather kind is 22 % of the set), and multiplied a small catalog's fit time by 100.
-# On the tool benchmark's development half (below; with the guard chosen there) GATE_AT
+# On the tool benchmark's development half (below; docs-only guard 60, slack 0.05) GATE_AT
 # 0.2-0.35 at 10 move nothing by more than a point; a sharpness of 5 refuses more (small
 # catalogs 59.3 % routed, 92.8 % refused) and 20 lets the big catalog's unfit requests
 # through (77.5 % refused at 0.25-0.3).
