@@ -1,6 +1,7 @@
 """Chinese requests to tools known only by their Chinese docs (HammerBench's zh data).
 
-    .venv/bin/python bench/zh_tools.py --data DIR [--sizes 2,5,10] [--seed 45] [--json FILE]
+    .venv/bin/python bench/zh_tools.py --data DIR [--split dev|test|all] [--sizes 2,5,10]
+        [--seed 45] [--json FILE]
 
 `DIR/hammerbench/` holds the corpus, kept outside the project so nobody tunes to it. Two
 shapes are read, any mix of them:
@@ -17,9 +18,15 @@ A tool becomes a description-only capability, as a federated MCP server's tool d
 example utterances; its Chinese description and its input schema (property names and
 descriptions) are all the router has. Tools are grouped into agents by their app (the
 first two parts of `Domain.App.method`), capability `domain.app.method` lower-cased.
-A request counts only when its tool is in the catalog. Nothing here is tuned on it: the
-default policy, the packaged encoder (or the remote one the AR_EMBEDDING_* settings name),
-the router's own calibration.
+A request counts only when its tool is in the catalog. The default policy, the packaged
+encoder (or the remote one the AR_EMBEDDING_* settings name), the router's own
+calibration; of the router's constants only the docs-only guard was chosen here, on the
+development half.
+
+`--split` keeps half of the requests, by a hash of their text (bench/tool_catalogs.py's
+rule, as MetaTool's are split): `dev` for choosing a constant of the router, `test` for
+the figures reported; `all` (the default) every request. The catalogs hold every tool
+whatever the split; only the requests asked are halved.
 
 - **Small catalogs** (`--sizes`): for each request and size n, a catalog of its tool and
   n - 1 others drawn at random (seeded), and one of n tools none of which is of its app
@@ -282,13 +289,23 @@ def table(tallies: list[Tally]) -> str:
     return "\n".join(rows)
 
 
-async def run(data: Path, sizes: list[int], seed: int) -> list[Tally]:
+def of_split(requests: list[Request], split: str) -> list[Request]:
+    """The requests of `split` (`dev`, `test`: a half by a hash of the text; `all`)."""
+    if split == "all":
+        return requests
+    from tool_catalogs import in_split  # beside this file: the script's folder is on sys.path
+
+    return [r for r in requests if in_split(r.query, split)]
+
+
+async def run(data: Path, sizes: list[int], seed: int, split: str = "all") -> list[Tally]:
     tools, requests = load(data / "hammerbench")
+    requests = of_split(requests, split)
     if not requests:
         raise SystemExit(f"no request whose tool is in the catalog under {data / 'hammerbench'}")
     print(
         f"{len(tools)} tools in {len({t.app for t in tools.values()})} apps, "
-        f"{len(requests)} requests to {len({r.tool for r in requests})} of them"
+        f"{len(requests)} requests ({split}) to {len({r.tool for r in requests})} of them"
     )
     settings = Settings()
     tallies = []
@@ -304,12 +321,13 @@ async def run(data: Path, sizes: list[int], seed: int) -> list[Tally]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--split", choices=["dev", "test", "all"], default="all")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--json", type=Path, help="also write the tallies here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    tallies = asyncio.run(run(args.data, sizes, args.seed))
+    tallies = asyncio.run(run(args.data, sizes, args.seed, args.split))
     print(table(tallies))
     if args.json:
         args.json.write_text(json.dumps([asdict(t) for t in tallies], ensure_ascii=False, indent=1))

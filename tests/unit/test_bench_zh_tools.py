@@ -73,3 +73,20 @@ def test_a_tool_is_a_description_only_skill_of_its_app_s_agent(bench):
     assert properties["weight"] == {"type": "number", "description": "重量"}  # float: number
     (player,) = index.instances_of("musicradio.onlinemusic.playsong")
     assert player.spec.skills[0].input_schema is None  # no properties: no schema
+
+
+def test_the_split_halves_requests_by_their_text_as_metatool_s_are(bench, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    import tool_catalogs
+
+    requests = [bench.Request(f"请求{i}", SONG["name"]) for i in range(40)]
+
+    dev, test = bench.of_split(requests, "dev"), bench.of_split(requests, "test")
+
+    assert bench.of_split(requests, "all") == requests
+    assert sorted(dev + test, key=requests.index) == requests  # halves, disjoint
+    assert dev and test
+    assert all(tool_catalogs.in_split(r.query, "dev") for r in dev)
+    assert bench.of_split([bench.Request(r.query, PARCEL["name"]) for r in dev], "dev") == [
+        bench.Request(r.query, PARCEL["name"]) for r in dev
+    ]  # by the text alone

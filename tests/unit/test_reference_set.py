@@ -92,26 +92,28 @@ async def _scores(matcher: EmbeddingMatcher, texts: list[str]) -> dict[str, dict
         await matcher.aclose()
 
 
-def test_the_guard_spares_a_text_about_as_near_a_reference_text_as_its_docs_only_card():
-    """The guard's slack, for a capability known by its docs alone. Without it (sharpness
-    30, no slack) a quarter of the MetaTool requests whose tool was ranked first stood
-    nearer some reference text than that tool's one line of docs and lost 60 % of their
-    score or more, and the calibration (held-out reference texts are scored without the
-    guard) refused them: 52.6 % routed of 85.0 % ranked first, 95.3 % of unfit requests
-    refused (dev, small catalogs). With it, a text 0.03 farther from its card than from a
-    reference text keeps most of its score; 0.09 farther (怎么办 after a learned example
-    sharing 怎么) it is still cut. A capability with examples keeps the strict guard."""
+def test_the_docs_only_guard_closes_on_a_text_nearer_a_reference_text_than_its_card():
+    """The guard of a capability known by its docs alone. A slack would spare a text a
+    little nearer some reference text than the capability's one line of docs: on MetaTool
+    (dev) 0.05 at 60 routed 63.0 % of the small catalogs' requests against 52.6 % with
+    none, but on Chinese requests to Chinese tool docs (dev, catalogs of 2/5/10 tools) it
+    refused 77.8 / 68.7 / 65.7 % of the requests no tool fits against 87.9 / 78.8 / 82.8 %
+    for at most 2 points of routing. So it keeps no slack: a text 0.05 nearer its card
+    keeps most of its score, 0.03 farther loses most of it, 0.09 farther (怎么办 after a
+    learned example sharing 怎么) nearly all; and it is no looser than the guard of a
+    capability with examples."""
     card = _unit(0.8)  # the text's similarity to its card: 0.8 / 2 (no n-grams)
     cases = {"nearer its card": 0.7, "0.03 farther": 0.86, "0.09 farther": 0.98}
     docs_only = embedding.DOCS_ONLY_SHARPNESS, embedding.DOCS_ONLY_SLACK
+    strict = embedding.REFERENCE_SHARPNESS, 0.0
     alone = _guarded_score(card, None)
     kept = {name: _guarded_score(card, _unit(c), *docs_only) / alone for name, c in cases.items()}
-    assert kept["nearer its card"] > 0.99, kept
-    assert kept["0.03 farther"] > 0.7, kept
-    assert kept["0.09 farther"] < 0.1, kept
-    strict = embedding.REFERENCE_SHARPNESS, 0.0
-    with_examples = _guarded_score(card, _unit(cases["0.03 farther"]), *strict) / alone
-    assert with_examples < 0.3, with_examples
+    assert kept["nearer its card"] > 0.8, kept
+    assert kept["0.03 farther"] < 0.3, kept
+    assert kept["0.09 farther"] < 0.07, kept
+    for name, c in cases.items():
+        with_examples = _guarded_score(card, _unit(c), *strict) / alone
+        assert kept[name] <= with_examples + 1e-6, (name, kept[name], with_examples)
 
 
 def test_only_capabilities_without_examples_get_the_docs_only_guard():
