@@ -25,7 +25,7 @@ async def test_off_topic_text_reaches_no_business_agent_and_in_scope_text_routes
     bench, size, docs_only
 ):
     """Docs only: the desk's cards with their descriptions alone, where the reference
-    guard has its slack (without any guard 今天天气怎么样 and 怎么办 reach an agent)."""
+    guard alone keeps chit-chat out (without it 今天天气怎么样 and 怎么办 reach an agent)."""
     for outcome in await bench.evaluate(size, None, docs_only):
         assert outcome.off_topic_to_business == [], (size, outcome.learned, docs_only)
         share = outcome.in_scope_right / outcome.in_scope_total

@@ -25,7 +25,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -95,10 +95,10 @@ NGRAM_BUCKETS = 1024
 # through (77.5 % refused at 0.25-0.3).
 GATE_SHARPNESS = 10.0
 GATE_AT = 0.3
-# The reference guard: sigmoid(sharpness * (nearer + slack)), `nearer` the text's
+# The reference guard: sigmoid(REFERENCE_SHARPNESS * nearer), `nearer` the text's
 # similarity to its capability's nearest card text less its similarity to its nearest
-# reference text. A capability with examples (a learned one included: a correction never
-# loosens its guard): REFERENCE_SHARPNESS and no slack. On the customer-service desk of
+# reference text; the same for every capability, with examples or known by its docs
+# alone (below), so a learned example never loosens it. On the customer-service desk of
 # bench/small_catalogs.py, in-scope paraphrases stand 0.09-0.30 nearer a card text than any
 # reference text, and off-topic texts 0.09-0.40 farther (怎么办 after 我买的东西怎么还没到 was
 # learned: -0.09); 30 makes +-0.09 a factor of 0.94 and 0.06. On the intent corpora
@@ -108,17 +108,18 @@ GATE_AT = 0.3
 # CLINC150 moved by 0.1 point.
 REFERENCE_SHARPNESS = 30.0
 # A capability known by its docs alone (its name and a line of docs are all a request can
-# be near): DOCS_ONLY_SHARPNESS and DOCS_ONLY_SLACK. Calibration trials score held-out
-# reference texts without the guard (their siblings stand in the background), so whatever
-# it takes from a text at run time the calibration never saw: a slack spares requests
-# only a little nearer some reference text than their tool's docs (on MetaTool, where the
-# set's "unrelated" requests are some tool's domain, a quarter of those ranked first lost
-# 60 % of their score or more at 30 and no slack), and lets as many requests no tool fits
-# through. Chosen on the development halves of two corpora (bench/routing.py --mode tools
-# --split dev: MetaTool, English, 60 small catalogs of 2-10 tools and one of 159; and
-# bench/zh_tools.py --split dev: HammerBench, Chinese, 99 requests on catalogs of 2, 5 and
-# 10 tools): the most routed right on small catalogs with 80 % of the requests no tool
-# fits refused on each. Routed right / unfit refused:
+# be near) was measured with a guard of its own, sharper and with a slack. Calibration
+# trials score held-out reference texts without the guard (their siblings stand in the
+# background), so whatever it takes from a text at run time the calibration never saw: a
+# slack spares requests only a little nearer some reference text than their tool's docs
+# (on MetaTool, where the set's "unrelated" requests are some tool's domain, a quarter of
+# those ranked first lost 60 % of their score or more at 30 and no slack), and lets as
+# many requests no tool fits through. Chosen on the development halves of two corpora
+# (bench/routing.py --mode tools --split dev: MetaTool, English, 60 small catalogs of 2-10
+# tools and one of 159; and bench/zh_tools.py --split dev: HammerBench, Chinese, 99
+# requests on catalogs of 2, 5 and 10 tools): the most routed right on small catalogs with
+# 80 % of the requests no tool fits refused on each. Routed right / unfit refused, by the
+# docs-only guard's sharpness / slack:
 #   sharpness/slack  MetaTool small  MetaTool big   zh 2 tools   zh 5 tools   zh 10 tools
 #   30 / 0           52.6 / 95.3     35.0 / 82.9    97.0 / 87.9  97.0 / 78.8  96.0 / 82.8
 #   30 / 0.02        56.4 / 93.8     36.5 / 82.2    97.0 / 85.9  98.0 / 75.8  96.0 / 77.8
@@ -140,9 +141,8 @@ REFERENCE_SHARPNESS = 30.0
 # fewer on the Chinese ones, the big catalog's refusal at the 80 % edge). With no guard
 # at all MetaTool's small catalogs routed 68.6 % (88.0 % refused) but 2-3 of the 17
 # off-topic texts of bench/small_catalogs.py reached an agent on its docs-only desks
-# (今天天气怎么样, 怎么办); at 30 with no slack none does.
-DOCS_ONLY_SHARPNESS = 30.0
-DOCS_ONLY_SLACK = 0.0
+# (今天天气怎么样, 怎么办); at 30 with no slack none does. So docs-only capabilities keep
+# the one guard.
 
 
 class Encoder(Protocol):
@@ -193,10 +193,6 @@ class _Model:
     # the reference texts unlike the catalog: sentence vectors and n-gram rows, transposed
     reference: np.ndarray | None = None
     reference_ngrams: np.ndarray | None = None
-    # each capability's reference guard: sharpness and slack (a capability with no
-    # examples has the DOCS_ONLY ones)
-    sharpness: np.ndarray | float = REFERENCE_SHARPNESS
-    slack: np.ndarray | float = 0.0
 
     def scores(
         self,
@@ -218,7 +214,7 @@ class _Model:
         if self.reference is not None and self.reference_ngrams is not None:
             off_topic = (vectors @ self.reference.T + ngrams @ self.reference_ngrams[used]) / 2
             nearer = nearest - off_topic.max(axis=1, keepdims=True)
-            gate /= 1 + np.exp(-self.sharpness * (nearer + self.slack))
+            gate /= 1 + np.exp(-REFERENCE_SHARPNESS * nearer)
         if without is not None and any(without):
             refused = [[tag in said for tag in self.capabilities] for said in without]
             logits = np.where(refused, -np.inf, logits)
@@ -360,13 +356,7 @@ class EmbeddingMatcher:
         unlike = _unlike(texts, background, vectors)
         self.like_a_card = frozenset(background) - set(unlike)
         taught = {tag for tag, card in catalog.items() if card.learned}
-        model = self._refit(texts, vectors, unlike, taught)
-        if model is not None:
-            docs_only = [not catalog[tag].examples for tag in model.capabilities]
-            sharpness = np.where(docs_only, DOCS_ONLY_SHARPNESS, REFERENCE_SHARPNESS)
-            slack = np.where(docs_only, DOCS_ONLY_SLACK, 0.0)
-            model = replace(model, sharpness=sharpness, slack=slack)
-        self._model = model
+        self._model = self._refit(texts, vectors, unlike, taught)
         self._texts = texts
         self._restrictable = len(texts) >= LARGE_CATALOG and not any(
             card.examples for card in catalog.values()
