@@ -122,7 +122,7 @@ async def test_a_registration_encodes_only_the_new_card_text() -> None:
     encoder.encoded.clear()
     fill = semantic.fill(build_catalog(grown))
     assert sorted(encoder.encoded) == ["shop weather", "weather of the delivery day"]
-    assert fill.nearest(semantic.encode(["weather"])[0])[0][0] == "shop.weather"
+    assert next(fill.nearest(semantic.encode(["weather"])[0]))[0] == "shop.weather"
     encoder.encoded.clear()
     semantic.fill(build_catalog(index))  # one gone: nothing to encode, its texts dropped
     assert encoder.encoded == []
