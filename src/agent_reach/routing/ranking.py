@@ -126,9 +126,11 @@ class _Kept:
     def keep(self, wanted: list[str], encode: Callable[[list[str]], np.ndarray]) -> _Kept:
         """The vectors of `wanted` (distinct texts), in its order: rows held are copied,
         only the others are encoded; texts not wanted are dropped."""
+        if not wanted:
+            return NOTHING_KEPT
         missing = [t for t in wanted if t not in self.rows]
         fresh = encode(missing)
-        width = fresh.shape[1] if len(missing) else self.matrix.shape[1]
+        width = fresh.shape[1] if missing else self.matrix.shape[1]
         matrix = np.empty((len(wanted), width), dtype=np.float32)
         at = {t: i for i, t in enumerate(wanted)}
         held = [t for t in wanted if t in self.rows]
@@ -142,13 +144,16 @@ class _Kept:
         return _Kept(at, matrix)
 
 
+NOTHING_KEPT = _Kept({}, np.zeros((0, 0), dtype=np.float32))
+
+
 class SemanticIndex:
     """Card texts -> sentence vectors, kept by text; filled off the event loop."""
 
     def __init__(self, encoder: Callable[[], Encoder] = _packaged_encoder) -> None:
         self._load = encoder
         self._encoder: Encoder | None = None
-        self._kept = _Kept({}, np.zeros((0, 0), dtype=np.float32))
+        self._kept = NOTHING_KEPT
         self._fill: _Fill | None = None
         self._job: asyncio.Task[None] | None = None
         self._encoding = threading.Lock()  # one encode at a time on this index's behalf
@@ -158,6 +163,10 @@ class SemanticIndex:
     def size(self) -> int:
         """Card texts held."""
         return len(self._kept.rows)
+
+    def texts(self) -> set[str]:
+        """The card texts held."""
+        return set(self._kept.rows)
 
     def is_current(self, cards: Mapping[str, CapabilityCard]) -> bool:
         fill = self._fill
