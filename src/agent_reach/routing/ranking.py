@@ -16,9 +16,11 @@ the first five for 73.8 % (`bench/routing.py --mode tools`), where the index alo
 measured 45.8 % and 65.0 % on the 199 tools. A capability the router did not weigh has
 confidence 0; `similarity` says why the index listed it.
 
-The index is incremental: vectors are kept by card text, so a registration encodes only
-the texts never seen (one more tool: its two card texts, not the whole catalog again,
-while the router's own classifier refits from scratch). It is filled in a worker thread,
+The index is incremental: vectors are kept by card text, rows of one contiguous matrix,
+so a registration encodes only the texts never seen (one more tool: its two card texts,
+not the whole catalog again, while the router's own classifier refits from scratch). A
+ranking puts in order only as many capabilities as it reads (a chunk at a time), so a
+`top_k` 20 of 5,000 tools sorts about 64 of them, not all. It is filled in a worker thread,
 never on the event loop, and only when a request needs more than the head: a `top_k`
 the router's matches fill costs nothing beyond the match itself. Pure apart from that
 thread: it reads the registry index and the pipeline, never a store or a socket.
