@@ -1,11 +1,16 @@
 """Ranked candidates (`routing/ranking.py`) on plain data: the router's matches first, the
 semantic index for the rest, only what the caller may use, and an index that encodes
-only the card texts it has never seen."""
+only the card texts it has never seen, reads the catalog in the order of a full stable
+sort, and kept up to date holds and ranks exactly what one built afresh would."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent_reach.backends.protocols import InstanceRecord
 from agent_reach.clock import ManualClock
@@ -15,7 +20,13 @@ from agent_reach.policy.policy import Policy
 from agent_reach.registry.index import RegistryIndex
 from agent_reach.routing.catalog import build_catalog
 from agent_reach.routing.matchers.pipeline import MatchingPipeline
-from agent_reach.routing.ranking import CandidateRanking, SemanticIndex, schema_summary
+from agent_reach.routing.matchers.protocol import card_texts
+from agent_reach.routing.ranking import (
+    CandidateRanking,
+    SemanticIndex,
+    _best_first,
+    schema_summary,
+)
 
 # a word -> a dimension: texts sharing words are near, as a sentence encoder's would be
 WORDS = ["parcel", "refund", "invoice", "weather", "salary", "leave", "coupon", "stock"]
@@ -122,7 +133,7 @@ async def test_a_registration_encodes_only_the_new_card_text() -> None:
     encoder.encoded.clear()
     fill = semantic.fill(build_catalog(grown))
     assert sorted(encoder.encoded) == ["shop weather", "weather of the delivery day"]
-    assert fill.nearest(semantic.encode(["weather"])[0])[0][0] == "shop.weather"
+    assert next(fill.nearest(semantic.encode(["weather"])[0]))[0] == "shop.weather"
     encoder.encoded.clear()
     semantic.fill(build_catalog(index))  # one gone: nothing to encode, its texts dropped
     assert encoder.encoded == []
@@ -200,3 +211,61 @@ async def test_the_caller_s_text_is_embedded_as_a_query_card_texts_as_passages()
     assert encoder.queries == ["coupon coupon please"]  # normalized, as a query
     cards = {text for tag, d in TOOLS.items() for text in (d, tag.replace(".", " "))}
     assert set(encoder.encoded) == cards  # passages: the card texts only
+
+
+DIMENSIONS = 16
+
+
+class HashEncoder:
+    """Each word adds to a dimension of its own hash: a deterministic sentence vector."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.encoded += texts
+        rows = np.full((len(texts), DIMENSIONS), 0.01, dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.split():
+                rows[row, zlib.crc32(word.encode()) % DIMENSIONS] += 1.0
+        return rows
+
+
+@given(st.lists(st.sampled_from([0.0, -0.25, 0.1, 0.5, 0.5001, 0.9, -1.0]), max_size=400))
+def test_the_index_reads_the_catalog_in_the_order_of_a_full_stable_sort(
+    scores: list[float],
+) -> None:
+    array = np.asarray(scores, dtype=np.float32)  # many ties, across several chunks
+    assert list(_best_first(array)) == np.argsort(-array, kind="stable").tolist()
+
+
+CATALOGS = [
+    TOOLS,
+    {**TOOLS, "shop.weather": "weather of the delivery day"},  # one more
+    # a text two capabilities share, and one changed description
+    {**TOOLS, "shop.weather": "refund money", "hr.leave": "leave and paid holidays"},
+    {t: d for t, d in TOOLS.items() if t != "shop.invoice"},  # one gone
+    {},
+    TOOLS,
+]
+QUERIES = ["refund my money", "weather", "leave and salary", "zzz"]
+
+
+def test_an_index_kept_up_to_date_ranks_as_one_built_afresh() -> None:
+    encoder = HashEncoder()
+    kept = SemanticIndex(lambda: encoder)
+    for tools in CATALOGS:
+        cards = build_catalog(index_of(tools))
+        texts = {t for card in cards.values() for t in card_texts(card)}
+        before = kept.texts()
+        encoder.encoded.clear()
+        fill = kept.fill(cards)
+        fresh = SemanticIndex(HashEncoder).fill(cards)
+        assert sorted(encoder.encoded) == sorted(texts - before)  # only the new texts
+        assert kept.texts() == texts  # the texts of capabilities gone are dropped
+        assert fill.tags == fresh.tags
+        assert np.array_equal(fill.starts, fresh.starts)
+        assert np.array_equal(fill.vectors, fresh.vectors)
+        for text in QUERIES:
+            query = kept.encode([text], query=True)[0]
+            assert list(fill.nearest(query)) == list(fresh.nearest(query))

@@ -16,9 +16,11 @@ the first five for 73.8 % (`bench/routing.py --mode tools`), where the index alo
 measured 45.8 % and 65.0 % on the 199 tools. A capability the router did not weigh has
 confidence 0; `similarity` says why the index listed it.
 
-The index is incremental: vectors are kept by card text, so a registration encodes only
-the texts never seen (one more tool: its two card texts, not the whole catalog again,
-while the router's own classifier refits from scratch). It is filled in a worker thread,
+The index is incremental: vectors are kept by card text, rows of one contiguous matrix,
+so a registration encodes only the texts never seen (one more tool: its two card texts,
+not the whole catalog again, while the router's own classifier refits from scratch). A
+ranking puts in order only as many capabilities as it reads (a chunk at a time), so a
+`top_k` 20 of 5,000 tools sorts about 64 of them, not all. It is filled in a worker thread,
 never on the event loop, and only when a request needs more than the head: a `top_k`
 the router's matches fill costs nothing beyond the match itself. Pure apart from that
 thread: it reads the registry index and the pipeline, never a store or a socket.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +79,9 @@ def _packaged_encoder() -> Encoder:
     return load_encoder()
 
 
+FIRST_CHUNK = 64  # capabilities put in order first; most rankings need no more
+
+
 @dataclass(frozen=True, slots=True)
 class _Fill:
     """One catalog's index: capabilities, their card texts' vectors grouped by capability."""
@@ -86,13 +91,62 @@ class _Fill:
     vectors: np.ndarray  # (texts, d), unit rows, grouped by capability in `tags` order
     starts: np.ndarray  # where each capability's group starts
 
-    def nearest(self, query: np.ndarray) -> list[tuple[str, float]]:
-        """Every capability, most similar first: (tag, cosine to its nearest card text)."""
+    def nearest(self, query: np.ndarray) -> Iterator[tuple[str, float]]:
+        """Every capability, most similar first (ties in catalog order): (tag, cosine to
+        its nearest card text). Put in order a chunk at a time, as far as it is read."""
         if not self.tags:
-            return []
+            return
         similar = np.maximum.reduceat(self.vectors @ query, self.starts)
-        order = np.argsort(-similar, kind="stable")
-        return [(self.tags[i], round(float(similar[i]), 6)) for i in order]
+        for i in _best_first(similar):
+            yield self.tags[i], round(float(similar[i]), 6)
+
+
+def _best_first(scores: np.ndarray) -> Iterator[int]:
+    """The indices of `scores`, highest first, ties by index (a stable sort of -scores),
+    sorted a chunk at a time: the chunk is every score at or above the chunk's k-th
+    highest, so no later score comes before it. Each chunk is four times the last."""
+    at = np.arange(len(scores))
+    size = FIRST_CHUNK
+    while len(scores):
+        if size < len(scores):
+            kth = np.partition(scores, len(scores) - size)[len(scores) - size]
+            head = scores >= kth
+        else:
+            head = np.ones(len(scores), dtype=bool)
+        yield from at[head][np.argsort(-scores[head], kind="stable")].tolist()
+        at, scores = at[~head], scores[~head]
+        size *= 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """The card texts' vectors held: one contiguous matrix, a row per text."""
+
+    rows: dict[str, int]
+    matrix: np.ndarray  # (texts, d) float32, unit rows
+
+    def keep(self, wanted: list[str], encode: Callable[[list[str]], np.ndarray]) -> _Kept:
+        """The vectors of `wanted` (distinct texts), in its order: rows held are copied,
+        only the others are encoded; texts not wanted are dropped."""
+        if not wanted:
+            return NOTHING_KEPT
+        missing = [t for t in wanted if t not in self.rows]
+        fresh = encode(missing)
+        width = fresh.shape[1] if missing else self.matrix.shape[1]
+        matrix = np.empty((len(wanted), width), dtype=np.float32)
+        at = {t: i for i, t in enumerate(wanted)}
+        held = [t for t in wanted if t in self.rows]
+        if held:
+            into = np.fromiter((at[t] for t in held), np.intp, len(held))
+            matrix[into] = self.matrix[
+                np.fromiter((self.rows[t] for t in held), np.intp, len(held))
+            ]
+        if missing:
+            matrix[np.fromiter((at[t] for t in missing), np.intp, len(missing))] = fresh
+        return _Kept(at, matrix)
+
+
+NOTHING_KEPT = _Kept({}, np.zeros((0, 0), dtype=np.float32))
 
 
 class SemanticIndex:
@@ -101,7 +155,7 @@ class SemanticIndex:
     def __init__(self, encoder: Callable[[], Encoder] = _packaged_encoder) -> None:
         self._load = encoder
         self._encoder: Encoder | None = None
-        self._vectors: dict[str, np.ndarray] = {}
+        self._kept = NOTHING_KEPT
         self._fill: _Fill | None = None
         self._job: asyncio.Task[None] | None = None
         self._encoding = threading.Lock()  # one encode at a time on this index's behalf
@@ -110,7 +164,11 @@ class SemanticIndex:
     @property
     def size(self) -> int:
         """Card texts held."""
-        return len(self._vectors)
+        return len(self._kept.rows)
+
+    def texts(self) -> set[str]:
+        """The card texts held."""
+        return set(self._kept.rows)
 
     def is_current(self, cards: Mapping[str, CapabilityCard]) -> bool:
         fill = self._fill
@@ -137,20 +195,25 @@ class SemanticIndex:
     def fill(self, cards: dict[str, CapabilityCard]) -> _Fill:
         """The index of `cards` (worker thread): only texts never seen are encoded."""
         texts = {tag: card_texts(card) or (tag,) for tag, card in cards.items()}
-        wanted = list(dict.fromkeys(t for group in texts.values() for t in group))
-        keep = set(wanted)
-        vectors = {t: v for t, v in self._vectors.items() if t in keep}
-        missing = [t for t in wanted if t not in vectors]
-        for start in range(0, len(missing), ENCODE_CHUNK):
-            chunk = missing[start : start + ENCODE_CHUNK]
-            vectors.update(zip(chunk, self.encode(chunk), strict=True))
-        self._vectors = vectors
         tags = tuple(texts)
         flat = [t for tag in tags for t in texts[tag]]
+        kept = self._kept.keep(list(dict.fromkeys(flat)), self._encode_cards)
+        self._kept = kept
         sizes = [len(texts[tag]) for tag in tags]
         starts = np.cumsum([0, *sizes[:-1]]) if tags else np.zeros(0, dtype=np.int64)
-        matrix = np.stack([vectors[t] for t in flat]) if flat else np.zeros((0, 1), np.float32)
+        if len(flat) == len(kept.rows):  # no text shared by two capabilities: rows in order
+            matrix = kept.matrix
+        else:
+            matrix = kept.matrix[np.fromiter((kept.rows[t] for t in flat), np.intp, len(flat))]
         return _Fill(cards, tags, matrix, starts)  # never changed: a new catalog is a new dict
+
+    def _encode_cards(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of card texts, ENCODE_CHUNK per lock hold."""
+        chunks = [
+            self.encode(texts[start : start + ENCODE_CHUNK])
+            for start in range(0, len(texts), ENCODE_CHUNK)
+        ]
+        return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 
     def encode(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         """Unit vectors of `texts` (worker thread): card texts, or (`query`) a caller's
