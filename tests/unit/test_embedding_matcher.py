@@ -10,7 +10,7 @@ import pytest
 
 from agent_reach.errors import InvalidRequest
 from agent_reach.routing.catalog import CapabilityCard
-from agent_reach.routing.matchers import embedding, logistic
+from agent_reach.routing.matchers import classifier, embedding, logistic
 from agent_reach.routing.matchers.protocol import normalize_text
 
 CATALOG = {
@@ -176,13 +176,13 @@ async def test_three_examples_each_of_many_capabilities_give_a_decisive_probabil
 
 
 def test_ngram_rows_are_unit_length_and_ngrams_no_card_has_shorten_them():
-    ngrams = embedding._Ngrams.fit(["我的快递到哪了", "cancel my order"])
+    ngrams = classifier.Ngrams.fit(["我的快递到哪了", "cancel my order"])
     rows = ngrams.rows(["cancel my order", "cancel my order today please", "完全无关"])
     norms = np.linalg.norm(rows, axis=1)
     assert norms[0] == pytest.approx(1.0, abs=1e-6)
     assert 0.0 < norms[1] < 0.9
     assert norms[2] == 0.0
-    assert rows.shape[1] == embedding.NGRAM_BUCKETS
+    assert rows.shape[1] == classifier.NGRAM_BUCKETS
 
 
 def test_a_missing_encoder_is_a_configuration_error_naming_the_package(monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 
 from agent_reach.routing.calibration import folds_of
 from agent_reach.routing.catalog import CapabilityCard
-from agent_reach.routing.matchers import embedding, logistic
+from agent_reach.routing.matchers import classifier, embedding, logistic
 from agent_reach.routing.matchers.calibrating import fit_and_try
 from agent_reach.routing.matchers.protocol import normalize_text
 
@@ -62,8 +62,8 @@ def test_new_columns_are_fitted_against_the_kept_ones_which_stay_as_they_were():
 @pytest.fixture
 def large(monkeypatch: pytest.MonkeyPatch) -> None:
     """Six capabilities count as a large catalog here; one more is an incremental refit."""
-    monkeypatch.setattr(embedding, "LARGE_CATALOG", 6)
-    monkeypatch.setattr(embedding, "INCREMENTAL_SHARE", 0.2)
+    monkeypatch.setattr(classifier, "LARGE_CATALOG", 6)
+    monkeypatch.setattr(classifier, "INCREMENTAL_SHARE", 0.2)
 
 
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:

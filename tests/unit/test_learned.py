@@ -7,7 +7,7 @@ import pytest
 
 from agent_reach.model.feedback import LearnedExample
 from agent_reach.routing.learned import LearnedSet
-from agent_reach.routing.matchers import embedding
+from agent_reach.routing.matchers import classifier
 
 
 def example(
@@ -81,17 +81,17 @@ def test_not_mine_renormalizes_what_is_left_instead_of_raising_every_rest_to_one
     assert after["invoice.issue"] - after["order.track"] > 0.4  # a clear margin, not 0
 
 
-def one_text_model(tags: tuple[str, ...], logits: np.ndarray) -> embedding._Model:
+def one_text_model(tags: tuple[str, ...], logits: np.ndarray) -> classifier.Model:
     """A classifier whose logits are `logits` for any text (only the bias is set), every
     capability's one card text the same vector."""
     d = 2
-    weights = np.zeros((d + embedding.NGRAM_BUCKETS + 1, len(tags)), dtype=np.float32)
+    weights = np.zeros((d + classifier.NGRAM_BUCKETS + 1, len(tags)), dtype=np.float32)
     weights[-1] = logits
-    return embedding._Model(
+    return classifier.Model(
         capabilities=tags,
         weights=weights,
-        ngrams=embedding._Ngrams.fit([]),
+        ngrams=classifier.Ngrams.fit([]),
         examples=np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (len(tags), 1)),
-        example_ngrams=np.zeros((embedding.NGRAM_BUCKETS, len(tags)), dtype=np.float32),
+        example_ngrams=np.zeros((classifier.NGRAM_BUCKETS, len(tags)), dtype=np.float32),
         first_example=np.arange(len(tags)),
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from agent_reach.routing.catalog import CapabilityCard
-from agent_reach.routing.matchers import embedding
+from agent_reach.routing.matchers import classifier
 from agent_reach.routing.matchers.embedding import EmbeddingMatcher
 from agent_reach.routing.reference import KINDS, VERSION, reference_set
 
@@ -119,16 +119,16 @@ def _unit(cos: float) -> np.ndarray:
 def _guarded_score(card: np.ndarray, reference: np.ndarray | None) -> float:
     """The score of the text [1, 0] on a one-capability model with one card text and
     (when given) one reference text; no n-gram counts (the model saw no card words)."""
-    model = embedding._Model(
+    model = classifier.Model(
         capabilities=("tool",),
-        weights=np.zeros((card.shape[1] + embedding.NGRAM_BUCKETS + 1, 1), dtype=np.float32),
-        ngrams=embedding._Ngrams.fit([]),
+        weights=np.zeros((card.shape[1] + classifier.NGRAM_BUCKETS + 1, 1), dtype=np.float32),
+        ngrams=classifier.Ngrams.fit([]),
         examples=card,
-        example_ngrams=np.zeros((embedding.NGRAM_BUCKETS, 1), dtype=np.float32),
+        example_ngrams=np.zeros((classifier.NGRAM_BUCKETS, 1), dtype=np.float32),
         first_example=np.arange(1),
         reference=reference,
         reference_ngrams=(
-            None if reference is None else np.zeros((embedding.NGRAM_BUCKETS, 1), np.float32)
+            None if reference is None else np.zeros((classifier.NGRAM_BUCKETS, 1), np.float32)
         ),
     )
     text = np.array([[1.0, 0.0]], dtype=np.float32)

@@ -1,6 +1,6 @@
-"""The embedding matcher's classifier: multinomial logistic regression with L2, by
-full-batch Adam, fitted whole, or only for some classes against the others' weights kept
-as they are (capabilities added to a large catalog).
+"""The fit of the embedding matcher's classifier (`classifier.py`): multinomial logistic
+regression with L2, by full-batch Adam, fitted whole, or only for some classes against
+the others' weights kept as they are (capabilities added to a large catalog).
 
 The gradient is summed over blocks of CHUNK_ROWS texts, so memory grows with the classes
 times the block, not with the classes times every card text: 5,000 description-only
