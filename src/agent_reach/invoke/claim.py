@@ -23,9 +23,7 @@ class ClaimStage:
     def __init__(self, guard: IdempotencyGuard) -> None:
         self.guard = guard
 
-    def claim(
-        self, task: TaskEntry, policy: Policy, now: float
-    ) -> Awaitable[Answer | Owned]:
+    def claim(self, task: TaskEntry, policy: Policy, now: float) -> Awaitable[Answer | Owned]:
         """The request's claim (it names its own id); the first answer for a duplicate."""
         request = task.request
         return self.guard.claim(
@@ -36,9 +34,7 @@ class ClaimStage:
             wait=request.on_duplicate == "wait",
         )
 
-    def claim_run(
-        self, task: TaskEntry, policy: Policy, now: float
-    ) -> Awaitable[Answer | Owned]:
+    def claim_run(self, task: TaskEntry, policy: Policy, now: float) -> Awaitable[Answer | Owned]:
         """A queued or parked task's claim, under its own key (the request id's record
         holds the 202), waiting for a live owner up to the longest class."""
         return self.guard.claim_key(

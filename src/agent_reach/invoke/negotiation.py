@@ -61,8 +61,6 @@ OFFER_CONNECTIONS = 64  # per agent origin: offers are few and short
 _HEADERS = (("content-type", "application/json"), ("accept", "application/json"))
 
 
-
-
 async def check_negotiate(spec: AgentSpec, guard: EndpointGuard) -> None:
     """A registration's offer endpoint: an http(s) URL on an allowed network, as every
     other endpoint (checked again at every dial)."""

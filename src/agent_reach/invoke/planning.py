@@ -106,9 +106,7 @@ def timeout_class_of(
     return timeout_class
 
 
-def deadline_s(
-    deadline_ms: int | None, policy: Policy, timeout_class: TimeoutClassPolicy
-) -> float:
+def deadline_s(deadline_ms: int | None, policy: Policy, timeout_class: TimeoutClassPolicy) -> float:
     """The class's whole-request budget, shortened by the caller's own deadline."""
     budget = policy.deadline_s(timeout_class)
     return budget if deadline_ms is None else min(budget, deadline_ms / 1000)

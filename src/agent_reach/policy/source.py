@@ -99,9 +99,7 @@ class PolicySource:
             await self._offer(self.current, "defaults", "coordinator", expected_revision=0)
         await self.sync()
 
-    async def replace(
-        self, policy: Policy, *, by: str, if_match: str | None
-    ) -> PolicyChange:
+    async def replace(self, policy: Policy, *, by: str, if_match: str | None) -> PolicyChange:
         """Make `policy` the one in force everywhere; `Conflict` (409 `version_conflict`)
         when `if_match` names a version that is no longer in force."""
         policy = self._with_factor_defaults(policy)

@@ -37,9 +37,7 @@ class WeightLearner:
             return policy.weight_items
         return tuple((f, round(w * learned.get(f, 1.0), 6)) for f, w in policy.weight_items)
 
-    def record(
-        self, decision: RouteDecision, agent_id: str, *, ok: bool, policy: Policy
-    ) -> None:
+    def record(self, decision: RouteDecision, agent_id: str, *, ok: bool, policy: Policy) -> None:
         """Learn from one delivery to `agent_id`, an instance the decision weighed."""
         adaptation = policy.adaptation
         if not adaptation.enabled:
