@@ -5,7 +5,10 @@ once (deduplicated through the store), signed, carrying the capability, the inst
 left and the lost instance's spec. The receiver starts a replacement agent process from
 that spec, as an orchestrator would, and traffic recovers. The figure: seconds from the
 kill to the first answer given by the replacement. Coordinator B's `GET /v1/events`
-stream shows the health transition, the scale event and the replacement's registration.
+stream shows the health transition and the replacement's registration (registry changes
+every coordinator sees); the scale event is on the stream of each coordinator that saw
+the minimum breached, once: a coordinator that sees the loss only after the replacement
+stands saw no breach (whichever sees it first depends on timing, not on the code).
 """
 
 from __future__ import annotations
@@ -142,14 +145,15 @@ def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webh
     original = rig.agent("scale-1", CAPABILITY, a.url, min_instances=declared)
     rig.start(original)
     rig.wait_healthy(b.url, [original.agent_id])
-    stream = EventStream(b.url)
+    streams = [EventStream(a.url), EventStream(b.url)]
     load = Load((a.url,), CAPABILITY, RATE, DURATION_S, DEADLINE_S, settle_s=SETTLE_S)
     run = LoadRun(load).start()
     rig.timetable().at(KILL_AT_S)
     original.kill()
     killed = run.history.mark("killed", agent_id=original.agent_id)
     history = run.join()
-    stream.close()
+    for stream in streams:
+        stream.close()
 
     # complete_t: a request suspended while no instance was up is answered when it finishes.
     done = [r.complete_t for r in history.records if r.agent_id == "scale-2" and r.complete_t]
@@ -182,7 +186,9 @@ def test_a_lost_instance_below_min_instances_is_replaced_through_one_signed_webh
     assert event["last_spec"]["id"] == "scale-1"
     assert event["last_spec"]["min_instances"] == declared
     assert first_answer_s is not None and first_answer_s <= REPLACEMENT_WITHIN_S
-    assert [e["event_id"] for e in stream.kinds("scale")] == [event_id]
+    raised = [[e["event_id"] for e in stream.kinds("scale")] for stream in streams]
+    assert [event_id] in raised and all(ids in ([], [event_id]) for ids in raised), raised
+    stream = streams[1]  # coordinator B's: registry changes reach every coordinator's feed
     assert any(
         h["agent_id"] == "scale-1" and h["from"] == "healthy" for h in stream.kinds("health")
     )

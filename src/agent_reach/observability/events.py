@@ -4,7 +4,9 @@ Registrations, health transitions, scale events and policy changes are published
 as they are seen; each subscriber gets its own bounded queue, and a subscriber too slow
 to keep up loses its oldest events (the gap shows in the event ids) rather than
 slowing the publisher. The feed is per coordinator: on a shared store every coordinator sees the
-registry's changes, so each feed shows them all.
+registry's changes, so each feed shows them all. A scale event is each coordinator's own
+judgement: it is on the feed of a coordinator that saw a capability fall below its
+minimum, and one that sees the loss only once a replacement stands saw no breach.
 """
 
 from __future__ import annotations
