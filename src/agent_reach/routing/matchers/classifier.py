@@ -273,20 +273,8 @@ def fit_model(
     cards = [t for group in texts.values() for t in group]
     ngrams = Ngrams.fit(cards)  # IDF of the card texts: the background weighs nothing
     every, rows = np.stack([vectors[t] for t in cards]), ngrams.rows(cards)
-    reference = reference_ngrams = None
-    if background:
-        reference = np.stack([vectors[t] for t in background])
-        reference_ngrams = np.ascontiguousarray(ngrams.rows(list(background)).T)
-    return Model(
-        capabilities=tuple(texts),
-        weights=logistic.fit_logistic(np.hstack([every, rows]), labels, len(texts), start),
-        ngrams=ngrams,
-        examples=every,
-        example_ngrams=np.ascontiguousarray(rows.T),
-        first_example=np.searchsorted(labels, np.arange(len(texts))),
-        reference=reference,
-        reference_ngrams=reference_ngrams,
-    )
+    weights = logistic.fit_logistic(np.hstack([every, rows]), labels, len(texts), start)
+    return _model(texts, labels, weights, ngrams, every, rows, vectors, background)
 
 
 def incremental(
@@ -325,6 +313,21 @@ def incremental(
     if new:
         x = np.hstack([examples, ngram_rows])
         weights = logistic.fit_new_columns(x, labels, weights, np.array(new))
+    return _model(texts, labels, weights, ngrams, examples, ngram_rows, vectors, background)
+
+
+def _model(
+    texts: Mapping[str, tuple[str, ...]],
+    labels: np.ndarray,
+    weights: np.ndarray,
+    ngrams: Ngrams,
+    examples: np.ndarray,
+    ngram_rows: np.ndarray,
+    vectors: Mapping[str, np.ndarray],
+    background: Sequence[str],
+) -> Model:
+    """The model of fitted `weights` over the card texts' rows, with the background texts
+    (the reference set unlike the catalog) kept for the gate."""
     reference = reference_ngrams = None
     if background:
         reference = np.stack([vectors[t] for t in background])
